@@ -1,0 +1,225 @@
+/*
+ * bfeed.h -- client library for bfeedd, the bf16 input-pipeline daemon.
+ *
+ * A training loop connects to a daemon, opens a *stream* on a dataset and
+ * takes batches that are already preprocessed and cast to bfloat16:
+ *
+ *     bfeed_client *c;  bfeed_stream *s;  bfeed_batch *b;  bfeed_error err;
+ *     bfeed_stream_opts o;
+ *     bfeed_connect("unix:/run/bfeed/bfeedd.sock", &c, &err);
+ *     bfeed_stream_opts_init(&o);   o.batch = 64;  o.size = 224;
+ *     bfeed_stream_open(c, "imagenet", &o, &s, &err);
+ *     while (bfeed_stream_next(s, &b, &err) == 0) {
+ *         bfeed_tensor img;
+ *         bfeed_batch_find(b, "image", &img);    // bf16 [B,3,H,W]
+ *         ...train on img.data...
+ *         bfeed_batch_release(b);
+ *     }
+ *     bfeed_stream_close(s);  bfeed_close(c);
+ *
+ * Errors: every call that can fail returns 0 or a negative BFEED_E* code;
+ * bfeed_strerror() names the code, and when the caller passes a bfeed_error
+ * the message says what exactly went wrong (which file, field, limit).
+ *
+ * Determinism: a batch is a pure function of (dataset, options, seed, epoch,
+ * batch index). Reopening a stream with .epoch/.batch_index set resumes it
+ * exactly; any daemon with the same dataset serves the same bytes.
+ *
+ * Thread safety: a bfeed_client may be shared by threads; each bfeed_stream
+ * must be used by one thread at a time (different streams of one client may
+ * be used from different threads at once). A bfeed_batch is independent of
+ * its stream once returned and may be released from any thread, also after
+ * the stream is closed. Each client runs one background thread that reads
+ * from the socket, checks and decompresses batches (the prefetch).
+ */
+#ifndef BFEED_H
+#define BFEED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define BFEED_API __attribute__((visibility("default")))
+#else
+#define BFEED_API
+#endif
+
+#define BFEED_VERSION_MAJOR 0
+#define BFEED_VERSION_MINOR 1
+#define BFEED_VERSION_PATCH 0
+
+/* Error codes. They also travel on the wire in error frames, so the numbers
+ * are fixed: new codes are only ever appended. */
+typedef enum bfeed_errcode {
+  BFEED_OK = 0,
+  BFEED_EINVAL = -1,      /* an argument or option is out of range */
+  BFEED_ENOMEM = -2,      /* out of memory */
+  BFEED_EIO = -3,         /* socket or file I/O failed (see message) */
+  BFEED_ECONNECT = -4,    /* cannot connect to the daemon's address */
+  BFEED_ECLOSED = -5,     /* the peer closed the connection */
+  BFEED_EPROTO = -6,      /* malformed frame or message from the peer */
+  BFEED_ECHECKSUM = -7,   /* frame payload checksum mismatch */
+  BFEED_ETOOBIG = -8,     /* a length exceeds a limit */
+  BFEED_EVERSION = -9,    /* no protocol version in common */
+  BFEED_ENODATASET = -10, /* the daemon serves no dataset of that name */
+  BFEED_EDATASET = -11,   /* the dataset is unusable (empty, unreadable) */
+  BFEED_ELIMIT = -12,     /* a daemon limit (clients, streams, memory) */
+  BFEED_EEOF = -13,       /* the stream has delivered all it was asked for */
+  BFEED_ECODEC = -14,     /* compression or decompression failed */
+  BFEED_ESHUTDOWN = -15,  /* the daemon is shutting down */
+  BFEED_EINTERNAL = -16   /* a bug: please report it with the message */
+} bfeed_errcode;
+
+/* Where a call that failed puts its explanation. Optional everywhere (pass
+ * NULL). message is always NUL-terminated. */
+typedef struct bfeed_error {
+  int code;
+  char message[256];
+} bfeed_error;
+
+/* The name of an error code, e.g. "BFEED_ECHECKSUM: frame checksum mismatch". */
+BFEED_API const char *bfeed_strerror(int code);
+
+/* ------------------------------------------------------------------ */
+/* Tensors                                                             */
+
+typedef enum bfeed_dtype {
+  BFEED_DTYPE_BF16 = 1, /* bfloat16 as uint16 bit patterns */
+  BFEED_DTYPE_F32 = 2,
+  BFEED_DTYPE_I32 = 3,
+  BFEED_DTYPE_I64 = 4,
+  BFEED_DTYPE_U8 = 5
+} bfeed_dtype;
+
+#define BFEED_MAX_DIMS 8
+
+/* A view into a batch. data stays valid until the batch is released;
+ * it is aligned to 64 bytes and little-endian, C (row-major) order. */
+typedef struct bfeed_tensor {
+  const char *name;
+  bfeed_dtype dtype;
+  int ndim;
+  int64_t shape[BFEED_MAX_DIMS];
+  const void *data;
+  size_t nbytes;
+} bfeed_tensor;
+
+/* Size in bytes of one element of dtype, 0 for an unknown dtype. */
+BFEED_API size_t bfeed_dtype_size(int dtype);
+/* "bf16", "f32", "i32", "i64", "u8", or "?" */
+BFEED_API const char *bfeed_dtype_name(int dtype);
+
+/* ------------------------------------------------------------------ */
+/* Stream options                                                      */
+
+typedef enum { BFEED_MODE_TRAIN = 0, BFEED_MODE_EVAL = 1 } bfeed_mode;
+typedef enum { BFEED_LAYOUT_NCHW = 0, BFEED_LAYOUT_NHWC = 1 } bfeed_layout;
+typedef enum { BFEED_NORM_IMAGENET = 0, BFEED_NORM_NONE = 1, BFEED_NORM_CUSTOM = 2 } bfeed_norm;
+typedef enum { BFEED_CODEC_NONE = 0, BFEED_CODEC_ZSTD = 1 } bfeed_codec;
+typedef enum { BFEED_SHUFFLE_AUTO = 0, BFEED_SHUFFLE_ON = 1, BFEED_SHUFFLE_OFF = 2 } bfeed_shuffle;
+
+/* What a stream serves. Always start from bfeed_stream_opts_init(), which
+ * sets the defaults noted below, then change what you need. */
+typedef struct bfeed_stream_opts {
+  uint32_t batch;        /* samples per batch, 1..65536 (default 64) */
+  uint32_t size;         /* output height = width in pixels, 8..4096 (224) */
+  bfeed_mode mode;       /* TRAIN: RandomResizedCrop + flip; EVAL: resize + centre crop */
+  bfeed_layout layout;   /* NCHW (default) or NHWC for the image tensor */
+  bfeed_norm normalize;  /* IMAGENET mean/std (default), NONE: raw 0..255,
+                            CUSTOM: mean[] and std[] below, on the 0..1 scale */
+  float mean[3], std[3];
+  uint64_t seed;         /* keys every random choice (default 0) */
+  uint64_t epoch;        /* first epoch to serve (resume), default 0 */
+  uint64_t batch_index;  /* first batch within that epoch (resume), default 0 */
+  uint32_t shard_index;  /* this reader's shard, 0..shard_count-1 (0) */
+  uint32_t shard_count;  /* number of shards, >= 1 (1) */
+  bfeed_codec codec;     /* NONE (default) or ZSTD */
+  int codec_level;       /* zstd level, 1..19 (3) */
+  uint32_t window;       /* batches prefetched ahead of the consumer, 1..64 (4) */
+  bfeed_shuffle shuffle; /* AUTO: shuffle in TRAIN, dataset order in EVAL */
+  int keep_partial;      /* 1: serve the last, short batch of an epoch (0) */
+  uint64_t epochs;       /* epochs to serve before end of stream, 0 = forever (0) */
+} bfeed_stream_opts;
+
+BFEED_API void bfeed_stream_opts_init(bfeed_stream_opts *o);
+
+/* ------------------------------------------------------------------ */
+/* Connections and streams                                             */
+
+typedef struct bfeed_client bfeed_client;
+typedef struct bfeed_stream bfeed_stream;
+typedef struct bfeed_batch bfeed_batch;
+
+/* Connect and perform the version handshake. addr is "unix:/path/to.sock"
+ * or "HOST:PORT" ("[::1]:7070" for IPv6). Blocks until connected or failed. */
+BFEED_API int bfeed_connect(const char *addr, bfeed_client **out, bfeed_error *err);
+
+/* Close the connection; streams still open are closed. Batches already
+ * returned stay valid until released. */
+BFEED_API void bfeed_close(bfeed_client *c);
+
+/* Protocol version agreed with the daemon, and the daemon's name/version. */
+BFEED_API uint32_t bfeed_client_version(const bfeed_client *c);
+BFEED_API const char *bfeed_client_server(const bfeed_client *c);
+
+/* Open a stream on a dataset the daemon serves. Blocks for the daemon's
+ * answer: an unknown dataset or bad option fails here, with the reason. */
+BFEED_API int bfeed_stream_open(bfeed_client *c, const char *dataset, const bfeed_stream_opts *o,
+                                bfeed_stream **out, bfeed_error *err);
+
+/* What the daemon told us about the stream when it opened. */
+typedef struct bfeed_stream_info {
+  uint64_t samples;           /* samples per epoch in this shard */
+  uint64_t batches_per_epoch; /* after dropping (or keeping) the short batch */
+  uint32_t classes;           /* number of labels */
+} bfeed_stream_info;
+BFEED_API int bfeed_stream_get_info(const bfeed_stream *s, bfeed_stream_info *info);
+
+/* Next batch, in order. Blocks until it has arrived (usually it already has:
+ * the client keeps `window` batches in flight). Returns BFEED_EEOF once the
+ * requested epochs are done. The caller owns *out until bfeed_batch_release. */
+BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error *err);
+
+/* Ask the daemon for the stream's counters. names[i]/values[i] are filled
+ * for up to max entries; *count gets the number filled. Names are static
+ * strings owned by the stream until it is closed. */
+typedef struct bfeed_counter {
+  const char *name;
+  uint64_t value;
+} bfeed_counter;
+BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count,
+                                 bfeed_error *err);
+
+/* Stop the stream and free it. Pending batches are dropped. */
+BFEED_API void bfeed_stream_close(bfeed_stream *s);
+
+/* ------------------------------------------------------------------ */
+/* Batches                                                             */
+
+BFEED_API uint64_t bfeed_batch_epoch(const bfeed_batch *b);
+BFEED_API uint64_t bfeed_batch_index(const bfeed_batch *b); /* within the epoch */
+BFEED_API int bfeed_batch_ntensors(const bfeed_batch *b);
+/* The i-th tensor (0 <= i < ntensors), or BFEED_EINVAL. */
+BFEED_API int bfeed_batch_tensor(const bfeed_batch *b, int i, bfeed_tensor *out);
+/* The tensor called name, or BFEED_EINVAL when the batch has none. */
+BFEED_API int bfeed_batch_find(const bfeed_batch *b, const char *name, bfeed_tensor *out);
+/* Bytes on the wire (after compression) and decompressed, for this batch. */
+BFEED_API size_t bfeed_batch_wire_bytes(const bfeed_batch *b);
+BFEED_API size_t bfeed_batch_raw_bytes(const bfeed_batch *b);
+BFEED_API void bfeed_batch_release(bfeed_batch *b);
+
+/* ------------------------------------------------------------------ */
+/* bfloat16 helpers                                                    */
+
+/* Round a float to bf16, to nearest even; NaN stays a (quiet) NaN. */
+BFEED_API uint16_t bfeed_bf16_from_f32(float f);
+BFEED_API float bfeed_bf16_to_f32(uint16_t h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BFEED_H */

@@ -1,0 +1,41 @@
+/*
+ * sample.h -- one image sample: JPEG bytes in, size x size RGB8 out.
+ *
+ * Decodes with libjpeg-turbo (RGB, grayscale and CMYK/YCCK all come out as
+ * RGB), decoding only the rows and columns the crop needs and letting the
+ * IDCT scale down (M/8) when the crop is much larger than the output, then
+ * resamples with Pillow's bilinear+antialias filter (the same coefficients
+ * and 8-bit fixed-point arithmetic as Pillow's Resample.c), and mirrors.
+ */
+#ifndef BFEED_SAMPLE_H
+#define BFEED_SAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rng.h"
+
+enum sample_mode { SAMPLE_TRAIN = 0, SAMPLE_EVAL = 1 };
+
+typedef struct sample_params {
+  int size;            /* output is size x size */
+  enum sample_mode mode;
+  int allow_dct_scale; /* 1 (default): let the IDCT shrink large crops */
+} sample_params;
+
+/* Per-thread scratch memory reused across samples (grows as needed).
+ * Zero-initialise it; free it with sample_scratch_free. */
+typedef struct sample_scratch {
+  uint8_t *buf[3];
+  size_t cap[3];
+} sample_scratch;
+void sample_scratch_free(sample_scratch *s);
+
+/* Decode and transform one JPEG. out gets size*size*3 bytes, HWC, RGB.
+ * rng supplies the train-mode crop and flip draws (unused in EVAL).
+ * Returns 0, or -1 with a one-line reason in err ("not a JPEG", "truncated
+ * data", "corrupt data: ..."); never aborts on bad input. */
+int sample_load(const uint8_t *jpeg, size_t len, const sample_params *p, rng_t *rng,
+                uint8_t *out, sample_scratch *scratch, char *err, size_t errlen);
+
+#endif

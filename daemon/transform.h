@@ -1,0 +1,41 @@
+/*
+ * transform.h -- where to crop, with torchvision's semantics.
+ *
+ * These functions only choose rectangles (in source pixels); decoding and
+ * resampling happen in sample.c. Keeping the choice separate lets the tests
+ * check it against torchvision's own code with the same random draws.
+ */
+#ifndef BFEED_TRANSFORM_H
+#define BFEED_TRANSFORM_H
+
+#include "rng.h"
+
+typedef struct xform_crop {
+  int left, top, width, height; /* crop box in source pixels */
+  int flip;                     /* 1: mirror the output horizontally */
+} xform_crop;
+
+/* torchvision.transforms.RandomResizedCrop.get_params with scale (0.08, 1)
+ * and ratio (3/4, 4/3): up to 10 tries of area and log-uniform aspect ratio,
+ * then the centre-crop fallback; followed by RandomHorizontalFlip(p=0.5).
+ * Draw order per try: area u, log-ratio u, (on success) top, left; then the
+ * flip draw. All draws come from r. */
+void xform_random_resized_crop(int img_w, int img_h, rng_t *r, xform_crop *out);
+
+/* Same, from explicit draws, for the oracle test: u[] holds uniforms in
+ * [0,1) consumed in the order above; *used gets how many were consumed. */
+void xform_random_resized_crop_draws(int img_w, int img_h, const float *u, int nu, int *used,
+                                     xform_crop *out);
+
+/* torchvision Resize(round(size*256/224)) then CenterCrop(size): the size of
+ * the resized image (shorter side = round(size*256/224), longer side =
+ * int(short * long / short_src) as torchvision truncates), and the crop
+ * window in the resized image (top = int(round((H - size) / 2.0)), ties to
+ * even like Python's round). */
+typedef struct xform_eval {
+  int resized_w, resized_h; /* the whole image is resized to this */
+  int left, top;            /* then this window of size x size is kept */
+} xform_eval;
+void xform_eval_params(int img_w, int img_h, int size, xform_eval *out);
+
+#endif
