@@ -1,1 +1,71 @@
-/* placeholder: being written */
+/* frame.c -- frame header encoding, validation and checksums. */
+#include "frame.h"
+
+#include <xxhash.h>
+
+#include "bfeed.h"
+#include "wire.h"
+
+uint64_t frame_checksum(const void *payload, size_t len) {
+  return XXH3_64bits(payload, len);
+}
+
+void frame_header_init(frame_header *h, int type, uint32_t stream, const void *payload,
+                       uint32_t len) {
+  h->version = FRAME_VERSION_MAX;
+  h->type = (uint8_t)type;
+  h->flags = 0;
+  h->stream = stream;
+  h->length = len;
+  h->checksum = frame_checksum(payload, len);
+}
+
+void frame_header_encode(const frame_header *h, uint8_t out[FRAME_HEADER_SIZE]) {
+  wire_put32(out + 0, FRAME_MAGIC);
+  out[4] = h->version;
+  out[5] = h->type;
+  wire_put16(out + 6, h->flags);
+  wire_put32(out + 8, h->stream);
+  wire_put32(out + 12, h->length);
+  wire_put64(out + 16, h->checksum);
+}
+
+int frame_header_decode(const uint8_t in[FRAME_HEADER_SIZE], uint32_t max_payload,
+                        frame_header *h, const char **why) {
+  const char *dummy;
+  if (!why) why = &dummy;
+  if (wire_get32(in) != FRAME_MAGIC) {
+    *why = "bad magic (not a bfeed peer?)";
+    return BFEED_EPROTO;
+  }
+  h->version = in[4];
+  h->type = in[5];
+  h->flags = wire_get16(in + 6);
+  h->stream = wire_get32(in + 8);
+  h->length = wire_get32(in + 12);
+  h->checksum = wire_get64(in + 16);
+  if (h->version < FRAME_VERSION_MIN || h->version > FRAME_VERSION_MAX) {
+    *why = "unsupported protocol version";
+    return BFEED_EVERSION;
+  }
+  if (h->type < 1 || h->type > FRAME_TYPE_MAX_) {
+    *why = "unknown frame type";
+    return BFEED_EPROTO;
+  }
+  if (h->length > max_payload || h->length > FRAME_MAX_PAYLOAD) {
+    *why = "frame length exceeds the limit";
+    return BFEED_ETOOBIG;
+  }
+  *why = "";
+  return 0;
+}
+
+int frame_verify(const frame_header *h, const void *payload) {
+  return frame_checksum(payload, h->length) == h->checksum ? 0 : BFEED_ECHECKSUM;
+}
+
+const char *frame_type_name(int type) {
+  static const char *const names[] = {"?",     "HELLO", "HELLO_OK", "OPEN",  "OPEN_OK",  "BATCH",
+                                      "ACK",   "CLOSE", "END",      "ERROR", "STATS_REQ", "STATS"};
+  return type >= 1 && type <= FRAME_TYPE_MAX_ ? names[type] : names[0];
+}

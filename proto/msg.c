@@ -1,1 +1,383 @@
-/* placeholder: being written */
+/* msg.c -- message payload encoding and decoding (see msg.h, PROTOCOL.md). */
+#include "msg.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wire.h"
+
+/* OPEN option tags. All current options change the bytes served, so all are
+ * critical: a daemon that does not know one must refuse, not ignore it. */
+enum {
+  OPT_DATASET = 1,
+  OPT_BATCH = 2,
+  OPT_SIZE = 3,
+  OPT_MODE = 4,
+  OPT_LAYOUT = 5,
+  OPT_NORMALIZE = 6,
+  OPT_MEAN = 7,
+  OPT_STD = 8,
+  OPT_SEED = 9,
+  OPT_EPOCH = 10,
+  OPT_BATCH_INDEX = 11,
+  OPT_SHARD_INDEX = 12,
+  OPT_SHARD_COUNT = 13,
+  OPT_CODEC = 14,
+  OPT_CODEC_LEVEL = 15,
+  OPT_WINDOW = 16,
+  OPT_SHUFFLE = 17,
+  OPT_KEEP_PARTIAL = 18,
+  OPT_EPOCHS = 19,
+};
+#define C(tag) ((uint16_t)(TLV_CRITICAL | (tag)))
+
+size_t msg_begin(wbuf *w) {
+  size_t at = w->len;
+  wbuf_grow(w, FRAME_HEADER_SIZE);
+  return at;
+}
+
+int msg_finish(wbuf *w, size_t at, int type, uint32_t stream) {
+  if (w->failed) return BFEED_ENOMEM;
+  size_t len = w->len - at - FRAME_HEADER_SIZE;
+  if (len > FRAME_MAX_PAYLOAD) return BFEED_ETOOBIG;
+  frame_header h;
+  frame_header_init(&h, type, stream, w->data + at + FRAME_HEADER_SIZE, (uint32_t)len);
+  frame_header_encode(&h, w->data + at);
+  return 0;
+}
+
+/* Decoders share this ending: a payload that was short, or had bytes left
+ * over where none may be, is malformed. */
+static int finish_read(const rbuf *r, int allow_trailing, const char **why, const char *what) {
+  if (r->failed || (!allow_trailing && rbuf_left(r) != 0)) {
+    *why = what;
+    return BFEED_EPROTO;
+  }
+  return 0;
+}
+
+static void put_name(wbuf *w, const char *s) {
+  size_t n = strnlen(s, MSG_NAME_MAX - 1);
+  wbuf_u16(w, (uint16_t)n);
+  wbuf_bytes(w, s, n);
+}
+
+static int get_name(rbuf *r, char *dst, size_t cap) {
+  uint16_t n = rbuf_u16(r);
+  const uint8_t *p = rbuf_bytes(r, n);
+  if (!p || n >= cap || memchr(p, 0, n)) return -1;
+  memcpy(dst, p, n);
+  dst[n] = 0;
+  return 0;
+}
+
+void msg_hello_encode(wbuf *w, const msg_hello *m) {
+  wbuf_u32(w, m->min_version);
+  wbuf_u32(w, m->max_version);
+  put_name(w, m->agent);
+}
+
+int msg_hello_decode(const void *p, size_t n, msg_hello *m, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  m->min_version = rbuf_u32(&r);
+  m->max_version = rbuf_u32(&r);
+  if (get_name(&r, m->agent, sizeof m->agent) < 0) r.failed = 1;
+  /* Later versions may append fields to HELLO: trailing bytes are allowed. */
+  return finish_read(&r, 1, why, "malformed HELLO");
+}
+
+void msg_hello_ok_encode(wbuf *w, const msg_hello_ok *m) {
+  wbuf_u32(w, m->version);
+  wbuf_u32(w, m->max_frame);
+  put_name(w, m->server);
+}
+
+int msg_hello_ok_decode(const void *p, size_t n, msg_hello_ok *m, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  m->version = rbuf_u32(&r);
+  m->max_frame = rbuf_u32(&r);
+  if (get_name(&r, m->server, sizeof m->server) < 0) r.failed = 1;
+  return finish_read(&r, 1, why, "malformed HELLO_OK");
+}
+
+BFEED_API void bfeed_stream_opts_init(bfeed_stream_opts *o) {
+  static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
+  static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
+  memset(o, 0, sizeof *o);
+  o->batch = 64;
+  o->size = 224;
+  o->mode = BFEED_MODE_TRAIN;
+  o->layout = BFEED_LAYOUT_NCHW;
+  o->normalize = BFEED_NORM_IMAGENET;
+  memcpy(o->mean, imagenet_mean, sizeof o->mean);
+  memcpy(o->std, imagenet_std, sizeof o->std);
+  o->shard_count = 1;
+  o->codec = BFEED_CODEC_NONE;
+  o->codec_level = 3;
+  o->window = 4;
+  o->shuffle = BFEED_SHUFFLE_AUTO;
+}
+
+void msg_open_encode(wbuf *w, const msg_open *m) {
+  const bfeed_stream_opts *o = &m->opts;
+  tlv_put_str(w, C(OPT_DATASET), m->dataset);
+  tlv_put_u32(w, C(OPT_BATCH), o->batch);
+  tlv_put_u32(w, C(OPT_SIZE), o->size);
+  tlv_put_u8(w, C(OPT_MODE), (uint8_t)o->mode);
+  tlv_put_u8(w, C(OPT_LAYOUT), (uint8_t)o->layout);
+  tlv_put_u8(w, C(OPT_NORMALIZE), (uint8_t)o->normalize);
+  tlv_put_f32s(w, C(OPT_MEAN), o->mean, 3);
+  tlv_put_f32s(w, C(OPT_STD), o->std, 3);
+  tlv_put_u64(w, C(OPT_SEED), o->seed);
+  tlv_put_u64(w, C(OPT_EPOCH), o->epoch);
+  tlv_put_u64(w, C(OPT_BATCH_INDEX), o->batch_index);
+  tlv_put_u32(w, C(OPT_SHARD_INDEX), o->shard_index);
+  tlv_put_u32(w, C(OPT_SHARD_COUNT), o->shard_count);
+  tlv_put_u8(w, C(OPT_CODEC), (uint8_t)o->codec);
+  tlv_put_u32(w, C(OPT_CODEC_LEVEL), (uint32_t)o->codec_level);
+  tlv_put_u32(w, C(OPT_WINDOW), o->window);
+  tlv_put_u8(w, C(OPT_SHUFFLE), (uint8_t)o->shuffle);
+  tlv_put_u8(w, C(OPT_KEEP_PARTIAL), (uint8_t)(o->keep_partial != 0));
+  tlv_put_u64(w, C(OPT_EPOCHS), o->epochs);
+}
+
+static int open_item(const tlv_item *it, msg_open *m, int *have_dataset) {
+  bfeed_stream_opts *o = &m->opts;
+  uint8_t b;
+  uint32_t u;
+  int rc;
+  switch (it->tag & ~TLV_CRITICAL) {
+    case OPT_DATASET: *have_dataset = 1; return tlv_str(it, m->dataset, sizeof m->dataset);
+    case OPT_BATCH: return tlv_u32(it, &o->batch);
+    case OPT_SIZE: return tlv_u32(it, &o->size);
+    case OPT_MODE: rc = tlv_u8(it, &b); o->mode = (bfeed_mode)b; return rc;
+    case OPT_LAYOUT: rc = tlv_u8(it, &b); o->layout = (bfeed_layout)b; return rc;
+    case OPT_NORMALIZE: rc = tlv_u8(it, &b); o->normalize = (bfeed_norm)b; return rc;
+    case OPT_MEAN: return tlv_f32s(it, o->mean, 3);
+    case OPT_STD: return tlv_f32s(it, o->std, 3);
+    case OPT_SEED: return tlv_u64(it, &o->seed);
+    case OPT_EPOCH: return tlv_u64(it, &o->epoch);
+    case OPT_BATCH_INDEX: return tlv_u64(it, &o->batch_index);
+    case OPT_SHARD_INDEX: return tlv_u32(it, &o->shard_index);
+    case OPT_SHARD_COUNT: return tlv_u32(it, &o->shard_count);
+    case OPT_CODEC: rc = tlv_u8(it, &b); o->codec = (bfeed_codec)b; return rc;
+    case OPT_CODEC_LEVEL: rc = tlv_u32(it, &u); o->codec_level = (int32_t)u; return rc;
+    case OPT_WINDOW: return tlv_u32(it, &o->window);
+    case OPT_SHUFFLE: rc = tlv_u8(it, &b); o->shuffle = (bfeed_shuffle)b; return rc;
+    case OPT_KEEP_PARTIAL: rc = tlv_u8(it, &b); o->keep_partial = b; return rc;
+    case OPT_EPOCHS: return tlv_u64(it, &o->epochs);
+    default: return (it->tag & TLV_CRITICAL) ? BFEED_EINVAL : 0;
+  }
+}
+
+int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why) {
+  rbuf r;
+  tlv_item it;
+  int rc, have_dataset = 0;
+  memset(m, 0, sizeof *m);
+  bfeed_stream_opts_init(&m->opts);
+  rbuf_init(&r, p, n);
+  while ((rc = tlv_next(&r, &it)) == 1) {
+    rc = open_item(&it, m, &have_dataset);
+    if (rc == BFEED_EINVAL) {
+      *why = "OPEN has an option this daemon does not support (upgrade bfeedd)";
+      return rc;
+    }
+    if (rc < 0) {
+      *why = "OPEN has an option with a malformed value";
+      return BFEED_EPROTO;
+    }
+  }
+  if (rc < 0) {
+    *why = "OPEN has a truncated option";
+    return BFEED_EPROTO;
+  }
+  if (!have_dataset || !m->dataset[0]) {
+    *why = "OPEN names no dataset";
+    return BFEED_EINVAL;
+  }
+  return 0;
+}
+
+int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap) {
+#define BAD(...) return snprintf(why, cap, __VA_ARGS__), BFEED_EINVAL
+  if (o->batch < 1 || o->batch > 65536) BAD("batch %u out of range 1..65536", o->batch);
+  if (o->size < 8 || o->size > 4096) BAD("size %u out of range 8..4096", o->size);
+  if (o->mode != BFEED_MODE_TRAIN && o->mode != BFEED_MODE_EVAL) BAD("unknown mode %d", (int)o->mode);
+  if (o->layout != BFEED_LAYOUT_NCHW && o->layout != BFEED_LAYOUT_NHWC)
+    BAD("unknown layout %d", (int)o->layout);
+  if ((unsigned)o->normalize > BFEED_NORM_CUSTOM) BAD("unknown normalization %d", (int)o->normalize);
+  for (int c = 0; c < 3; c++) {
+    if (!isfinite(o->mean[c])) BAD("mean[%d] is not finite", c);
+    if (!isfinite(o->std[c]) || o->std[c] == 0.0f) BAD("std[%d] must be finite and non-zero", c);
+  }
+  if (o->shard_count < 1) BAD("shard count must be at least 1");
+  if (o->shard_index >= o->shard_count)
+    BAD("shard index %u must be below the shard count %u", o->shard_index, o->shard_count);
+  if (o->codec != BFEED_CODEC_NONE && o->codec != BFEED_CODEC_ZSTD) BAD("unknown codec %d", (int)o->codec);
+  if (o->codec == BFEED_CODEC_ZSTD && (o->codec_level < 1 || o->codec_level > 19))
+    BAD("zstd level %d out of range 1..19", o->codec_level);
+  if (o->window < 1 || o->window > 64) BAD("window %u out of range 1..64", o->window);
+  if ((unsigned)o->shuffle > BFEED_SHUFFLE_OFF) BAD("unknown shuffle setting %d", (int)o->shuffle);
+  /* The image tensor must fit one frame. */
+  uint64_t image = (uint64_t)o->batch * o->size * o->size * 3 * 2;
+  if (image + (uint64_t)o->batch * 12 + 4096 > FRAME_MAX_PAYLOAD)
+    BAD("a batch of %u images of %ux%u is %llu bytes, over the %u-byte frame limit", o->batch,
+        o->size, o->size, (unsigned long long)image, FRAME_MAX_PAYLOAD);
+#undef BAD
+  return 0;
+}
+
+void msg_open_ok_encode(wbuf *w, const msg_open_ok *m) {
+  wbuf_u64(w, m->samples);
+  wbuf_u64(w, m->batches_per_epoch);
+  wbuf_u32(w, m->classes);
+}
+
+int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  m->samples = rbuf_u64(&r);
+  m->batches_per_epoch = rbuf_u64(&r);
+  m->classes = rbuf_u32(&r);
+  return finish_read(&r, 1, why, "malformed OPEN_OK");
+}
+
+void msg_u64_encode(wbuf *w, uint64_t v) { wbuf_u64(w, v); }
+
+int msg_u64_decode(const void *p, size_t n, uint64_t *v, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  *v = rbuf_u64(&r);
+  return finish_read(&r, 1, why, "malformed counter message");
+}
+
+void msg_error_encode(wbuf *w, int32_t code, const char *message) {
+  size_t n = strnlen(message, MSG_ERROR_MAX - 1);
+  wbuf_u32(w, (uint32_t)code);
+  wbuf_u16(w, (uint16_t)n);
+  wbuf_bytes(w, message, n);
+}
+
+int msg_error_decode(const void *p, size_t n, msg_error *m, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  m->code = (int32_t)rbuf_u32(&r);
+  if (get_name(&r, m->message, sizeof m->message) < 0) r.failed = 1;
+  if (m->code >= 0) r.failed = 1; /* an error frame must carry an error */
+  return finish_read(&r, 1, why, "malformed ERROR");
+}
+
+void msg_stats_encode(wbuf *w, const msg_counter *c, size_t n) {
+  wbuf_u32(w, (uint32_t)n);
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strnlen(c[i].name, MSG_TENSOR_NAME_MAX - 1);
+    wbuf_u8(w, (uint8_t)len);
+    wbuf_bytes(w, c[i].name, len);
+    wbuf_u64(w, c[i].value);
+  }
+}
+
+/* A short name (tensor, counter): u8 length then bytes. */
+static int get_short_name(rbuf *r, char *dst) {
+  uint8_t n = rbuf_u8(r);
+  const uint8_t *p = rbuf_bytes(r, n);
+  if (!p || n == 0 || n >= MSG_TENSOR_NAME_MAX || memchr(p, 0, n)) return -1;
+  memcpy(dst, p, n);
+  dst[n] = 0;
+  return 0;
+}
+
+int msg_stats_decode(const void *p, size_t n, msg_counter *c, size_t max, size_t *count,
+                     const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  uint32_t k = rbuf_u32(&r);
+  if (k > MSG_MAX_COUNTERS) {
+    *why = "STATS has too many counters";
+    return BFEED_ETOOBIG;
+  }
+  *count = 0;
+  for (uint32_t i = 0; i < k && !r.failed; i++) {
+    msg_counter tmp;
+    if (get_short_name(&r, tmp.name) < 0) r.failed = 1;
+    tmp.value = rbuf_u64(&r);
+    if (!r.failed && *count < max) c[(*count)++] = tmp;
+  }
+  return finish_read(&r, 0, why, "malformed STATS");
+}
+
+void msg_batch_encode_head(wbuf *w, const msg_batch *m) {
+  wbuf_u64(w, m->epoch);
+  wbuf_u64(w, m->index);
+  wbuf_u64(w, m->seq);
+  wbuf_u8(w, m->codec);
+  wbuf_u8(w, (uint8_t)m->ntensors);
+  wbuf_u16(w, 0); /* reserved */
+  wbuf_u64(w, m->raw_size);
+  for (uint32_t i = 0; i < m->ntensors; i++) {
+    const msg_tensor *t = &m->t[i];
+    size_t len = strnlen(t->name, MSG_TENSOR_NAME_MAX - 1);
+    wbuf_u8(w, (uint8_t)len);
+    wbuf_bytes(w, t->name, len);
+    wbuf_u8(w, t->dtype);
+    wbuf_u8(w, t->ndim);
+    for (int d = 0; d < t->ndim; d++) wbuf_u64(w, t->shape[d]);
+    wbuf_u64(w, t->offset);
+    wbuf_u64(w, t->nbytes);
+  }
+}
+
+/* A tensor descriptor is sane when its shape gives exactly nbytes and it
+ * lies inside the raw data; all products are overflow-checked. */
+static int tensor_check(const msg_tensor *t, uint64_t raw_size) {
+  size_t es = bfeed_dtype_size(t->dtype);
+  if (es == 0 || t->ndim > BFEED_MAX_DIMS) return -1;
+  uint64_t count = 1;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] != 0 && count > UINT64_MAX / t->shape[d]) return -1;
+    count *= t->shape[d];
+  }
+  if (count > UINT64_MAX / es || count * es != t->nbytes) return -1;
+  if (t->offset > raw_size || t->nbytes > raw_size - t->offset) return -1;
+  return 0;
+}
+
+int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  m->epoch = rbuf_u64(&r);
+  m->index = rbuf_u64(&r);
+  m->seq = rbuf_u64(&r);
+  m->codec = rbuf_u8(&r);
+  m->ntensors = rbuf_u8(&r);
+  (void)rbuf_u16(&r);
+  m->raw_size = rbuf_u64(&r);
+  if (r.failed) return *why = "BATCH header truncated", BFEED_EPROTO;
+  if (m->ntensors > MSG_MAX_TENSORS) return *why = "BATCH has too many tensors", BFEED_EPROTO;
+  if (m->codec != BFEED_CODEC_NONE && m->codec != BFEED_CODEC_ZSTD)
+    return *why = "BATCH uses an unknown codec", BFEED_EPROTO;
+  if (m->raw_size > raw_limit) return *why = "BATCH raw size exceeds the limit", BFEED_ETOOBIG;
+  for (uint32_t i = 0; i < m->ntensors; i++) {
+    msg_tensor *t = &m->t[i];
+    if (get_short_name(&r, t->name) < 0) return *why = "BATCH tensor name malformed", BFEED_EPROTO;
+    t->dtype = rbuf_u8(&r);
+    t->ndim = rbuf_u8(&r);
+    if (t->ndim > BFEED_MAX_DIMS) return *why = "BATCH tensor has too many dimensions", BFEED_EPROTO;
+    for (int d = 0; d < t->ndim; d++) t->shape[d] = rbuf_u64(&r);
+    t->offset = rbuf_u64(&r);
+    t->nbytes = rbuf_u64(&r);
+    if (r.failed) return *why = "BATCH tensor table truncated", BFEED_EPROTO;
+    if (tensor_check(t, m->raw_size) < 0)
+      return *why = "BATCH tensor shape, dtype or extent inconsistent", BFEED_EPROTO;
+  }
+  m->data_size = rbuf_left(&r);
+  m->data = r.p + r.off;
+  if (m->codec == BFEED_CODEC_NONE && m->data_size != m->raw_size)
+    return *why = "BATCH data size differs from its raw size", BFEED_EPROTO;
+  return 0;
+}

@@ -1,0 +1,116 @@
+/*
+ * msg.h -- the messages carried in frames: encode and decode.
+ *
+ * Encoders append a complete frame (header + payload) to a wbuf: call
+ * msg_begin(), write the payload with a msg_*_encode, then msg_finish(),
+ * which fills in the header and checksum. Decoders take a verified payload
+ * and return 0 or BFEED_EPROTO / BFEED_EINVAL / BFEED_ETOOBIG with a static
+ * reason; they never read outside the payload and check every count and
+ * length against the payload and the limits below before using it.
+ */
+#ifndef BFEED_MSG_H
+#define BFEED_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bfeed.h"
+#include "frame.h"
+#include "tlv.h"
+
+#define MSG_NAME_MAX 128   /* dataset names, agent strings (with NUL) */
+#define MSG_ERROR_MAX 256  /* error messages (with NUL) */
+#define MSG_MAX_TENSORS 16
+#define MSG_TENSOR_NAME_MAX 32
+#define MSG_MAX_COUNTERS 64
+
+/* Start a frame: reserves the header. Returns the offset of the frame. */
+size_t msg_begin(wbuf *w);
+/* Finish the frame started at `at`: fills its header for the payload that
+ * follows it. Fails (returns BFEED_ETOOBIG/ENOMEM) if it cannot. */
+int msg_finish(wbuf *w, size_t at, int type, uint32_t stream);
+
+/* HELLO / HELLO_OK: the version handshake. */
+typedef struct msg_hello {
+  uint32_t min_version, max_version;
+  char agent[MSG_NAME_MAX];
+} msg_hello;
+void msg_hello_encode(wbuf *w, const msg_hello *m);
+int msg_hello_decode(const void *p, size_t n, msg_hello *m, const char **why);
+
+typedef struct msg_hello_ok {
+  uint32_t version;   /* chosen by the daemon */
+  uint32_t max_frame; /* the largest frame the daemon will send */
+  char server[MSG_NAME_MAX];
+} msg_hello_ok;
+void msg_hello_ok_encode(wbuf *w, const msg_hello_ok *m);
+int msg_hello_ok_decode(const void *p, size_t n, msg_hello_ok *m, const char **why);
+
+/* OPEN: dataset name and stream options, as TLV items. */
+typedef struct msg_open {
+  char dataset[MSG_NAME_MAX];
+  bfeed_stream_opts opts;
+} msg_open;
+void msg_open_encode(wbuf *w, const msg_open *m);
+/* Missing options keep bfeed_stream_opts_init's defaults. */
+int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why);
+/* Range-check options; 0 or BFEED_EINVAL with a reason in why[cap]. */
+int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap);
+
+typedef struct msg_open_ok {
+  uint64_t samples;           /* per epoch, in this shard */
+  uint64_t batches_per_epoch;
+  uint32_t classes;
+} msg_open_ok;
+void msg_open_ok_encode(wbuf *w, const msg_open_ok *m);
+int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, const char **why);
+
+/* ACK: the client has consumed `consumed` batches of the stream in all. */
+void msg_u64_encode(wbuf *w, uint64_t v);
+int msg_u64_decode(const void *p, size_t n, uint64_t *v, const char **why);
+
+/* ERROR */
+typedef struct msg_error {
+  int32_t code;
+  char message[MSG_ERROR_MAX];
+} msg_error;
+void msg_error_encode(wbuf *w, int32_t code, const char *message);
+int msg_error_decode(const void *p, size_t n, msg_error *m, const char **why);
+
+/* STATS: named counters. */
+typedef struct msg_counter {
+  char name[MSG_TENSOR_NAME_MAX];
+  uint64_t value;
+} msg_counter;
+void msg_stats_encode(wbuf *w, const msg_counter *c, size_t n);
+int msg_stats_decode(const void *p, size_t n, msg_counter *c, size_t max, size_t *count,
+                     const char **why);
+
+/* BATCH: fixed fields, tensor descriptors, then the data (raw tensors laid
+ * out at their offsets, or a zstd frame of them) up to the end of the
+ * payload. */
+typedef struct msg_tensor {
+  char name[MSG_TENSOR_NAME_MAX];
+  uint8_t dtype;
+  uint8_t ndim;
+  uint64_t shape[BFEED_MAX_DIMS];
+  uint64_t offset; /* into the raw (decompressed) data */
+  uint64_t nbytes;
+} msg_tensor;
+
+typedef struct msg_batch {
+  uint64_t epoch, index; /* which batch of which epoch */
+  uint64_t seq;          /* position in the stream, from 0 at open */
+  uint8_t codec;         /* bfeed_codec */
+  uint32_t ntensors;
+  msg_tensor t[MSG_MAX_TENSORS];
+  uint64_t raw_size;     /* bytes of the decompressed data */
+  const uint8_t *data;   /* decode: points into the payload */
+  size_t data_size;
+} msg_batch;
+/* Everything but the data; the caller appends the data after it. */
+void msg_batch_encode_head(wbuf *w, const msg_batch *m);
+/* raw_limit bounds raw_size (memory the receiver will allocate). */
+int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why);
+
+#endif
