@@ -1,1 +1,215 @@
-/* placeholder: being written */
+/*
+ * jpeg_decode.c -- libjpeg with a longjmp error manager and partial decoding.
+ */
+#include "jpeg_decode.h"
+
+#include <limits.h>
+#include <setjmp.h>
+#include <stdio.h> /* jpeglib.h needs FILE */
+#include <stdlib.h>
+#include <string.h>
+
+#include <jerror.h>
+#include <jpeglib.h>
+
+/* jpeg_crop_scanline treats the edges of the cropped region as image
+ * edges, so fancy upsampling replicates chroma there instead of reading the
+ * neighbour: the outermost columns would differ from a full decode. Asking
+ * for a few more columns on each side keeps the ones we use interior. */
+#define JDEC_CROP_MARGIN 4
+
+struct jdec {
+  struct jpeg_decompress_struct cinfo; /* first, so the error hooks can cast */
+  struct jpeg_error_mgr jerr;
+  jmp_buf jump;
+  int code;                   /* libjpeg message code of the failure */
+  char msg[JMSG_LENGTH_MAX];  /* its text */
+  JSAMPLE *row;               /* one decoded scanline (3 or 4 bytes/pixel) */
+  size_t row_cap;
+};
+
+static void on_error(j_common_ptr cinfo) {
+  jdec *d = (jdec *)cinfo;
+  d->code = cinfo->err->msg_code;
+  cinfo->err->format_message(cinfo, d->msg);
+  longjmp(d->jump, 1);
+}
+
+/* Warnings that only concern metadata. Every other warning means libjpeg
+ * lost or invented pixel data (a truncated file is padded with grey and only
+ * warned about), and serving that image would be worse than skipping it. */
+static int harmless_warning(int code) {
+  return code == JWRN_JFIF_MAJOR || code == JWRN_ADOBE_XFORM || code == JWRN_BOGUS_ICC;
+}
+
+static void on_message(j_common_ptr cinfo, int level) {
+  if (level < 0 && !harmless_warning(cinfo->err->msg_code))
+    on_error(cinfo);
+}
+
+/* Turn the failure recorded by on_error into the caller's message, and reset
+ * the decoder so it can take the next image. */
+static int fail(jdec *d, char *err, size_t errlen) {
+  switch (d->code) {
+  case JERR_NO_SOI:
+    snprintf(err, errlen, "not a JPEG");
+    break;
+  case JERR_INPUT_EMPTY:
+  case JERR_INPUT_EOF:
+  case JWRN_JPEG_EOF:
+    snprintf(err, errlen, "truncated data");
+    break;
+  default:
+    snprintf(err, errlen, "corrupt data: %s", d->msg);
+    break;
+  }
+  jpeg_abort_decompress(&d->cinfo);
+  return -1;
+}
+
+static int fail_msg(jdec *d, char *err, size_t errlen, const char *what) {
+  snprintf(err, errlen, "%s", what);
+  jpeg_abort_decompress(&d->cinfo);
+  return -1;
+}
+
+/* Separate from jdec_new so that no local of the caller lives across the
+ * setjmp. jpeg_create_decompress fails only when out of memory. */
+static int create(jdec *d) {
+  d->cinfo.err = jpeg_std_error(&d->jerr);
+  d->jerr.error_exit = on_error;
+  d->jerr.emit_message = on_message;
+  if (setjmp(d->jump))
+    return -1;
+  jpeg_create_decompress(&d->cinfo);
+  return 0;
+}
+
+jdec *jdec_new(void) {
+  jdec *d = calloc(1, sizeof(*d));
+  if (d && create(d) != 0) {
+    free(d);
+    return NULL;
+  }
+  return d;
+}
+
+void jdec_free(jdec *d) {
+  if (!d)
+    return;
+  jpeg_destroy_decompress(&d->cinfo);
+  free(d->row);
+  free(d);
+}
+
+int jdec_header(jdec *d, const uint8_t *buf, size_t len, jdec_info *info, char *err,
+                size_t errlen) {
+  struct jpeg_decompress_struct *c = &d->cinfo;
+
+  jpeg_abort_decompress(c);
+  /* libjpeg would say the same, but without a source the message is about
+   * an empty file rather than the data. */
+  if (len < 3 || buf[0] != 0xFF || buf[1] != 0xD8)
+    return fail_msg(d, err, errlen, "not a JPEG");
+  if (len > ULONG_MAX)
+    return fail_msg(d, err, errlen, "corrupt data: file too large");
+  if (setjmp(d->jump))
+    return fail(d, err, errlen);
+  jpeg_mem_src(c, buf, (unsigned long)len);
+  jpeg_read_header(c, TRUE);
+
+  if (c->num_components != 1 && c->num_components != 3 && c->num_components != 4)
+    return fail_msg(d, err, errlen, "corrupt data: unsupported number of components");
+  if ((uint64_t)c->image_width * c->image_height > JDEC_MAX_PIXELS)
+    return fail_msg(d, err, errlen, "corrupt data: image too large");
+  info->width = (int)c->image_width;
+  info->height = (int)c->image_height;
+  info->components = c->num_components;
+  info->progressive = c->progressive_mode ? 1 : 0;
+  return 0;
+}
+
+void jdec_scaled_size(const jdec_info *info, int scale_num, int *w, int *h) {
+  *w = (int)(((int64_t)info->width * scale_num + 7) / 8);
+  *h = (int)(((int64_t)info->height * scale_num + 7) / 8);
+}
+
+int jdec_start(jdec *d, int scale_num, char *err, size_t errlen) {
+  struct jpeg_decompress_struct *c = &d->cinfo;
+
+  if (scale_num < 1 || scale_num > 8)
+    return fail_msg(d, err, errlen, "internal: bad scale");
+  if (setjmp(d->jump))
+    return fail(d, err, errlen);
+  c->scale_num = (unsigned)scale_num;
+  c->scale_denom = 8;
+  /* Pillow asks libjpeg for CMYK whenever there are four components (and
+   * then assumes Adobe's inverted polarity); libjpeg turns YCCK into CMYK. */
+  c->out_color_space = c->num_components == 4 ? JCS_CMYK : JCS_RGB;
+  jpeg_start_decompress(c);
+
+  jdec_info info = {(int)c->image_width, (int)c->image_height, c->num_components, 0};
+  int w, h;
+  jdec_scaled_size(&info, scale_num, &w, &h);
+  if ((int)c->output_width != w || (int)c->output_height != h)
+    return fail_msg(d, err, errlen, "internal: libjpeg scaled size differs");
+  return 0;
+}
+
+/* Pillow reads four-component JPEGs as "CMYK;I" (every channel inverted)
+ * and then applies cmyk2rgb from libImaging/Convert.c; this is both steps,
+ * with the same rounding (MULDIV255). */
+static void cmyk_to_rgb(uint8_t *out, const JSAMPLE *in, int n) {
+  for (int i = 0; i < n; i++, in += 4, out += 3) {
+    int nk = in[3]; /* 255 - (255 - raw k) */
+    for (int ch = 0; ch < 3; ch++) {
+      int t = (255 - in[ch]) * nk + 128;
+      int v = nk - (((t >> 8) + t) >> 8);
+      out[ch] = (uint8_t)(v < 0 ? 0 : v);
+    }
+  }
+}
+
+int jdec_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stride, char *err,
+              size_t errlen) {
+  struct jpeg_decompress_struct *c = &d->cinfo;
+
+  if (x0 < 0 || x1 > (int)c->output_width || x0 >= x1 || y0 < 0 ||
+      y1 > (int)c->output_height || y0 >= y1)
+    return fail_msg(d, err, errlen, "internal: region outside the image");
+  if (setjmp(d->jump))
+    return fail(d, err, errlen);
+
+  int lo = x0 > JDEC_CROP_MARGIN ? x0 - JDEC_CROP_MARGIN : 0;
+  int hi = x1 + JDEC_CROP_MARGIN < (int)c->output_width ? x1 + JDEC_CROP_MARGIN
+                                                         : (int)c->output_width;
+  JDIMENSION xoff = (JDIMENSION)lo, width = (JDIMENSION)(hi - lo);
+  jpeg_crop_scanline(c, &xoff, &width); /* moves xoff down to an iMCU edge */
+
+  size_t need = (size_t)c->output_width * (size_t)c->output_components;
+  if (need > d->row_cap) {
+    JSAMPLE *row = malloc(need);
+    if (!row)
+      return fail_msg(d, err, errlen, "out of memory");
+    free(d->row);
+    d->row = row;
+    d->row_cap = need;
+  }
+
+  if (y0 > 0 && jpeg_skip_scanlines(c, (JDIMENSION)y0) != (JDIMENSION)y0)
+    return fail_msg(d, err, errlen, "truncated data");
+  const JSAMPLE *first = d->row + (size_t)(x0 - (int)xoff) * c->output_components;
+  size_t n = (size_t)(x1 - x0);
+  for (int y = y0; y < y1; y++) {
+    JSAMPROW rows[1] = {d->row};
+    if (jpeg_read_scanlines(c, rows, 1) != 1)
+      return fail_msg(d, err, errlen, "truncated data");
+    uint8_t *dst = out + (size_t)(y - y0) * stride;
+    if (c->output_components == 4)
+      cmyk_to_rgb(dst, first, (int)n);
+    else
+      memcpy(dst, first, n * 3);
+  }
+  jpeg_abort_decompress(c); /* the rows below y1 are not needed */
+  return 0;
+}

@@ -1,1 +1,204 @@
-/* placeholder: being written */
+/*
+ * sample.c -- one image: choose the geometry, decode what it needs, resample.
+ *
+ * Train and eval are one computation with different numbers: a clip
+ * rectangle of the source (the random crop, or the whole image) is resized
+ * to out_w x out_h (size x size, or the Resize() size), and a size x size
+ * window of that result is kept (all of it, or the centre crop). Only the
+ * window is computed, and only the source pixels its filters touch are
+ * decoded.
+ */
+#include "sample.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jpeg_decode.h"
+#include "resize.h"
+
+typedef struct plan {
+  int cx0, cy0, cx1, cy1; /* clip rectangle, in source pixels */
+  int out_w, out_h;       /* it is resized to this */
+  int wx, wy;             /* and size x size is kept from here */
+  int flip;
+} plan;
+
+enum { BUF_PIXELS = 0, BUF_RESIZE = 1, BUF_WEIGHTS = 2 };
+
+void sample_scratch_free(sample_scratch *s) {
+  for (int i = 0; i < 3; i++) {
+    free(s->buf[i]);
+    s->buf[i] = NULL;
+    s->cap[i] = 0;
+  }
+  jdec_free(s->dec);
+  s->dec = NULL;
+}
+
+/* Grow-only: the old contents are never needed, so no realloc copy. */
+static void *reserve(sample_scratch *s, int i, size_t n) {
+  if (n > s->cap[i]) {
+    void *b = malloc(n);
+    if (!b)
+      return NULL;
+    free(s->buf[i]);
+    s->buf[i] = b;
+    s->cap[i] = n;
+  }
+  return s->buf[i];
+}
+
+int sample_dct_scale(int src_w, int src_h, int out_w, int out_h) {
+  for (int m = 1; m < 8; m++)
+    if ((int64_t)src_w * m >= (int64_t)16 * out_w && (int64_t)src_h * m >= (int64_t)16 * out_h)
+      return m;
+  return 8;
+}
+
+/* One axis of the plan in the grid of the image scaled by m/8: the clip
+ * [c0, c1) becomes the source pixels [*lo, *lo + in_size) that overlap it,
+ * and the filter box is its exact (fractional) position within them. At
+ * m = 8 this is Pillow resizing img.crop(): box (0, c1 - c0). */
+static void axis_init(resize_axis *a, void *mem, int c0, int c1, int scaled_len, int m,
+                      int out_size, int out0, int size, int *lo) {
+  int first = (int)((int64_t)c0 * m / 8);
+  int end = (int)(((int64_t)c1 * m + 7) / 8);
+  if (end > scaled_len)
+    end = scaled_len;
+  double in0 = c0 * (m / 8.0) - first;
+  double in1 = c1 * (m / 8.0) - first;
+  resize_axis_init(a, mem, end - first, in0, in1, out_size, out0, size);
+  *lo = first;
+}
+
+static size_t axis_bytes(int c0, int c1, int m, int out_size, int size) {
+  return resize_axis_size(c0 * (m / 8.0), c1 * (m / 8.0), out_size, size);
+}
+
+static void mirror(uint8_t *img, int size) {
+  for (int y = 0; y < size; y++) {
+    uint8_t *l = img + (size_t)y * size * 3, *r = l + (size_t)(size - 1) * 3;
+    for (; l < r; l += 3, r -= 3)
+      for (int c = 0; c < 3; c++) {
+        uint8_t t = l[c];
+        l[c] = r[c];
+        r[c] = t;
+      }
+  }
+}
+
+static int oom(char *err, size_t errlen) {
+  snprintf(err, errlen, "out of memory");
+  return -1;
+}
+
+/* The header has been read into s->dec. */
+static int run_plan(sample_scratch *s, const jdec_info *info, const plan *pl,
+                    const sample_params *p, uint8_t *out, char *err, size_t errlen) {
+  int size = p->size;
+  int m = p->allow_dct_scale
+              ? sample_dct_scale(pl->cx1 - pl->cx0, pl->cy1 - pl->cy0, pl->out_w, pl->out_h)
+              : 8;
+  if (jdec_start(s->dec, m, err, errlen) != 0)
+    return -1;
+  int sw, sh;
+  jdec_scaled_size(info, m, &sw, &sh);
+
+  size_t hbytes = axis_bytes(pl->cx0, pl->cx1, m, pl->out_w, size);
+  size_t vbytes = axis_bytes(pl->cy0, pl->cy1, m, pl->out_h, size);
+  uint8_t *weights = reserve(s, BUF_WEIGHTS, hbytes + vbytes);
+  if (!weights)
+    return oom(err, errlen);
+  resize_axis h, v;
+  int xlo, ylo;
+  axis_init(&h, weights, pl->cx0, pl->cx1, sw, m, pl->out_w, pl->wx, size, &xlo);
+  axis_init(&v, weights + hbytes, pl->cy0, pl->cy1, sh, m, pl->out_h, pl->wy, size, &ylo);
+
+  size_t stride = (size_t)(h.hi - h.lo) * 3;
+  uint8_t *pixels = reserve(s, BUF_PIXELS, stride * (size_t)(v.hi - v.lo));
+  void *tmp = reserve(s, BUF_RESIZE, resize_tmp_size(&h, &v));
+  if (!pixels || !tmp)
+    return oom(err, errlen);
+  if (jdec_read(s->dec, xlo + h.lo, xlo + h.hi, ylo + v.lo, ylo + v.hi, pixels, stride, err,
+                errlen) != 0)
+    return -1;
+  resize_rgb8(&h, &v, pixels, stride, out, (size_t)size * 3, tmp);
+  if (pl->flip)
+    mirror(out, size);
+  return 0;
+}
+
+static int read_header(sample_scratch *s, const uint8_t *jpeg, size_t len, jdec_info *info,
+                       char *err, size_t errlen) {
+  if (!s->dec && !(s->dec = jdec_new()))
+    return oom(err, errlen);
+  return jdec_header(s->dec, jpeg, len, info, err, errlen);
+}
+
+static int crop_plan(const jdec_info *info, const xform_crop *c, int size, plan *pl) {
+  if (c->width < 1 || c->height < 1 || c->left < 0 || c->top < 0 ||
+      c->width > info->width - c->left || c->height > info->height - c->top)
+    return -1;
+  *pl = (plan){c->left, c->top, c->left + c->width, c->top + c->height, size, size, 0, 0,
+               c->flip};
+  return 0;
+}
+
+static int eval_plan(const jdec_info *info, const xform_eval *e, int size, plan *pl) {
+  if (e->left < 0 || e->top < 0 || e->resized_w < 1 || e->resized_h < 1 ||
+      size > e->resized_w - e->left || size > e->resized_h - e->top)
+    return -1;
+  *pl = (plan){0, 0, info->width, info->height, e->resized_w, e->resized_h, e->left, e->top, 0};
+  return 0;
+}
+
+static int bad_geometry(char *err, size_t errlen) {
+  snprintf(err, errlen, "internal: crop outside the image");
+  return -1;
+}
+
+int sample_load_crop(const uint8_t *jpeg, size_t len, const sample_params *p,
+                     const xform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
+                     size_t errlen) {
+  jdec_info info;
+  plan pl;
+  if (read_header(scratch, jpeg, len, &info, err, errlen) != 0)
+    return -1;
+  if (crop_plan(&info, crop, p->size, &pl) != 0)
+    return bad_geometry(err, errlen);
+  return run_plan(scratch, &info, &pl, p, out, err, errlen);
+}
+
+int sample_load_eval(const uint8_t *jpeg, size_t len, const sample_params *p,
+                     const xform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
+                     size_t errlen) {
+  jdec_info info;
+  plan pl;
+  if (read_header(scratch, jpeg, len, &info, err, errlen) != 0)
+    return -1;
+  if (eval_plan(&info, ev, p->size, &pl) != 0)
+    return bad_geometry(err, errlen);
+  return run_plan(scratch, &info, &pl, p, out, err, errlen);
+}
+
+int sample_load(const uint8_t *jpeg, size_t len, const sample_params *p, rng_t *rng,
+                uint8_t *out, sample_scratch *scratch, char *err, size_t errlen) {
+  jdec_info info;
+  plan pl;
+  int bad;
+  if (read_header(scratch, jpeg, len, &info, err, errlen) != 0)
+    return -1;
+  if (p->mode == SAMPLE_EVAL) {
+    xform_eval ev;
+    xform_eval_params(info.width, info.height, p->size, &ev);
+    bad = eval_plan(&info, &ev, p->size, &pl);
+  } else {
+    xform_crop c;
+    xform_random_resized_crop(info.width, info.height, rng, &c);
+    bad = crop_plan(&info, &c, p->size, &pl);
+  }
+  if (bad)
+    return bad_geometry(err, errlen);
+  return run_plan(scratch, &info, &pl, p, out, err, errlen);
+}

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "rng.h"
+#include "transform.h"
 
 enum sample_mode { SAMPLE_TRAIN = 0, SAMPLE_EVAL = 1 };
 
@@ -23,11 +24,14 @@ typedef struct sample_params {
   int allow_dct_scale; /* 1 (default): let the IDCT shrink large crops */
 } sample_params;
 
-/* Per-thread scratch memory reused across samples (grows as needed).
+/* Per-thread scratch memory reused across samples (grows as needed, so a
+ * worker stops allocating once it has seen its largest image).
  * Zero-initialise it; free it with sample_scratch_free. */
+struct jdec;
 typedef struct sample_scratch {
-  uint8_t *buf[3];
+  uint8_t *buf[3];  /* decoded rectangle, resize scratch, filter weights */
   size_t cap[3];
+  struct jdec *dec; /* libjpeg decoder, created on first use */
 } sample_scratch;
 void sample_scratch_free(sample_scratch *s);
 
@@ -37,5 +41,22 @@ void sample_scratch_free(sample_scratch *s);
  * data", "corrupt data: ..."); never aborts on bad input. */
 int sample_load(const uint8_t *jpeg, size_t len, const sample_params *p, rng_t *rng,
                 uint8_t *out, sample_scratch *scratch, char *err, size_t errlen);
+
+/* The same pipeline with the train crop or the eval geometry given instead
+ * of drawn or derived from the image size: for tests and tools that drive
+ * exact crops. p->mode is ignored. A crop or window outside the image is an
+ * error. */
+int sample_load_crop(const uint8_t *jpeg, size_t len, const sample_params *p,
+                     const xform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
+                     size_t errlen);
+int sample_load_eval(const uint8_t *jpeg, size_t len, const sample_params *p,
+                     const xform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
+                     size_t errlen);
+
+/* The IDCT scale (M of M/8) used for a clip rectangle of src_w x src_h
+ * source pixels that is resized to out_w x out_h: the smallest that leaves
+ * at least twice the output pixels in each direction, so Pillow's
+ * antialiasing filter still does the final reduction. */
+int sample_dct_scale(int src_w, int src_h, int out_w, int out_h);
 
 #endif

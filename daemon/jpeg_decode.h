@@ -1,0 +1,63 @@
+/*
+ * jpeg_decode.h -- JPEG bytes to RGB8 rows, decoding only what is asked for.
+ *
+ * Built on libjpeg's jpeglib.h API (libjpeg-turbo) rather than TurboJPEG
+ * because a crop needs partial decoding: DCT-domain scaling (M/8), column
+ * cropping (jpeg_crop_scanline) and row skipping (jpeg_skip_scanlines).
+ *
+ * Every libjpeg error, and every warning that means pixels were lost (a
+ * truncated file is only a warning to libjpeg, which then pads with grey),
+ * comes back as -1 with a one-line reason; nothing here exits or aborts.
+ *
+ * Colour is converted as Pillow 9.4 does it, so that decoding matches
+ * Image.open(f).convert("RGB") bit for bit: YCbCr, RGB and grayscale by
+ * libjpeg itself; CMYK and YCCK read as inverted (Adobe) CMYK and then
+ * converted with Pillow's cmyk2rgb.
+ *
+ * A jdec is one decoder, reused for many images by one thread at a time.
+ * Use: jdec_header, then jdec_start, then jdec_read (once). Calling
+ * jdec_header again at any point abandons the previous image.
+ */
+#ifndef BFEED_JPEG_DECODE_H
+#define BFEED_JPEG_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Images with more pixels are refused before any pixel memory is set
+ * aside: 2^27 pixels (e.g. 16384 x 8192) is far above any dataset image and
+ * bounds what one corrupt header can make a worker allocate. */
+#define JDEC_MAX_PIXELS ((uint64_t)1 << 27)
+
+typedef struct jdec jdec;
+
+typedef struct jdec_info {
+  int width, height; /* full-size image, in pixels */
+  int components;    /* 1 (grayscale), 3 (YCbCr or RGB) or 4 (CMYK or YCCK) */
+  int progressive;
+} jdec_info;
+
+/* NULL when out of memory. */
+jdec *jdec_new(void);
+void jdec_free(jdec *d);
+
+/* Read the headers of the JPEG in buf[0..len). buf must stay valid until
+ * jdec_read returns or the next jdec_header. */
+int jdec_header(jdec *d, const uint8_t *buf, size_t len, jdec_info *info, char *err,
+                size_t errlen);
+
+/* The image size after IDCT scaling by scale_num/8 (1 <= scale_num <= 8):
+ * libjpeg rounds up, so a partial last block still gives a pixel. */
+void jdec_scaled_size(const jdec_info *info, int scale_num, int *w, int *h);
+
+/* Begin decompression at scale_num/8. For a progressive JPEG this decodes
+ * the whole file into coefficients, so most corruption shows up here. */
+int jdec_start(jdec *d, int scale_num, char *err, size_t errlen);
+
+/* Decode rows [y0, y1) and columns [x0, x1) of the scaled image into out
+ * (row r of the rectangle at out + r * stride, 3 bytes per pixel), then end
+ * the image. Rows above y0 are skipped and rows from y1 on never decoded. */
+int jdec_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stride, char *err,
+              size_t errlen);
+
+#endif

@@ -1,0 +1,57 @@
+/*
+ * resize.h -- Pillow 9.4's bilinear resample for interleaved RGB8.
+ *
+ * The arithmetic is Pillow's (libImaging/Resample.c): a triangle filter
+ * whose support widens with the downscale factor (antialiasing), weights
+ * normalised to sum 1 in double precision and then rounded to 22-bit fixed
+ * point, a horizontal pass rounded to 8 bits, then a vertical pass. With the
+ * same inputs the output is bit-identical to Image.resize(..., BILINEAR).
+ *
+ * Two generalisations, both of which reduce to Pillow when unused:
+ *  - the source box is given in doubles, so that a crop of an image the IDCT
+ *    already shrank by M/8 can be expressed in its own pixel grid;
+ *  - an axis may compute only a window [out0, out0 + out_n) of its outputs,
+ *    so "resize then centre-crop" costs only the pixels that are kept.
+ *
+ * An axis only reads source pixels [0, in_size): like Pillow resizing a
+ * cropped image, the filter never looks past the box's clip region.
+ */
+#ifndef BFEED_RESIZE_H
+#define BFEED_RESIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Pillow's fixed-point precision for 8-bit images. */
+#define RESIZE_PRECISION_BITS 22
+
+typedef struct resize_axis {
+  int out_n;       /* outputs computed */
+  int ksize;       /* weights stored per output */
+  int lo, hi;      /* the outputs read source pixels [lo, hi) */
+  int32_t *bounds; /* per output: first source pixel, number of weights */
+  int32_t *coef;   /* per output: ksize weights, 1.0 = 1 << 22 */
+} resize_axis;
+
+/* Bytes resize_axis_init needs in mem for these parameters. */
+size_t resize_axis_size(double in0, double in1, int out_size, int out_n);
+
+/* Weights to map source box [in0, in1) (0 <= in0 < in1 <= in_size) onto
+ * out_size pixels, for outputs [out0, out0 + out_n) only. mem holds
+ * resize_axis_size() bytes, suitably aligned for int32_t; it backs bounds
+ * and coef and must outlive the axis. */
+void resize_axis_init(resize_axis *a, void *mem, int in_size, double in0, double in1,
+                      int out_size, int out0, int out_n);
+
+/* Scratch bytes resize_rgb8 needs for this pair of axes. */
+size_t resize_tmp_size(const resize_axis *h, const resize_axis *v);
+
+/* Resample: src points at source pixel (h->lo, v->lo), rows src_stride
+ * bytes apart; only columns [h->lo, h->hi) and rows [v->lo, v->hi) are
+ * read, so src need hold no more than that rectangle. dst
+ * gets v->out_n rows of h->out_n pixels, dst_stride bytes apart. tmp holds
+ * resize_tmp_size() bytes, aligned for int32_t. */
+void resize_rgb8(const resize_axis *h, const resize_axis *v, const uint8_t *src,
+                 size_t src_stride, uint8_t *dst, size_t dst_stride, void *tmp);
+
+#endif
