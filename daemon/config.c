@@ -1,1 +1,153 @@
-/* placeholder: being written */
+/* config.c -- see config.h */
+#include "config.h"
+
+#include <ini.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+void config_init(config *c) {
+  memset(c, 0, sizeof *c);
+  c->workers = 0;
+  c->max_clients = 64;
+  c->max_streams = 16;
+  c->log_level = LOG_INFO;
+}
+
+void config_clear_listen(config *c) {
+  for (size_t i = 0; i < c->nlisten; i++) free(c->listen[i]);
+  free(c->listen);
+  c->listen = NULL;
+  c->nlisten = 0;
+}
+
+void config_free(config *c) {
+  config_clear_listen(c);
+  for (size_t i = 0; i < c->ndatasets; i++) {
+    free(c->datasets[i].name);
+    free(c->datasets[i].path);
+  }
+  free(c->datasets);
+  memset(c, 0, sizeof *c);
+}
+
+static int parse_int(const char *v, int lo, int hi, int *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (!*v || *end || x < lo || x > hi) return -1;
+  *out = (int)x;
+  return 0;
+}
+
+int config_add_dataset(config *c, const char *name, const char *path, char *err, size_t errlen) {
+  if (!*name || strlen(name) >= 128 || strchr(name, '='))
+    return snprintf(err, errlen, "dataset name '%s' must be 1..127 characters without '='", name), -1;
+  if (!*path) return snprintf(err, errlen, "dataset %s: empty path", name), -1;
+  for (size_t i = 0; i < c->ndatasets; i++)
+    if (strcmp(c->datasets[i].name, name) == 0) {
+      char *p = strdup(path);
+      if (!p) return snprintf(err, errlen, "out of memory"), -1;
+      free(c->datasets[i].path);
+      c->datasets[i].path = p;
+      return 0;
+    }
+  config_dataset *d = realloc(c->datasets, (c->ndatasets + 1) * sizeof *d);
+  if (!d) return snprintf(err, errlen, "out of memory"), -1;
+  c->datasets = d;
+  d[c->ndatasets].name = strdup(name);
+  d[c->ndatasets].path = strdup(path);
+  if (!d[c->ndatasets].name || !d[c->ndatasets].path) return snprintf(err, errlen, "out of memory"), -1;
+  c->ndatasets++;
+  return 0;
+}
+
+int config_set(config *c, const char *key, const char *value, const char *where, char *err, size_t errlen) {
+  if (strcmp(key, "listen") == 0) {
+    char **l = realloc(c->listen, (c->nlisten + 1) * sizeof *l);
+    if (!l || !(l[c->nlisten] = strdup(value))) return snprintf(err, errlen, "out of memory"), -1;
+    c->listen = l;
+    c->nlisten++;
+    return 0;
+  }
+  if (strcmp(key, "workers") == 0) {
+    if (parse_int(value, 0, 1024, &c->workers) < 0)
+      return snprintf(err, errlen, "%s: workers = '%s': expected 0 (all cores) to 1024", where, value), -1;
+    return 0;
+  }
+  if (strcmp(key, "max_clients") == 0) {
+    if (parse_int(value, 1, 100000, &c->max_clients) < 0)
+      return snprintf(err, errlen, "%s: max_clients = '%s': expected 1 to 100000", where, value), -1;
+    return 0;
+  }
+  if (strcmp(key, "max_streams") == 0) {
+    if (parse_int(value, 1, 64, &c->max_streams) < 0)
+      return snprintf(err, errlen, "%s: max_streams = '%s': expected 1 to 64", where, value), -1;
+    return 0;
+  }
+  if (strcmp(key, "log_level") == 0) {
+    int lv = log_level_parse(value);
+    if (lv < 0)
+      return snprintf(err, errlen, "%s: log_level = '%s': expected error, warning, notice, info or debug",
+                      where, value), -1;
+    c->log_level = lv;
+    return 0;
+  }
+  return snprintf(err, errlen, "%s: unknown key '%s'", where, key), -1;
+}
+
+typedef struct ini_ctx {
+  config *c;
+  const char *path;
+  FILE *f;
+  int lineno;
+  char *err;
+  size_t errlen;
+  int failed;
+} ini_ctx;
+
+/* Debian builds inih without INI_HANDLER_LINENO, so the handler is not told
+ * the line; inih reads one line per reader call and calls the handler right
+ * after, so counting reader calls gives the line for error messages. */
+static char *ini_reader_counting(char *str, int num, void *stream) {
+  ini_ctx *x = stream;
+  char *r = fgets(str, num, x->f);
+  if (r) x->lineno++;
+  return r;
+}
+
+static int on_ini(void *user, const char *section, const char *key, const char *value) {
+  ini_ctx *x = user;
+  char where[512];
+  snprintf(where, sizeof where, "%s:%d", x->path, x->lineno);
+  if (x->failed) return 0;
+  if (strcmp(section, "bfeedd") == 0) {
+    x->failed = config_set(x->c, key, value, where, x->err, x->errlen) < 0;
+  } else if (strncmp(section, "dataset ", 8) == 0) {
+    const char *name = section + 8;
+    if (strcmp(key, "path") == 0) {
+      x->failed = config_add_dataset(x->c, name, value, x->err, x->errlen) < 0;
+    } else {
+      snprintf(x->err, x->errlen, "%s: [dataset %s]: unknown key '%s' (expected path)", where, name, key);
+      x->failed = 1;
+    }
+  } else {
+    snprintf(x->err, x->errlen, "%s: unknown section [%s] (expected [bfeedd] or [dataset NAME])", where,
+             section);
+    x->failed = 1;
+  }
+  return !x->failed;
+}
+
+int config_load_file(config *c, const char *path, char *err, size_t errlen) {
+  ini_ctx x = {c, path, fopen(path, "r"), 0, err, errlen, 0};
+  if (!x.f) return snprintf(err, errlen, "cannot read config file %s: %m", path), -1;
+  int rc = ini_parse_stream(ini_reader_counting, &x, on_ini, &x);
+  fclose(x.f);
+  if (x.failed) return -1;
+  if (rc > 0) return snprintf(err, errlen, "%s:%d: syntax error", path, rc), -1;
+  if (rc < 0) return snprintf(err, errlen, "%s: cannot parse (out of memory?)", path), -1;
+  return 0;
+}

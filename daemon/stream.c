@@ -1,1 +1,210 @@
-/* placeholder: being written */
+/* stream.c -- see stream.h */
+#include "stream.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
+
+struct stream {
+  conn *conn;      /* NULL once closed */
+  uint32_t id;
+  batch_spec spec;
+  workers *pool;
+  const logger *log;
+  int shuffle;
+  uint64_t shard_samples, bpe;
+  uint64_t start_epoch, start_batch;
+  uint64_t next_seq; /* next batch to schedule */
+  uint64_t sent_seq; /* next batch to send */
+  uint64_t acked;    /* batches the client has consumed */
+  uint64_t end_seq;  /* batches to serve in all; UINT64_MAX: forever */
+  batch_job *ready[READY_SLOTS];
+  epoch_order *orders[2];
+  unsigned inflight;
+  int failed, end_sent;
+  /* counters */
+  uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
+};
+
+uint32_t stream_id(const stream *st) { return st->id; }
+
+stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
+                    const logger *log, msg_open_ok *info, int *code, char *err, size_t errlen) {
+  *code = msg_opts_check(o, err, errlen);
+  if (*code < 0) return NULL;
+  uint64_t n = epoch_shard_size(ds->nsamples, o->shard_count);
+  uint64_t bpe = o->keep_partial ? (n + o->batch - 1) / o->batch : n / o->batch;
+  if (bpe == 0) {
+    *code = BFEED_EDATASET;
+    snprintf(err, errlen,
+             "dataset %s has %zu samples, %llu per shard of %u: not enough for one batch of %u%s",
+             ds->name, ds->nsamples, (unsigned long long)n, o->shard_count, o->batch,
+             o->keep_partial ? "" : " (ask to keep the partial batch?)");
+    return NULL;
+  }
+  if (o->batch_index >= bpe) {
+    *code = BFEED_EINVAL;
+    snprintf(err, errlen, "start batch %llu is past the epoch's %llu batches",
+             (unsigned long long)o->batch_index, (unsigned long long)bpe);
+    return NULL;
+  }
+  stream *st = calloc(1, sizeof *st);
+  if (!st) {
+    *code = BFEED_ENOMEM;
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  st->conn = c;
+  st->id = id;
+  batch_spec_init(&st->spec, ds, o, id, log);
+  st->pool = pool;
+  st->log = log;
+  st->shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
+  st->shard_samples = n;
+  st->bpe = bpe;
+  st->start_epoch = o->epoch;
+  st->start_batch = o->batch_index;
+  st->end_seq = o->epochs && o->epochs <= UINT64_MAX / bpe ? o->epochs * bpe - o->batch_index : UINT64_MAX;
+  info->samples = n;
+  info->batches_per_epoch = bpe;
+  info->classes = (uint32_t)ds->nclasses;
+  return st;
+}
+
+/* The order of an epoch: kept for the (at most two) epochs in flight. */
+static epoch_order *order_for(stream *st, uint64_t epoch) {
+  for (int i = 0; i < 2; i++)
+    if (st->orders[i] && st->orders[i]->epoch == epoch) return epoch_order_ref(st->orders[i]);
+  epoch_order *e = epoch_order_make(st->spec.ds->nsamples, &st->spec.opts, st->shuffle, epoch);
+  if (!e) return NULL;
+  int slot = !st->orders[0] ? 0 : !st->orders[1] ? 1 : st->orders[0]->epoch < st->orders[1]->epoch ? 0 : 1;
+  epoch_order_unref(st->orders[slot]);
+  st->orders[slot] = e;
+  return epoch_order_ref(e);
+}
+
+static void fail(stream *st, int code, const char *msg) {
+  if (st->failed) return;
+  st->failed = 1;
+  log_warn(st->log, "stream %u on %s failed: %s", st->id, st->spec.ds->name, msg);
+  if (st->conn) conn_send_error(st->conn, st->id, code, "%s", msg);
+}
+
+static void pump(stream *st) {
+  uint32_t window = st->spec.opts.window;
+  while (st->conn && !st->failed && st->next_seq < st->end_seq && st->next_seq < st->acked + window) {
+    uint64_t abs = st->start_batch + st->next_seq;
+    batch_job *job = calloc(1, sizeof *job);
+    if (job) job->order = order_for(st, st->start_epoch + abs / st->bpe);
+    if (!job || !job->order) {
+      free(job);
+      fail(st, BFEED_ENOMEM, "out of memory scheduling a batch");
+      return;
+    }
+    job->spec = &st->spec;
+    job->epoch = st->start_epoch + abs / st->bpe;
+    job->index = abs % st->bpe;
+    job->seq = st->next_seq;
+    job->first = (uint32_t)(job->index * st->spec.opts.batch);
+    uint64_t left = st->shard_samples - job->first;
+    job->count = left < st->spec.opts.batch ? (uint32_t)left : st->spec.opts.batch;
+    job->owner = st;
+    st->inflight++;
+    st->next_seq++;
+    workers_submit(st->pool, job);
+  }
+}
+
+static void deliver(stream *st) {
+  batch_job *job;
+  while (st->conn && !st->failed && (job = st->ready[st->sent_seq % READY_SLOTS]) != NULL) {
+    st->ready[st->sent_seq % READY_SLOTS] = NULL;
+    st->samples += job->count;
+    st->batches++;
+    st->raw_bytes += job->raw_bytes;
+    st->wire_bytes += job->frame.len;
+    st->sent_seq++;
+    conn_send_frame(st->conn, &job->frame, job);
+  }
+  if (st->conn && !st->failed && st->sent_seq == st->end_seq && !st->end_sent) {
+    wbuf w;
+    wbuf_init(&w);
+    size_t at = msg_begin(&w);
+    msg_u64_encode(&w, st->sent_seq);
+    msg_finish(&w, at, FRAME_END, st->id);
+    st->end_sent = 1;
+    conn_send_frame(st->conn, &w, NULL);
+  }
+}
+
+void stream_start(stream *st) { pump(st); }
+
+int stream_ack(stream *st, uint64_t consumed) {
+  if (consumed > st->sent_seq) return BFEED_EPROTO;
+  if (consumed > st->acked) st->acked = consumed;
+  pump(st);
+  return 0;
+}
+
+static void stream_free(stream *st) {
+  for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
+  epoch_order_unref(st->orders[0]);
+  epoch_order_unref(st->orders[1]);
+  free(st);
+}
+
+void stream_job_done(batch_job *job) {
+  stream *st = job->owner;
+  st->inflight--;
+  st->skipped += job->skipped;
+  st->busy_ns += job->busy_ns;
+  if (!st->conn || st->failed) {
+    batch_job_free(job);
+  } else if (job->rc < 0) {
+    fail(st, job->rc, job->err);
+    batch_job_free(job);
+  } else {
+    st->ready[job->seq % READY_SLOTS] = job;
+    deliver(st);
+    pump(st);
+  }
+  if (!st->conn && st->inflight == 0) stream_free(st);
+}
+
+void stream_close(stream *st) {
+  st->conn = NULL;
+  batch_job *j = workers_cancel(st->pool, st);
+  while (j) {
+    batch_job *next = j->next;
+    st->inflight--;
+    batch_job_free(j);
+    j = next;
+  }
+  if (st->inflight == 0) stream_free(st);
+}
+
+size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
+  const struct {
+    const char *name;
+    uint64_t value;
+  } v[] = {
+      {"samples", st->samples},
+      {"batches", st->batches},
+      {"raw_bytes", st->raw_bytes},
+      {"wire_bytes", st->wire_bytes},
+      {"skipped", st->skipped},
+      {"worker_busy_us", st->busy_ns / 1000},
+      {"in_flight", st->next_seq - st->sent_seq},
+      {"unacked", st->sent_seq - st->acked},
+      {"samples_per_epoch", st->shard_samples},
+      {"batches_per_epoch", st->bpe},
+  };
+  size_t n = 0;
+  for (; n < sizeof v / sizeof v[0] && n < max; n++) {
+    snprintf(out[n].name, sizeof out[n].name, "%s", v[n].name);
+    out[n].value = v[n].value;
+  }
+  return n;
+}

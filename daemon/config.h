@@ -1,0 +1,42 @@
+/*
+ * config.h -- bfeedd's settings: defaults, the config file, the flags.
+ *
+ * The file is INI (parsed by inih); see conf/bfeedd.conf for every key.
+ * Each key has a flag of the same name (max_clients <-> --max-clients) and
+ * flags win over the file: a repeatable key given as flags (listen) replaces
+ * the file's list; a dataset given as a flag replaces the file's dataset of
+ * that name. Errors name the file, line and key.
+ */
+#ifndef BFEED_CONFIG_H
+#define BFEED_CONFIG_H
+
+#include <stddef.h>
+
+typedef struct config_dataset {
+  char *name;
+  char *path;
+} config_dataset;
+
+typedef struct config {
+  char **listen;
+  size_t nlisten;
+  int workers;     /* 0: one per core */
+  int max_clients;
+  int max_streams;
+  int log_level;   /* syslog priority, see log.h */
+  config_dataset *datasets;
+  size_t ndatasets;
+} config;
+
+void config_init(config *c);
+void config_free(config *c);
+int config_load_file(config *c, const char *path, char *err, size_t errlen);
+/* Apply one key = value (from the file or a flag). where names the origin
+ * for messages ("bfeedd.conf:12" or "--workers"). */
+int config_set(config *c, const char *key, const char *value, const char *where, char *err, size_t errlen);
+/* NAME=DIR; a dataset of the same name is replaced. */
+int config_add_dataset(config *c, const char *name, const char *path, char *err, size_t errlen);
+/* Forget the listeners (flags replace the file's list). */
+void config_clear_listen(config *c);
+
+#endif

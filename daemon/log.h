@@ -1,0 +1,31 @@
+/*
+ * log.h -- the daemon's log lines, on stderr.
+ *
+ * Under journald (JOURNAL_STREAM set) each line starts with a syslog
+ * priority prefix such as "<4>" so the journal records the level; elsewhere
+ * lines carry a UTC timestamp and a level word. A logger is a plain struct
+ * owned by main() and passed to whoever logs; one fprintf per line keeps
+ * lines from different threads whole.
+ */
+#ifndef BFEED_LOG_H
+#define BFEED_LOG_H
+
+enum log_level { LOG_ERR = 3, LOG_WARN = 4, LOG_NOTICE = 5, LOG_INFO = 6, LOG_DEBUG = 7 };
+
+typedef struct logger {
+  int level;   /* lines above this priority number are dropped */
+  int journal; /* 1: emit "<N>" prefixes for journald */
+} logger;
+
+/* level from the environment's JOURNAL_STREAM and the given level. */
+void log_init(logger *lg, int level);
+/* "error", "warning", "notice", "info", "debug" -> level, or -1. */
+int log_level_parse(const char *name);
+void log_write(const logger *lg, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define log_err(lg, ...) log_write((lg), LOG_ERR, __VA_ARGS__)
+#define log_warn(lg, ...) log_write((lg), LOG_WARN, __VA_ARGS__)
+#define log_info(lg, ...) log_write((lg), LOG_INFO, __VA_ARGS__)
+#define log_debug(lg, ...) log_write((lg), LOG_DEBUG, __VA_ARGS__)
+
+#endif

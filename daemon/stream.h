@@ -1,0 +1,38 @@
+/*
+ * stream.h -- one client's stream of batches on one dataset.
+ *
+ * Batch number seq (counted from the open) is batch (seq + start batch) of
+ * the epochs from the start epoch on. The stream keeps at most `window`
+ * batches between what the client has acknowledged consuming and what it
+ * has scheduled, so a slow client costs bounded memory; workers finish out
+ * of order and the stream sends in order. Loop thread only.
+ */
+#ifndef BFEED_STREAM_H
+#define BFEED_STREAM_H
+
+#include <stdint.h>
+
+#include "batch.h"
+#include "msg.h"
+#include "server.h"
+
+typedef struct stream stream;
+
+/* Validate options and open. On failure returns NULL with a code and a
+ * message for the client. */
+stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
+                    const logger *log, msg_open_ok *info, int *code, char *err, size_t errlen);
+uint32_t stream_id(const stream *st);
+/* Begin scheduling batches (after OPEN_OK is queued). */
+void stream_start(stream *st);
+/* The client has consumed `consumed` batches in all; 0 or BFEED_EPROTO if
+ * that is more than were sent. */
+int stream_ack(stream *st, uint64_t consumed);
+/* Detach from the connection and free once no job is in flight. */
+void stream_close(stream *st);
+/* A job of this stream finished (from the workers' callback). */
+void stream_job_done(batch_job *job);
+/* Fill counters; returns how many. */
+size_t stream_stats(const stream *st, msg_counter *out, size_t max);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * workers.h -- the thread pool that builds batches.
+ *
+ * Why not libuv's pool: its size is a process-wide environment variable and
+ * it is shared with libuv's own file-system work; batch building needs a
+ * pool sized by --workers and per-thread scratch memory (decoder buffers,
+ * a zstd context) that lives as long as the thread.
+ *
+ * Jobs are queued FIFO from the loop thread; finished jobs come back on the
+ * loop thread through a uv_async_t, in completion order (the stream puts
+ * them back in batch order).
+ */
+#ifndef BFEED_WORKERS_H
+#define BFEED_WORKERS_H
+
+#include <uv.h>
+
+#include "batch.h"
+
+typedef struct workers workers;
+typedef void (*workers_done_cb)(batch_job *job, void *arg);
+
+/* Start n threads. done is called on the loop thread for every job that
+ * was run. */
+int workers_start(workers **out, int n, uv_loop_t *loop, workers_done_cb done, void *arg);
+/* Queue a job (loop thread only). */
+void workers_submit(workers *w, batch_job *job);
+/* Remove the queued, not yet started jobs of owner and return them as a
+ * list (linked by ->next) for the caller to free. Running jobs still
+ * complete through the callback. */
+batch_job *workers_cancel(workers *w, void *owner);
+/* Jobs waiting and threads busy, for statistics. */
+void workers_load(workers *w, unsigned *queued, unsigned *busy);
+int workers_count(const workers *w);
+/* Stop: waits for running jobs, joins the threads, hands every job back
+ * through the callback (queued ones with rc BFEED_ESHUTDOWN) and closes the
+ * async handle; the loop must run once more to finish closing. */
+void workers_stop(workers *w);
+
+#endif
