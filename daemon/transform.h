@@ -27,6 +27,12 @@ void xform_random_resized_crop(int img_w, int img_h, rng_t *r, xform_crop *out);
 void xform_random_resized_crop_draws(int img_w, int img_h, const float *u, int nu, int *used,
                                      xform_crop *out);
 
+/* The aspect ratio a log-ratio draw u gives:
+ * torch.exp(torch.empty(1).uniform_(log(3/4), log(4/3))).item() with torch's
+ * float32 arithmetic. Exposed for the oracle test, which checks it against
+ * torch for all 2^24 draws. */
+float xform_aspect_from_draw(float u);
+
 /* torchvision Resize(round(size*256/224)) then CenterCrop(size): the size of
  * the resized image (shorter side = round(size*256/224), longer side =
  * int(short * long / short_src) as torchvision truncates), and the crop

@@ -40,4 +40,10 @@ void bf16_from_f32_array_scalar(uint16_t *dst, const float *src, size_t n);
 /* Name of the path bf16_from_f32_array uses on this CPU: "avx512", "avx2", "scalar". */
 const char *bf16_array_impl(void);
 
+/* One named path ("avx512", "avx2", "scalar"), or NULL where this CPU (or
+ * this build) lacks it: lets the tests hold every path available to the
+ * scalar rule, not only the one the dispatcher picks. */
+typedef void bf16_array_fn(uint16_t *dst, const float *src, size_t n);
+bf16_array_fn *bf16_array_path(const char *name);
+
 #endif
