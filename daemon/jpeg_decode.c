@@ -85,6 +85,19 @@ static int create(jdec *d) {
   return 0;
 }
 
+/* A crop stops decoding at its last row, so libjpeg never reaches the end
+ * of a truncated file and would not notice. Pillow refuses such files, and a
+ * file that fails or not depending on the random crop would be worse still,
+ * so the end marker is looked for up front. Entropy-coded data cannot
+ * contain FF D9 (a data FF is always followed by 00), so any FF D9 after the
+ * first scan header is the end of the image. */
+static int has_eoi(const uint8_t *p, size_t n) {
+  for (size_t i = n; i >= 2; i--)
+    if (p[i - 2] == 0xFF && p[i - 1] == 0xD9)
+      return 1;
+  return 0;
+}
+
 jdec *jdec_new(void) {
   jdec *d = calloc(1, sizeof(*d));
   if (d && create(d) != 0) {
@@ -118,6 +131,8 @@ int jdec_header(jdec *d, const uint8_t *buf, size_t len, jdec_info *info, char *
   jpeg_mem_src(c, buf, (unsigned long)len);
   jpeg_read_header(c, TRUE);
 
+  if (!has_eoi(buf + (len - c->src->bytes_in_buffer), c->src->bytes_in_buffer))
+    return fail_msg(d, err, errlen, "truncated data");
   if (c->num_components != 1 && c->num_components != 3 && c->num_components != 4)
     return fail_msg(d, err, errlen, "corrupt data: unsupported number of components");
   if ((uint64_t)c->image_width * c->image_height > JDEC_MAX_PIXELS)

@@ -1,0 +1,253 @@
+"""Oracle for the image pipeline: bfeed's sample_dump against Pillow.
+
+The reference is what torchvision 0.14 does to a PIL image, spelled out with
+Pillow and numpy: Image.open(f).convert("RGB"), then for eval
+Resize(round(size*256/224)) + CenterCrop(size), and for train
+img.crop(box).resize((size, size), BILINEAR) and a left-right transpose.
+
+Without IDCT scaling the output must equal Pillow's bit for bit. With it
+(large crops), the mean absolute error per image must stay <= 1.5 levels.
+Corrupt, truncated and non-JPEG input must give an error that names the
+problem. Pillow and numpy are required: their absence is a failure.
+
+usage: image_oracle.py SAMPLE_DUMP FIXTURE_DIR [IMAGENET_DIR]
+"""
+import io
+import os
+import random
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from PIL import Image
+
+MAE_LIMIT = 1.5
+EVAL_SIZES = (224, 160)
+
+
+class Dump:
+    """One sample_dump process, fed commands over a pipe."""
+
+    def __init__(self, exe):
+        self.p = subprocess.Popen([exe], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def ask(self, cmd):
+        self.p.stdin.write((cmd + "\n").encode())
+        self.p.stdin.flush()
+        head = self.p.stdout.readline().decode()
+        if not head:
+            raise RuntimeError("sample_dump died on: " + cmd)
+        kind, rest = head.rstrip("\n").split(" ", 1)
+        if kind == "err":
+            return rest
+        data = self.p.stdout.read(int(rest))
+        return np.frombuffer(data, np.uint8)
+
+    def close(self):
+        self.p.stdin.close()
+        if self.p.wait() != 0:
+            raise RuntimeError("sample_dump exited with %d" % self.p.returncode)
+
+
+def eval_geometry(w, h, size):
+    """torchvision Resize(round(size*256/224)) + CenterCrop(size)."""
+    r = int(round(size * 256 / 224))
+    short, long_ = (w, h) if w <= h else (h, w)
+    new_short, new_long = r, int(r * long_ / short)
+    rw, rh = (new_short, new_long) if w <= h else (new_long, new_short)
+    return rw, rh, int(round((rw - size) / 2.0)), int(round((rh - size) / 2.0))
+
+
+def dct_scale(src_w, src_h, out_w, out_h):
+    """The documented rule: smallest M/8 leaving >= 2x the output pixels."""
+    for m in range(1, 8):
+        if src_w * m >= 16 * out_w and src_h * m >= 16 * out_h:
+            return m
+    return 8
+
+
+def train_crops(w, h, rnd):
+    """Random RandomResizedCrop-like boxes plus the edge cases."""
+    crops = [(0, 0, w, h), (0, 0, 1, 1), (w - 1, h - 1, 1, 1), (w // 2, 0, w - w // 2, h)]
+    if w > 40 and h > 40:
+        crops += [(16, 16, w - 32, h - 32), (w - 17, h - 33, 17, 33), (15, 17, 16, 16)]
+    for _ in range(6):
+        area = w * h * rnd.uniform(0.08, 1.0)
+        ratio = np.exp(rnd.uniform(np.log(3 / 4), np.log(4 / 3)))
+        cw = int(round(np.sqrt(area * ratio)))
+        ch = int(round(np.sqrt(area / ratio)))
+        if 0 < cw <= w and 0 < ch <= h:
+            crops.append((rnd.randint(0, w - cw), rnd.randint(0, h - ch), cw, ch))
+    return crops
+
+
+class Report:
+    def __init__(self):
+        self.failures = []
+        self.checked = 0
+        self.exact = 0
+        self.worst_mae = (0.0, "")
+        self.worst_max = (0, "")
+
+    def compare(self, what, got, ref, exact):
+        self.checked += 1
+        if isinstance(got, str):
+            self.failures.append("%s: error %s" % (what, got))
+            return
+        if got.size != ref.size:
+            self.failures.append("%s: %d bytes, want %d" % (what, got.size, ref.size))
+            return
+        diff = np.abs(got.reshape(ref.shape).astype(np.int16) - ref.astype(np.int16))
+        mae, mx = float(diff.mean()), int(diff.max())
+        if mx == 0:
+            self.exact += 1
+        if exact and mx != 0:
+            self.failures.append("%s: not exact (mae %.3f, max %d)" % (what, mae, mx))
+        elif mae > MAE_LIMIT:
+            self.failures.append("%s: mae %.3f > %.1f" % (what, mae, MAE_LIMIT))
+        if mae > self.worst_mae[0]:
+            self.worst_mae = (mae, what)
+        if mx > self.worst_max[0]:
+            self.worst_max = (mx, what)
+
+    def expect_error(self, what, got, words):
+        self.checked += 1
+        if not isinstance(got, str):
+            self.failures.append("%s: decoded, want an error" % what)
+        elif not any(w in got for w in words):
+            self.failures.append("%s: error %r names none of %s" % (what, got, words))
+
+
+def check_image(dump, rep, path, rnd):
+    img = Image.open(path).convert("RGB")
+    w, h = img.size
+    name = os.path.basename(path)
+    for size in EVAL_SIZES:
+        rw, rh, left, top = eval_geometry(w, h, size)
+        ref = np.asarray(img.resize((rw, rh), Image.BILINEAR).crop((left, top, left + size, top + size)))
+        for dct in (0, 1):
+            got = dump.ask("eval %d %d %d %d %d %d %s" % (size, dct, rw, rh, left, top, path))
+            exact = not dct or dct_scale(w, h, rw, rh) == 8
+            rep.compare("%s eval %d dct=%d" % (name, size, dct), got, ref, exact)
+    size = 224
+    for (x, y, cw, ch) in train_crops(w, h, rnd):
+        flip = rnd.randint(0, 1)
+        ref = img.crop((x, y, x + cw, y + ch)).resize((size, size), Image.BILINEAR)
+        if flip:
+            ref = ref.transpose(Image.FLIP_LEFT_RIGHT)
+        ref = np.asarray(ref)
+        for dct in (0, 1):
+            got = dump.ask("crop %d %d %d %d %d %d %d %s" % (size, dct, x, y, cw, ch, flip, path))
+            exact = not dct or dct_scale(cw, ch, size, size) == 8
+            rep.compare("%s crop %s flip=%d dct=%d" % (name, (x, y, cw, ch), flip, dct), got, ref, exact)
+
+
+def jpeg_bytes(img, **opts):
+    buf = io.BytesIO()
+    img.save(buf, "JPEG", **opts)
+    return buf.getvalue()
+
+
+def make_variants(fixtures, out):
+    """Images Pillow writes for us: every colour model, layout and size edge."""
+    clock = Image.open(os.path.join(fixtures, "n03196217_digital_clock.JPEG")).convert("RGB")
+    home = Image.open(os.path.join(fixtures, "n03776460_mobile_home.JPEG")).convert("RGB")
+    gray = Image.open(os.path.join(fixtures, "n03908714_pencil_sharpener.JPEG"))
+    good = {
+        "cmyk.jpg": jpeg_bytes(clock.convert("CMYK"), quality=90),
+        "progressive.jpg": jpeg_bytes(clock, quality=90, progressive=True),
+        "progressive_gray.jpg": jpeg_bytes(gray, quality=90, progressive=True),
+        "large.jpg": jpeg_bytes(clock.resize((2000, 1500), Image.BICUBIC), quality=92),
+        "large_tall_420.jpg": jpeg_bytes(home.resize((1100, 2300), Image.BICUBIC), subsampling=2),
+        "s444.jpg": jpeg_bytes(home, quality=95, subsampling=0),
+        "s422.jpg": jpeg_bytes(home, quality=95, subsampling=1),
+        "s420.jpg": jpeg_bytes(home, quality=95, subsampling=2),
+        "odd_420.jpg": jpeg_bytes(home.resize((333, 517), Image.BICUBIC), subsampling=2),
+        "tiny_1x1.jpg": jpeg_bytes(clock.resize((1, 1), Image.BILINEAR)),
+        "thin_7x300.jpg": jpeg_bytes(home.resize((7, 300), Image.BILINEAR)),
+        "flat_300x7.jpg": jpeg_bytes(home.resize((300, 7), Image.BILINEAR), subsampling=2),
+    }
+    whole = jpeg_bytes(home, quality=95)
+    rnd = random.Random(7)
+    bad = {
+        # (bytes, words the error must contain)
+        "truncated.jpg": (whole[: len(whole) // 2], ["truncated"]),
+        "truncated_header.jpg": (whole[:200], ["truncated", "corrupt"]),
+        "truncated_progressive.jpg": (good["progressive.jpg"][:9000], ["truncated"]),
+        "garbage.jpg": (bytes(rnd.getrandbits(8) for _ in range(5000)), ["not a JPEG"]),
+        "empty.jpg": (b"", ["not a JPEG"]),
+        "png.jpg": (b"\x89PNG\r\n\x1a\n" + bytes(100), ["not a JPEG"]),
+        "soi_garbage.jpg": (b"\xff\xd8" + bytes(rnd.getrandbits(8) for _ in range(5000)), ["corrupt"]),
+        "bad_entropy.jpg": (corrupt_scan(whole, rnd), ["corrupt"]),
+    }
+    paths = []
+    for name, data in good.items():
+        p = os.path.join(out, name)
+        with open(p, "wb") as f:
+            f.write(data)
+        paths.append(p)
+    bad_paths = []
+    for name, (data, words) in bad.items():
+        p = os.path.join(out, name)
+        with open(p, "wb") as f:
+            f.write(data)
+        bad_paths.append((p, words))
+    return paths, bad_paths
+
+
+def corrupt_scan(data, rnd):
+    """Overwrite a run of entropy-coded bytes with a marker libjpeg must hit."""
+    sos = data.index(b"\xff\xda")
+    start = sos + (len(data) - sos) // 3
+    out = bytearray(data)
+    out[start : start + 4] = b"\xff\xd0\xff\xd0"  # restart markers where none belong
+    return bytes(out)
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    exe, fixtures = sys.argv[1], sys.argv[2]
+    imagenet = sys.argv[3] if len(sys.argv) > 3 else ""
+    files = sorted(os.path.join(fixtures, f) for f in os.listdir(fixtures) if f.endswith(".JPEG"))
+    if len(files) < 3:
+        sys.exit("fixtures missing in %s" % fixtures)
+    rnd = random.Random(2024)
+    rep = Report()
+    dump = Dump(exe)
+    with tempfile.TemporaryDirectory() as tmp:
+        variants, bad = make_variants(fixtures, tmp)
+        for p in files + variants:
+            check_image(dump, rep, p, rnd)
+        for p, words in bad:
+            # Geometry that needs every row of the 468x315 source: corrupt
+            # data in rows a crop does not need is never decoded.
+            for cmd in ("eval 224 1 256 256 16 16", "crop 224 0 0 0 468 315 0"):
+                rep.expect_error("%s %s" % (os.path.basename(p), cmd.split()[0]), dump.ask(cmd + " " + p), words)
+        # after all those errors the decoder must still work
+        check_image(dump, rep, files[0], rnd)
+    shared = 0
+    if imagenet and os.path.isdir(imagenet):
+        for d in sorted(os.listdir(imagenet)):
+            sub = os.path.join(imagenet, d)
+            if not os.path.isdir(sub):
+                continue
+            for f in sorted(os.listdir(sub)):
+                check_image(dump, rep, os.path.join(sub, f), rnd)
+                shared += 1
+    dump.close()
+
+    print("checked %d outputs (%d files from %s), %d bit-exact" % (rep.checked, shared, imagenet or "-", rep.exact))
+    print("worst mean abs error %.3f (%s)" % rep.worst_mae)
+    print("worst max abs error %d (%s)" % rep.worst_max)
+    for f in rep.failures[:40]:
+        print("FAIL", f)
+    if rep.failures:
+        print("%d failures" % len(rep.failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+/*
+ * test_jpeg.c -- the libjpeg wrapper: Pillow's pixels, partial decoding,
+ * and errors that come back as messages.
+ *
+ * Expected sums and pixels were taken from Pillow 9.4
+ * (Image.open(f).convert("RGB")) on the fixtures; partial and scaled decodes
+ * are checked against full decodes of the same image.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "jpeg_decode.h"
+#include "sample.h"
+
+typedef struct fixture {
+  const char *name;
+  int width, height, components;
+  uint64_t sum;             /* of every RGB byte */
+  uint8_t mid[3], last[3];  /* pixels (w/3, h/2) and (w-1, h-1) */
+} fixture;
+
+static const fixture fixtures[] = {
+    {"n03196217_digital_clock.JPEG", 500, 375, 3, 14035940, {57, 1, 2}, {42, 2, 2}},
+    {"n03776460_mobile_home.JPEG", 468, 315, 3, 91395139, {198, 204, 200}, {255, 255, 255}},
+    {"n03825788_nipple.JPEG", 106, 150, 3, 7927771, {121, 86, 22}, {197, 210, 216}},
+    {"n03908714_pencil_sharpener.JPEG", 333, 500, 1, 65128869, {30, 30, 30}, {21, 21, 21}},
+};
+#define NFIX (sizeof(fixtures) / sizeof(fixtures[0]))
+
+static uint8_t *load(const char *name, size_t *len) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/%s", BFEED_IMAGE_FIXTURES, name);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *buf = malloc((size_t)n);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return buf;
+}
+
+/* Decode [x0,x1) x [y0,y1) of the image at scale m/8; NULL on error. */
+static uint8_t *decode(jdec *d, const uint8_t *buf, size_t len, int m, int x0, int x1, int y0,
+                       int y1, char *err) {
+  jdec_info info;
+  if (jdec_header(d, buf, len, &info, err, 128) != 0 || jdec_start(d, m, err, 128) != 0)
+    return NULL;
+  uint8_t *out = malloc((size_t)(x1 - x0) * (y1 - y0) * 3);
+  assert_non_null(out);
+  if (jdec_read(d, x0, x1, y0, y1, out, (size_t)(x1 - x0) * 3, err, 128) != 0) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+static uint8_t *decode_full(jdec *d, const uint8_t *buf, size_t len, int m, int *w, int *h) {
+  jdec_info info;
+  char err[128];
+  assert_int_equal(jdec_header(d, buf, len, &info, err, sizeof(err)), 0);
+  jdec_scaled_size(&info, m, w, h);
+  uint8_t *out = decode(d, buf, len, m, 0, *w, 0, *h, err);
+  assert_non_null(out);
+  return out;
+}
+
+static void test_header_and_pillow_pixels(void **state) {
+  jdec *d = jdec_new();
+  for (size_t i = 0; i < NFIX; i++) {
+    const fixture *f = &fixtures[i];
+    size_t len;
+    uint8_t *buf = load(f->name, &len);
+    jdec_info info;
+    char err[128];
+    assert_int_equal(jdec_header(d, buf, len, &info, err, sizeof(err)), 0);
+    assert_int_equal(info.width, f->width);
+    assert_int_equal(info.height, f->height);
+    assert_int_equal(info.components, f->components);
+
+    int w, h;
+    uint8_t *px = decode_full(d, buf, len, 8, &w, &h);
+    assert_int_equal(w, f->width);
+    assert_int_equal(h, f->height);
+    uint64_t sum = 0;
+    for (size_t k = 0; k < (size_t)w * h * 3; k++)
+      sum += px[k];
+    assert_int_equal(sum, f->sum);
+    assert_memory_equal(px + ((size_t)(h / 2) * w + w / 3) * 3, f->mid, 3);
+    assert_memory_equal(px + ((size_t)h * w - 1) * 3, f->last, 3);
+    free(px);
+    free(buf);
+  }
+  jdec_free(d);
+}
+
+/* Cropped columns and skipped rows must give the full decode's pixels, also
+ * at iMCU-aligned offsets where the crop edge falls on a block edge. */
+static void test_region_equals_full(void **state) {
+  static const int regions[][4] = {{0, 1, 0, 1},    {16, 48, 16, 48}, {17, 90, 33, 34},
+                                   {32, 106, 0, 150}, {0, 106, 149, 150}, {105, 106, 8, 150},
+                                   {48, 64, 64, 80}};
+  jdec *d = jdec_new();
+  for (size_t i = 0; i < NFIX; i++) {
+    size_t len;
+    uint8_t *buf = load(fixtures[i].name, &len);
+    for (int m = 1; m <= 8; m++) {
+      int w, h;
+      uint8_t *full = decode_full(d, buf, len, m, &w, &h);
+      for (size_t r = 0; r < sizeof(regions) / sizeof(regions[0]); r++) {
+        int x0 = regions[r][0] * w / 106, x1 = regions[r][1] * w / 106;
+        int y0 = regions[r][2] * h / 150, y1 = regions[r][3] * h / 150;
+        if (x1 <= x0)
+          x1 = x0 + 1;
+        if (y1 <= y0)
+          y1 = y0 + 1;
+        char err[128];
+        uint8_t *part = decode(d, buf, len, m, x0, x1, y0, y1, err);
+        assert_non_null(part);
+        for (int y = y0; y < y1; y++)
+          assert_memory_equal(part + (size_t)(y - y0) * (x1 - x0) * 3,
+                              full + ((size_t)y * w + x0) * 3, (size_t)(x1 - x0) * 3);
+        free(part);
+      }
+      free(full);
+    }
+    free(buf);
+  }
+  jdec_free(d);
+}
+
+static void expect_error(jdec *d, const uint8_t *buf, size_t len, const char *want) {
+  jdec_info info;
+  char err[128] = "";
+  int rc = jdec_header(d, buf, len, &info, err, sizeof(err));
+  if (rc == 0) {
+    int w, h;
+    jdec_scaled_size(&info, 8, &w, &h);
+    uint8_t *px = decode(d, buf, len, 8, 0, w, 0, h, err);
+    assert_null(px);
+  }
+  if (!strstr(err, want))
+    fail_msg("error \"%s\" does not contain \"%s\"", err, want);
+}
+
+static void test_errors(void **state) {
+  size_t len;
+  uint8_t *good = load(fixtures[1].name, &len);
+  jdec *d = jdec_new();
+
+  uint8_t junk[4096];
+  for (size_t i = 0; i < sizeof(junk); i++)
+    junk[i] = (uint8_t)(i * 131 + 7);
+  expect_error(d, junk, sizeof(junk), "not a JPEG");
+  expect_error(d, junk, 0, "not a JPEG");
+  expect_error(d, good, len / 2, "truncated data");
+  expect_error(d, good, 300, "truncated data");
+  expect_error(d, good, len - 2, "truncated data"); /* all scan data, no EOI */
+
+  /* A valid start of image followed by nonsense. */
+  junk[0] = 0xFF;
+  junk[1] = 0xD8;
+  expect_error(d, junk, sizeof(junk), "corrupt data");
+
+  /* Entropy-coded data cut by a marker that cannot be there. */
+  uint8_t *bad = malloc(len);
+  memcpy(bad, good, len);
+  memcpy(bad + len / 2, "\xff\xd0\xff\xd0", 4);
+  expect_error(d, bad, len, "corrupt data");
+
+  /* The same decoder still decodes a good image afterwards. */
+  int w, h;
+  uint8_t *px = decode_full(d, good, len, 8, &w, &h);
+  uint64_t sum = 0;
+  for (size_t k = 0; k < (size_t)w * h * 3; k++)
+    sum += px[k];
+  assert_int_equal(sum, fixtures[1].sum);
+  free(px);
+  free(bad);
+  jdec_free(d);
+  free(good);
+}
+
+static void test_sample_rejects(void **state) {
+  size_t len;
+  uint8_t *good = load(fixtures[2].name, &len); /* 106 x 150 */
+  sample_scratch s = {0};
+  sample_params p = {32, SAMPLE_TRAIN, 1};
+  uint8_t out[32 * 32 * 3];
+  char err[128];
+
+  xform_crop inside = {10, 20, 96, 130, 1};
+  assert_int_equal(sample_load_crop(good, len, &p, &inside, out, &s, err, sizeof(err)), 0);
+  static const xform_crop outside[] = {
+      {0, 0, 107, 150, 0}, {-1, 0, 10, 10, 0}, {0, 141, 10, 10, 0}, {5, 5, 0, 10, 0}};
+  for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
+    assert_int_equal(sample_load_crop(good, len, &p, &outside[i], out, &s, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "outside"));
+  }
+  xform_eval too_far = {106, 150, 80, 0};
+  assert_int_equal(sample_load_eval(good, len, &p, &too_far, out, &s, err, sizeof(err)), -1);
+
+  /* A truncated file is refused whatever the crop, even one whose rows all
+   * lie before the cut. */
+  xform_crop top = {0, 0, 20, 20, 0};
+  assert_int_equal(sample_load_crop(good, len * 3 / 4, &p, &top, out, &s, err, sizeof(err)), -1);
+  assert_string_equal(err, "truncated data");
+  sample_scratch_free(&s);
+  free(good);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_header_and_pillow_pixels),
+      cmocka_unit_test(test_region_equals_full),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_sample_rejects),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
