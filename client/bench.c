@@ -1,1 +1,173 @@
-/* placeholder: being written */
+/*
+ * bench.c -- `bfeed bench`: how fast does the daemon feed a training loop?
+ *
+ * Consumes a stream as a trainer would, as fast as batches come, and times
+ * the wait for each batch. Shows progress on a terminal, ends with one
+ * summary, and with --json its last line is a JSON object.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bfeed.h"
+#include "cli.h"
+#include "cli_opts.h"
+
+typedef struct bench_args {
+  cli_stream_cmd c;
+  uint64_t batches, epochs, warmup;
+  int json;
+} bench_args;
+
+static int bench_takes_value(const char *name) {
+  return strcmp(name, "batches") == 0 || strcmp(name, "epochs") == 0 || strcmp(name, "warmup") == 0;
+}
+
+static int bench_opt(const char *name, const char *value, void *ctx) {
+  bench_args *b = ctx;
+  if (strcmp(name, "json") == 0) return b->json = 1, 1;
+  if (strcmp(name, "batches") == 0) return cli_u64(name, value, 1, UINT64_MAX, &b->batches) < 0 ? -1 : 1;
+  if (strcmp(name, "epochs") == 0) return cli_u64(name, value, 1, 1000000, &b->epochs) < 0 ? -1 : 1;
+  if (strcmp(name, "warmup") == 0) return cli_u64(name, value, 0, UINT64_MAX, &b->warmup) < 0 ? -1 : 1;
+  return 0;
+}
+
+static int parse(int argc, char **argv, bench_args *b) {
+  memset(b, 0, sizeof *b);
+  b->c.cmd = "bench";
+  if (cli_parse_stream_cmd(argc, argv, &b->c, bench_opt, bench_takes_value, b) < 0) return -1;
+  if (b->batches && b->epochs) return fprintf(stderr, "bfeed bench: give --batches or --epochs, not both\n"), -1;
+  if (!b->batches && !b->epochs) b->epochs = 1;
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of sorted v[0..n). */
+static double percentile(const double *v, size_t n, double p) {
+  if (n == 0) return 0;
+  size_t k = (size_t)ceil(p / 100.0 * (double)n);
+  return v[k > 0 ? k - 1 : 0];
+}
+
+static uint64_t counter(const bfeed_counter *c, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(c[i].name, name) == 0) return c[i].value;
+  return 0;
+}
+
+typedef struct bench_result {
+  uint64_t batches, samples, wire, raw, skipped;
+  double seconds, first_ms, p50, p99;
+} bench_result;
+
+static void report(const bench_args *b, const bench_result *r) {
+  const bfeed_stream_opts *o = &b->c.o;
+  const char *mode = o->mode == BFEED_MODE_EVAL ? "eval" : "train";
+  const char *codec = o->codec == BFEED_CODEC_ZSTD ? "zstd" : "none";
+  double sps = r->seconds > 0 ? r->samples / r->seconds : 0;
+  printf("bfeed bench: %s on %s, %s %ux%u, batch %u, %s, codec %s\n", b->c.dataset, b->c.connect, mode, o->size,
+         o->size, o->batch, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW", codec);
+  printf("  %llu batches, %llu samples in %.3f s: %.1f samples/s (%.1f MB/s of bf16)\n",
+         (unsigned long long)r->batches, (unsigned long long)r->samples, r->seconds, sps,
+         r->seconds > 0 ? r->raw / r->seconds / 1e6 : 0);
+  printf("  batch wait: p50 %.2f ms, p99 %.2f ms; first batch after %.1f ms\n", r->p50, r->p99, r->first_ms);
+  printf("  wire %.1f MB for %.1f MB of tensors (ratio %.3f); skipped files: %llu\n", r->wire / 1e6, r->raw / 1e6,
+         r->raw ? (double)r->wire / r->raw : 0, (unsigned long long)r->skipped);
+  if (!b->json) return;
+  printf("{\"dataset\":");
+  cli_json_str(stdout, b->c.dataset);
+  printf(",\"mode\":\"%s\",\"size\":%u,\"batch\":%u,\"codec\":\"%s\",\"samples\":%llu,\"batches\":%llu,"
+         "\"seconds\":%.4f,\"samples_per_s\":%.2f,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"p50_batch_ms\":%.3f,"
+         "\"p99_batch_ms\":%.3f,\"first_batch_ms\":%.2f,\"skipped\":%llu}\n",
+         mode, o->size, o->batch, codec, (unsigned long long)r->samples, (unsigned long long)r->batches, r->seconds,
+         sps, (unsigned long long)r->wire, (unsigned long long)r->raw, r->p50, r->p99, r->first_ms,
+         (unsigned long long)r->skipped);
+}
+
+int cmd_bench(int argc, char **argv) {
+  bench_args b;
+  if (parse(argc, argv, &b) < 0) return 2;
+  bfeed_error err;
+  bfeed_client *c;
+  bfeed_stream *s;
+  if (b.epochs) b.c.o.epochs = b.epochs;
+  double t_open = now_s();
+  if (cli_open_stream(&b.c, &c, &s) < 0) return 1;
+  bfeed_stream_info info;
+  bfeed_stream_get_info(s, &info);
+  uint64_t total = b.batches ? b.batches + b.warmup : b.epochs * info.batches_per_epoch;
+  double *lat = total > b.warmup ? malloc((total - b.warmup) * sizeof *lat) : NULL;
+  if (!lat) {
+    fprintf(stderr, "bfeed bench: %s\n", total > b.warmup ? "out of memory" : "--warmup leaves no batch to measure");
+    bfeed_stream_close(s);
+    bfeed_close(c);
+    return 2;
+  }
+  int tty = isatty(STDERR_FILENO) && !b.json, rc = 0;
+  bench_result r = {0};
+  double t0 = now_s(), last_print = 0, prev = t0;
+  for (uint64_t n = 0; n < total; n++) {
+    bfeed_batch *batch;
+    int got = bfeed_stream_next(s, &batch, &err);
+    double t = now_s();
+    if (got == BFEED_EEOF) break;
+    if (got < 0) {
+      fprintf(stderr, "%sbfeed bench: batch %llu: %s\n", tty ? "\n" : "", (unsigned long long)n, err.message);
+      rc = 1;
+      break;
+    }
+    bfeed_tensor img;
+    if (bfeed_batch_find(batch, "image", &img) < 0 || img.dtype != BFEED_DTYPE_BF16 || img.ndim != 4) {
+      fprintf(stderr, "bfeed bench: batch %llu has no bf16 [B,...] image tensor\n", (unsigned long long)n);
+      bfeed_batch_release(batch);
+      rc = 1;
+      break;
+    }
+    if (n == 0) r.first_ms = (t - t_open) * 1e3;
+    if (n == b.warmup) t0 = prev; /* the clock starts when the first measured wait begins */
+    if (n >= b.warmup) {
+      lat[r.batches++] = (t - prev) * 1e3;
+      r.samples += (uint64_t)img.shape[0];
+      r.wire += bfeed_batch_wire_bytes(batch);
+      r.raw += bfeed_batch_raw_bytes(batch);
+    }
+    bfeed_batch_release(batch);
+    prev = t;
+    if (tty && t - last_print > 0.25) {
+      double el = t - t0;
+      fprintf(stderr, "\r  batch %llu/%llu  epoch %llu  %.0f samples/s   ", (unsigned long long)n + 1,
+              (unsigned long long)total,
+              (unsigned long long)(b.c.o.epoch + (b.c.o.batch_index + n) / info.batches_per_epoch),
+              el > 0 && r.batches ? r.samples / el : 0.0);
+      last_print = t;
+    }
+  }
+  r.seconds = prev - t0;
+  if (tty) fprintf(stderr, "\r%60s\r", "");
+  bfeed_counter ctr[32];
+  size_t nctr = 0;
+  if (rc == 0 && bfeed_stream_stats(s, ctr, 32, &nctr, &err) < 0)
+    fprintf(stderr, "bfeed bench: cannot read the stream's counters: %s\n", err.message);
+  r.skipped = counter(ctr, nctr, "skipped");
+  bfeed_stream_close(s);
+  bfeed_close(c);
+  qsort(lat, r.batches, sizeof *lat, cmp_double);
+  r.p50 = percentile(lat, r.batches, 50);
+  r.p99 = percentile(lat, r.batches, 99);
+  free(lat);
+  if (rc == 0) report(&b, &r);
+  return rc;
+}

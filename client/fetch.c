@@ -1,1 +1,112 @@
-/* placeholder: being written */
+/*
+ * fetch.c -- `bfeed fetch`: one batch to .npy files, for inspection and for
+ * checking bfeed against other pipelines (numpy.load reads them).
+ *
+ * DIR/<tensor>.npy for each tensor (bf16 as '<u2' bit patterns: view them
+ * as float with (x.astype('<u4') << 16).view('<f4')), and DIR/meta.json.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "bfeed.h"
+#include "cli.h"
+#include "cli_opts.h"
+#include "npy.h"
+
+typedef struct fetch_args {
+  cli_stream_cmd c;
+  uint64_t index;
+  int have_index;
+  const char *out;
+} fetch_args;
+
+static int fetch_takes_value(const char *name) {
+  return strcmp(name, "batch-index") == 0 || strcmp(name, "out") == 0;
+}
+
+static int fetch_opt(const char *name, const char *value, void *ctx) {
+  fetch_args *f = ctx;
+  if (strcmp(name, "out") == 0) return f->out = value, 1;
+  if (strcmp(name, "batch-index") == 0) {
+    f->have_index = 1;
+    return cli_u64(name, value, 0, UINT64_MAX, &f->index) < 0 ? -1 : 1;
+  }
+  return 0;
+}
+
+static int write_meta(const char *dir, const fetch_args *f, const bfeed_batch *b, char *err, size_t errlen) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/meta.json", dir);
+  FILE *m = fopen(path, "w");
+  if (!m) return snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno)), -1;
+  const bfeed_stream_opts *o = &f->c.o;
+  fprintf(m, "{\n  \"dataset\": ");
+  cli_json_str(m, f->c.dataset);
+  fprintf(m,
+          ",\n  \"epoch\": %llu,\n  \"batch_index\": %llu,\n  \"mode\": \"%s\",\n  \"size\": %u,\n"
+          "  \"layout\": \"%s\",\n  \"normalize\": \"%s\",\n  \"seed\": %llu,\n  \"shard\": [%u, %u],\n"
+          "  \"tensors\": [\n",
+          (unsigned long long)bfeed_batch_epoch(b), (unsigned long long)bfeed_batch_index(b),
+          o->mode == BFEED_MODE_EVAL ? "eval" : "train", o->size, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW",
+          o->normalize == BFEED_NORM_NONE ? "none" : "imagenet", (unsigned long long)o->seed, o->shard_index,
+          o->shard_count);
+  for (int i = 0; i < bfeed_batch_ntensors(b); i++) {
+    bfeed_tensor t;
+    bfeed_batch_tensor(b, i, &t);
+    fprintf(m, "    {\"name\": ");
+    cli_json_str(m, t.name);
+    fprintf(m, ", \"dtype\": \"%s\", \"npy_dtype\": \"%s\", \"shape\": [", t.dtype == BFEED_DTYPE_BF16 ? "bfloat16" : bfeed_dtype_name(t.dtype),
+            npy_descr(t.dtype));
+    for (int d = 0; d < t.ndim; d++) fprintf(m, "%s%lld", d ? ", " : "", (long long)t.shape[d]);
+    fprintf(m, "], \"file\": \"%s.npy\"}%s\n", t.name, i + 1 < bfeed_batch_ntensors(b) ? "," : "");
+  }
+  fprintf(m, "  ]\n}\n");
+  if (fclose(m) != 0) return snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno)), -1;
+  return 0;
+}
+
+int cmd_fetch(int argc, char **argv) {
+  fetch_args f;
+  memset(&f, 0, sizeof f);
+  f.c.cmd = "fetch";
+  if (cli_parse_stream_cmd(argc, argv, &f.c, fetch_opt, fetch_takes_value, &f) < 0) return 2;
+  if (!f.have_index || !f.out) return fprintf(stderr, "bfeed fetch: --batch-index K and --out DIR are required\n"), 2;
+  if (mkdir(f.out, 0777) < 0 && errno != EEXIST)
+    return fprintf(stderr, "bfeed fetch: cannot create %s: %s\n", f.out, strerror(errno)), 1;
+  /* Batch K of epoch E is where a stream resumed at (E, K) starts. */
+  f.c.o.batch_index = f.index;
+  f.c.o.window = 1;
+  bfeed_client *c;
+  bfeed_stream *s;
+  if (cli_open_stream(&f.c, &c, &s) < 0) return 1;
+  bfeed_batch *b;
+  bfeed_error err;
+  char msg[512];
+  int rc = bfeed_stream_next(s, &b, &err);
+  if (rc < 0) {
+    fprintf(stderr, "bfeed fetch: %s\n", err.message);
+  } else {
+    for (int i = 0; rc == 0 && i < bfeed_batch_ntensors(b); i++) {
+      bfeed_tensor t;
+      char path[4096];
+      bfeed_batch_tensor(b, i, &t);
+      if (strspn(t.name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(t.name)) {
+        snprintf(msg, sizeof msg, "tensor name '%s' is not a safe file name", t.name);
+        rc = -1;
+        break;
+      }
+      snprintf(path, sizeof path, "%s/%s.npy", f.out, t.name);
+      rc = npy_write(path, t.dtype, t.ndim, t.shape, t.data, msg, sizeof msg);
+    }
+    if (rc == 0) rc = write_meta(f.out, &f, b, msg, sizeof msg);
+    if (rc < 0) fprintf(stderr, "bfeed fetch: %s\n", msg);
+    else printf("wrote batch %llu of epoch %llu (%d tensors) to %s\n", (unsigned long long)bfeed_batch_index(b),
+                (unsigned long long)bfeed_batch_epoch(b), bfeed_batch_ntensors(b), f.out);
+    bfeed_batch_release(b);
+  }
+  bfeed_stream_close(s);
+  bfeed_close(c);
+  return rc < 0 ? 1 : 0;
+}

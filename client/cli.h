@@ -1,0 +1,9 @@
+/* cli.h -- the bfeed subcommands; each takes the arguments after its name
+ * and returns the process exit status (0 ok, 1 failure, 2 usage error). */
+#ifndef BFEED_CLI_H
+#define BFEED_CLI_H
+
+int cmd_bench(int argc, char **argv);
+int cmd_fetch(int argc, char **argv);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * cli_opts.h -- the options every bfeed subcommand shares.
+ *
+ * Stream options are spelled the same for bench, fetch and (later) any
+ * other command: --batch N --size S --mode train|eval --layout nchw|nhwc
+ * --normalize imagenet|none --seed N --epoch N --start-batch N --shard I/N
+ * --codec none|zstd[:LEVEL] --window N --shuffle auto|on|off --keep-partial.
+ * Both "--name value" and "--name=value" are accepted.
+ */
+#ifndef BFEED_CLI_OPTS_H
+#define BFEED_CLI_OPTS_H
+
+#include "bfeed.h"
+
+typedef struct cli_args {
+  int argc;
+  char **argv;
+  int i;             /* next argument to look at */
+  const char *name;  /* the option being parsed, without "--" and "=..." */
+  const char *value; /* its value, if it takes one */
+  char name_buf[64];
+} cli_args;
+
+/* Split argv[i] into name/value, taking the next argument as the value
+ * when the option takes one; returns 0 at the end of argv, 1 for an
+ * option, -1 (message printed) for a missing value or stray argument. */
+int cli_next(cli_args *a, int (*takes_value)(const char *name, void *ctx), void *ctx);
+
+/* 1 if name is a stream option (and sets it), 0 if not, -1 on a bad value
+ * (message printed, naming the option). */
+int cli_stream_opt(const char *name, const char *value, bfeed_stream_opts *o);
+/* Whether a stream option takes a value. */
+int cli_stream_opt_takes_value(const char *name);
+/* The --help text for the stream options. */
+extern const char cli_stream_opts_help[];
+
+/* Parse a whole number in [lo, hi]; -1 (message printed) if it is not one. */
+int cli_u64(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64_t *out);
+
+/* A command that reads a stream: --connect, --dataset, the stream options,
+ * and options of its own, handled by `own` (return 1 handled, 0 unknown,
+ * -1 bad value, message printed) and announced by `own_takes_value`. */
+typedef struct cli_stream_cmd {
+  const char *cmd; /* for messages: "bench" */
+  const char *connect, *dataset;
+  bfeed_stream_opts o;
+} cli_stream_cmd;
+int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
+                         int (*own)(const char *name, const char *value, void *ctx),
+                         int (*own_takes_value)(const char *name), void *ctx);
+/* Connect and open; prints the reason and returns -1 on failure. */
+int cli_open_stream(const cli_stream_cmd *c, bfeed_client **client, bfeed_stream **stream);
+
+#include <stdio.h>
+/* Write s as a JSON string literal (quoted, escaped). */
+void cli_json_str(FILE *f, const char *s);
+
+#endif
