@@ -1,0 +1,20 @@
+#!/bin/sh
+# Install the Debian packages bfeed builds and tests with, if any is missing.
+# Usage: scripts/deps.sh [--test]   (--test adds what the oracle tests need)
+set -eu
+pkgs="build-essential cmake pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libuv1-dev libzstd-dev
+      libxxhash-dev libinih-dev libcmocka-dev"
+if [ "${1:-}" = "--test" ]; then
+  # Independent oracles: Pillow and numpy for images and arithmetic, torch and
+  # torchvision for the bf16 cast and the crop algorithm.
+  pkgs="$pkgs python3 python3-pil python3-numpy python3-torch python3-torchvision"
+fi
+missing=""
+for p in $pkgs; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
