@@ -39,16 +39,16 @@ static uint16_t oracle_bf16(uint32_t bits) {
   if (isinf(f)) return sign | 0x7f80;
   if (f == 0) return sign;
 
-  double x = fabs((double)f);
+  /* y = |f| in units of the bf16 spacing: 2^(e-8) for 8 significant bits,
+   * or a fixed 2^-133 below 2^-126, where the subnormals are. */
   int e;
-  frexp(x, &e); /* x in [2^(e-1), 2^e) */
-  /* 8 significant bits; below 2^-126 the spacing stays at 2^-133 (subnormals). */
-  int qexp = e - 8 < -133 ? -133 : e - 8;
-  double q = ldexp(1.0, qexp);
-  double k = floor(x / q);
-  double below = x - k * q, above = (k + 1) * q - x;
-  double m = below < above ? k : above < below ? k + 1 : fmod(k, 2) == 0 ? k : k + 1;
-  double r = m * q;
+  double mant = frexp(fabs((double)f), &e); /* |f| = mant * 2^e, mant in [0.5, 1) */
+  int sub = e - 8 < -133;
+  double y = sub ? fabs((double)f) * 0x1p133 : mant * 256;
+  double k = (double)(int64_t)y; /* floor: y > 0 */
+  double below = y - k, above = (k + 1) - y;
+  double m = below < above ? k : above < below ? k + 1 : ((int64_t)k & 1) == 0 ? k : k + 1;
+  double r = sub ? m * 0x1p-133 : ldexp(m / 256, e);
   if (r >= 0x1p128) return sign | 0x7f80;
   uint32_t rb;
   float rf = (float)r; /* exact: r has at most 8 significant bits */
