@@ -46,14 +46,56 @@ void epoch_order_unref(epoch_order *e) {
   if (e && __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) free(e);
 }
 
+void batch_pool_init(batch_pool *p) {
+  memset(p, 0, sizeof *p);
+  pthread_mutex_init(&p->mu, NULL);
+}
+
+void batch_pool_destroy(batch_pool *p) {
+  for (int i = 0; i < p->n; i++) free(p->v[i].p);
+  p->n = 0;
+  pthread_mutex_destroy(&p->mu);
+}
+
+uint8_t *batch_pool_get(batch_pool *p, size_t need, size_t *cap) {
+  uint8_t *buf = NULL;
+  pthread_mutex_lock(&p->mu);
+  for (int i = p->n - 1; i >= 0; i--)
+    if (p->v[i].cap >= need) {
+      buf = p->v[i].p;
+      *cap = p->v[i].cap;
+      p->v[i] = p->v[--p->n];
+      break;
+    }
+  pthread_mutex_unlock(&p->mu);
+  if (!buf && (buf = malloc(need))) *cap = need;
+  return buf;
+}
+
+void batch_pool_put(batch_pool *p, uint8_t *buf, size_t cap) {
+  if (!buf) return;
+  if (p) {
+    pthread_mutex_lock(&p->mu);
+    if (p->n < BATCH_POOL_MAX) {
+      p->v[p->n].p = buf;
+      p->v[p->n].cap = cap;
+      p->n++;
+      buf = NULL;
+    }
+    pthread_mutex_unlock(&p->mu);
+  }
+  free(buf);
+}
+
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
-                     const logger *log) {
+                     const logger *log, batch_pool *pool) {
   static const float unit_mean[3] = {0, 0, 0}, unit_std[3] = {1, 1, 1};
   memset(s, 0, sizeof *s);
   s->ds = ds;
   s->opts = *o;
   s->stream_id = stream_id;
   s->log = log;
+  s->pool = pool;
   s->sample.size = (int)o->size;
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
   s->sample.allow_dct_scale = 1;
@@ -87,19 +129,34 @@ static int grow(uint8_t **buf, size_t *cap, size_t need) {
   return 0;
 }
 
-/* Normalise one RGB8 sample into slot i of the image tensor. */
+/* Normalise one RGB8 sample into slot i of the image tensor. One pass over
+ * the pixels writing three planes (NCHW) or one interleaved run (NHWC); on
+ * little-endian hosts the table values are stored as they are. */
+static inline void put16(uint8_t *p, uint16_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(p, &v, 2);
+#else
+  wire_put16(p, v);
+#endif
+}
+
 static void put_image(const batch_spec *s, const uint8_t *rgb, uint8_t *image, uint32_t i) {
   size_t hw = (size_t)s->opts.size * s->opts.size;
+  const uint16_t *l0 = s->lut[0], *l1 = s->lut[1], *l2 = s->lut[2];
   if (s->opts.layout == BFEED_LAYOUT_NHWC) {
     uint8_t *dst = image + (size_t)i * hw * 3 * 2;
-    for (size_t p = 0; p < hw; p++)
-      for (int c = 0; c < 3; c++) wire_put16(dst + (p * 3 + c) * 2, s->lut[c][rgb[p * 3 + c]]);
+    for (size_t p = 0; p < hw; p++, rgb += 3, dst += 6) {
+      put16(dst, l0[rgb[0]]);
+      put16(dst + 2, l1[rgb[1]]);
+      put16(dst + 4, l2[rgb[2]]);
+    }
     return;
   }
-  for (int c = 0; c < 3; c++) {
-    uint8_t *dst = image + ((size_t)i * 3 + c) * hw * 2;
-    const uint16_t *lut = s->lut[c];
-    for (size_t p = 0; p < hw; p++) wire_put16(dst + p * 2, lut[rgb[p * 3 + c]]);
+  uint8_t *r = image + (size_t)i * 3 * hw * 2, *g = r + hw * 2, *b = g + hw * 2;
+  for (size_t p = 0; p < hw; p++, rgb += 3) {
+    put16(r + 2 * p, l0[rgb[0]]);
+    put16(g + 2 * p, l1[rgb[1]]);
+    put16(b + 2 * p, l2[rgb[2]]);
   }
 }
 
@@ -163,7 +220,12 @@ void batch_build(batch_job *job, batch_worker *w) {
   ix->nbytes = (uint64_t)B * 8;
   m.raw_size = ix->offset + ix->nbytes;
 
+  /* The whole frame is sized up front, so the pooled buffer never grows. */
+  size_t need = FRAME_HEADER_SIZE + 64 + m.ntensors * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) +
+                (o->codec == BFEED_CODEC_NONE ? m.raw_size : ZSTD_compressBound(m.raw_size));
   wbuf_init(&job->frame);
+  job->frame.data = batch_pool_get(job->pool, need, &job->frame.cap);
+  job->frame.failed = job->frame.data == NULL;
   size_t at = msg_begin(&job->frame);
   msg_batch_encode_head(&job->frame, &m);
   /* Uncompressed, the tensors are built in place in the frame; for zstd
@@ -180,7 +242,10 @@ void batch_build(batch_job *job, batch_worker *w) {
              (unsigned long long)m.raw_size);
     goto done;
   }
-  memset(raw, 0, m.raw_size); /* padding between tensors is deterministic too */
+  /* Zero the padding between tensors so a batch is byte-identical wherever
+   * it is made; the tensors themselves are fully written below. */
+  memset(raw + img->nbytes, 0, lab->offset - img->nbytes);
+  memset(raw + lab->offset + lab->nbytes, 0, ix->offset - lab->offset - lab->nbytes);
   for (uint32_t i = 0; i < B; i++) {
     int64_t idx = load_one(job, w, job->first + i);
     if (idx < 0) {
@@ -228,7 +293,7 @@ void batch_worker_free(batch_worker *w) {
 
 void batch_job_free(batch_job *job) {
   if (!job) return;
-  wbuf_free(&job->frame);
+  batch_pool_put(job->pool, job->frame.data, job->frame.cap);
   epoch_order_unref(job->order);
   free(job);
 }

@@ -14,6 +14,7 @@
 #ifndef BFEED_BATCH_H
 #define BFEED_BATCH_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <zstd.h>
 
@@ -41,6 +42,26 @@ epoch_order *epoch_order_make(uint64_t nsamples, const bfeed_stream_opts *o, int
 epoch_order *epoch_order_ref(epoch_order *e);
 void epoch_order_unref(epoch_order *e);
 
+/* Frame buffers for reuse. A batch frame is tens of megabytes; allocating
+ * it fresh for every batch costs more in page faults (the kernel zeroing new
+ * pages) than building the batch. Buffers come back here after the frame is
+ * written and go to the next batch. Thread-safe. */
+#define BATCH_POOL_MAX 16
+typedef struct batch_pool {
+  pthread_mutex_t mu;
+  int n;
+  struct {
+    uint8_t *p;
+    size_t cap;
+  } v[BATCH_POOL_MAX];
+} batch_pool;
+void batch_pool_init(batch_pool *p);
+void batch_pool_destroy(batch_pool *p);
+/* A buffer of at least need bytes (malloc'd if none fits); *cap its size. */
+uint8_t *batch_pool_get(batch_pool *p, size_t need, size_t *cap);
+/* Give a buffer back (freed when the pool is full or p is NULL). */
+void batch_pool_put(batch_pool *p, uint8_t *buf, size_t cap);
+
 /* What every batch of a stream shares; immutable while jobs run. */
 typedef struct batch_spec {
   dataset *ds;
@@ -49,10 +70,11 @@ typedef struct batch_spec {
   uint16_t lut[3][256]; /* bf16 of (v/255 - mean[c]) / std[c], float32 math as torchvision */
   uint32_t stream_id;
   const logger *log;
+  batch_pool *pool;
 } batch_spec;
 
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
-                     const logger *log);
+                     const logger *log, batch_pool *pool);
 
 typedef struct batch_job {
   /* input */
@@ -66,6 +88,7 @@ typedef struct batch_job {
   char err[256];
   uint32_t skipped;
   uint64_t raw_bytes, busy_ns;
+  batch_pool *pool;      /* where frame's buffer goes back; outlives streams */
   /* owned by whoever queues the job */
   void *owner;
   struct batch_job *next;

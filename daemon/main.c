@@ -183,6 +183,7 @@ int main(int argc, char **argv) {
   uv_close((uv_handle_t *)&d->grace, NULL);
   uv_run(loop, UV_RUN_DEFAULT); /* let every handle finish closing */
   if (uv_loop_close(loop) != 0) log_warn(&d->log, "event loop closed with handles still open");
+  server_free(&d->srv);
   log_info(&d->log, "stopped");
   rc = rc < 0 ? 1 : 0;
 out:

@@ -82,6 +82,7 @@ int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dat
   s->datasets = datasets;
   s->ndatasets = ndatasets;
   s->limits = *limits;
+  batch_pool_init(&s->buffers);
   return workers_start(&s->pool, nworkers, loop, on_job_done, s);
 }
 
@@ -270,7 +271,7 @@ static void handle_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   msg_open_ok ok;
   char err[MSG_ERROR_MAX];
   int code;
-  stream *st = stream_open(c, id, ds, &m.opts, c->s->pool, c->s->log, &ok, &code, err, sizeof err);
+  stream *st = stream_open(c, id, ds, &m.opts, c->s->pool, &c->s->buffers, c->s->log, &ok, &code, err, sizeof err);
   if (!st) return conn_send_error(c, id, code, "%s", err);
   c->streams[c->nstreams++] = st;
   log_info(c->s->log, "client %u: stream %u on %s: batch %u, size %u, %s, seed %llu, epoch %llu batch %llu",
@@ -513,3 +514,5 @@ void server_force_close(server *s) {
   for (conn *c = s->conns; c; c = c->next)
     if (!uv_is_closing(&c->h.handle)) uv_close(&c->h.handle, on_conn_closed);
 }
+
+void server_free(server *s) { batch_pool_destroy(&s->buffers); }

@@ -31,6 +31,7 @@ typedef struct server {
   uv_loop_t *loop;
   const logger *log;
   workers *pool;
+  batch_pool buffers;
   dataset *datasets;
   size_t ndatasets;
   server_limits limits;
@@ -51,6 +52,8 @@ void server_shutdown(server *s);
 /* After a grace period: close connections whose last words are stuck
  * behind a client that does not read. */
 void server_force_close(server *s);
+/* After the loop has finished: free what the server holds. */
+void server_free(server *s);
 
 dataset *server_find_dataset(server *s, const char *name);
 

@@ -31,7 +31,8 @@ struct stream {
 uint32_t stream_id(const stream *st) { return st->id; }
 
 stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
-                    const logger *log, msg_open_ok *info, int *code, char *err, size_t errlen) {
+                    batch_pool *buffers, const logger *log, msg_open_ok *info, int *code, char *err,
+                    size_t errlen) {
   *code = msg_opts_check(o, err, errlen);
   if (*code < 0) return NULL;
   uint64_t n = epoch_shard_size(ds->nsamples, o->shard_count);
@@ -58,7 +59,7 @@ stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *
   }
   st->conn = c;
   st->id = id;
-  batch_spec_init(&st->spec, ds, o, id, log);
+  batch_spec_init(&st->spec, ds, o, id, log, buffers);
   st->pool = pool;
   st->log = log;
   st->shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
@@ -104,6 +105,7 @@ static void pump(stream *st) {
       return;
     }
     job->spec = &st->spec;
+    job->pool = st->spec.pool;
     job->epoch = st->start_epoch + abs / st->bpe;
     job->index = abs % st->bpe;
     job->seq = st->next_seq;

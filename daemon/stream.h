@@ -21,7 +21,8 @@ typedef struct stream stream;
 /* Validate options and open. On failure returns NULL with a code and a
  * message for the client. */
 stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
-                    const logger *log, msg_open_ok *info, int *code, char *err, size_t errlen);
+                    batch_pool *buffers, const logger *log, msg_open_ok *info, int *code, char *err,
+                    size_t errlen);
 uint32_t stream_id(const stream *st);
 /* Begin scheduling batches (after OPEN_OK is queued). */
 void stream_start(stream *st);
