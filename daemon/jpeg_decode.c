@@ -160,7 +160,7 @@ int jdec_start(jdec *d, int scale_num, char *err, size_t errlen) {
   c->scale_denom = 8;
   /* Pillow asks libjpeg for CMYK whenever there are four components (and
    * then assumes Adobe's inverted polarity); libjpeg turns YCCK into CMYK. */
-  c->out_color_space = c->num_components == 4 ? JCS_CMYK : JCS_RGB;
+  c->out_color_space = c->num_components == 4 ? JCS_CMYK : JCS_EXT_RGBX;
   jpeg_start_decompress(c);
 
   jdec_info info = {(int)c->image_width, (int)c->image_height, c->num_components, 0};
@@ -174,14 +174,15 @@ int jdec_start(jdec *d, int scale_num, char *err, size_t errlen) {
 /* Pillow reads four-component JPEGs as "CMYK;I" (every channel inverted)
  * and then applies cmyk2rgb from libImaging/Convert.c; this is both steps,
  * with the same rounding (MULDIV255). */
-static void cmyk_to_rgb(uint8_t *out, const JSAMPLE *in, int n) {
-  for (int i = 0; i < n; i++, in += 4, out += 3) {
+static void cmyk_to_rgbx(uint8_t *out, const JSAMPLE *in, int n) {
+  for (int i = 0; i < n; i++, in += 4, out += 4) {
     int nk = in[3]; /* 255 - (255 - raw k) */
     for (int ch = 0; ch < 3; ch++) {
       int t = (255 - in[ch]) * nk + 128;
       int v = nk - (((t >> 8) + t) >> 8);
       out[ch] = (uint8_t)(v < 0 ? 0 : v);
     }
+    out[3] = 255;
   }
 }
 
@@ -220,10 +221,10 @@ int jdec_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stri
     if (jpeg_read_scanlines(c, rows, 1) != 1)
       return fail_msg(d, err, errlen, "truncated data");
     uint8_t *dst = out + (size_t)(y - y0) * stride;
-    if (c->output_components == 4)
-      cmyk_to_rgb(dst, first, (int)n);
+    if (c->out_color_space == JCS_CMYK)
+      cmyk_to_rgbx(dst, first, (int)n);
     else
-      memcpy(dst, first, n * 3);
+      memcpy(dst, first, n * 4);
   }
   jpeg_abort_decompress(c); /* the rows below y1 are not needed */
   return 0;

@@ -55,8 +55,9 @@ void jdec_scaled_size(const jdec_info *info, int scale_num, int *w, int *h);
 int jdec_start(jdec *d, int scale_num, char *err, size_t errlen);
 
 /* Decode rows [y0, y1) and columns [x0, x1) of the scaled image into out
- * (row r of the rectangle at out + r * stride, 3 bytes per pixel), then end
- * the image. Rows above y0 are skipped and rows from y1 on never decoded. */
+ * as RGBX (row r of the rectangle at out + r * stride, 4 bytes per pixel,
+ * the fourth undefined), then end the image. Rows above y0 are skipped and
+ * rows from y1 on never decoded. */
 int jdec_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stride, char *err,
               size_t errlen);
 

@@ -1,5 +1,5 @@
 /*
- * resize.h -- Pillow 9.4's bilinear resample for interleaved RGB8.
+ * resize.h -- Pillow 9.4's bilinear resample, RGBX in, RGB8 out.
  *
  * The arithmetic is Pillow's (libImaging/Resample.c): a triangle filter
  * whose support widens with the downscale factor (antialiasing), weights
@@ -46,12 +46,18 @@ void resize_axis_init(resize_axis *a, void *mem, int in_size, double in0, double
 /* Scratch bytes resize_rgb8 needs for this pair of axes. */
 size_t resize_tmp_size(const resize_axis *h, const resize_axis *v);
 
-/* Resample: src points at source pixel (h->lo, v->lo), rows src_stride
- * bytes apart; only columns [h->lo, h->hi) and rows [v->lo, v->hi) are
- * read, so src need hold no more than that rectangle. dst
- * gets v->out_n rows of h->out_n pixels, dst_stride bytes apart. tmp holds
- * resize_tmp_size() bytes, aligned for int32_t. */
+/* Resample RGBX (4 bytes a pixel, the fourth ignored: one aligned load per
+ * tap, as in Pillow's own 4-byte pixels) to RGB. src points at source pixel
+ * (h->lo, v->lo), rows src_stride bytes apart; only columns [h->lo, h->hi)
+ * and rows [v->lo, v->hi) are read, so src need hold no more than that
+ * rectangle. dst gets v->out_n rows of h->out_n RGB pixels, dst_stride
+ * bytes apart. tmp holds resize_tmp_size() bytes. */
 void resize_rgb8(const resize_axis *h, const resize_axis *v, const uint8_t *src,
                  size_t src_stride, uint8_t *dst, size_t dst_stride, void *tmp);
+
+/* The same without SIMD, whatever the CPU: resize_rgb8 falls back to it,
+ * and the tests check that both give the same bytes. */
+void resize_rgb8_portable(const resize_axis *h, const resize_axis *v, const uint8_t *src,
+                          size_t src_stride, uint8_t *dst, size_t dst_stride, void *tmp);
 
 #endif

@@ -115,7 +115,7 @@ static int run_plan(sample_scratch *s, const jdec_info *info, const plan *pl,
   axis_init(&h, weights, pl->cx0, pl->cx1, sw, m, pl->out_w, pl->wx, size, &xlo);
   axis_init(&v, weights + hbytes, pl->cy0, pl->cy1, sh, m, pl->out_h, pl->wy, size, &ylo);
 
-  size_t stride = (size_t)(h.hi - h.lo) * 3;
+  size_t stride = (size_t)(h.hi - h.lo) * 4;
   uint8_t *pixels = reserve(s, BUF_PIXELS, stride * (size_t)(v.hi - v.lo));
   void *tmp = reserve(s, BUF_RESIZE, resize_tmp_size(&h, &v));
   if (!pixels || !tmp)

@@ -50,15 +50,16 @@ static uint8_t *load(const char *name, size_t *len) {
   return buf;
 }
 
-/* Decode [x0,x1) x [y0,y1) of the image at scale m/8; NULL on error. */
+/* Decode [x0,x1) x [y0,y1) of the image at scale m/8 as RGBX; NULL on
+ * error. */
 static uint8_t *decode(jdec *d, const uint8_t *buf, size_t len, int m, int x0, int x1, int y0,
                        int y1, char *err) {
   jdec_info info;
   if (jdec_header(d, buf, len, &info, err, 128) != 0 || jdec_start(d, m, err, 128) != 0)
     return NULL;
-  uint8_t *out = malloc((size_t)(x1 - x0) * (y1 - y0) * 3);
+  uint8_t *out = malloc((size_t)(x1 - x0) * (y1 - y0) * 4);
   assert_non_null(out);
-  if (jdec_read(d, x0, x1, y0, y1, out, (size_t)(x1 - x0) * 3, err, 128) != 0) {
+  if (jdec_read(d, x0, x1, y0, y1, out, (size_t)(x1 - x0) * 4, err, 128) != 0) {
     free(out);
     return NULL;
   }
@@ -73,6 +74,13 @@ static uint8_t *decode_full(jdec *d, const uint8_t *buf, size_t len, int m, int 
   uint8_t *out = decode(d, buf, len, m, 0, *w, 0, *h, err);
   assert_non_null(out);
   return out;
+}
+
+static uint64_t rgb_sum(const uint8_t *rgbx, int w, int h) {
+  uint64_t sum = 0;
+  for (size_t k = 0; k < (size_t)w * h; k++)
+    sum += (uint64_t)rgbx[4 * k] + rgbx[4 * k + 1] + rgbx[4 * k + 2];
+  return sum;
 }
 
 static void test_header_and_pillow_pixels(void **state) {
@@ -92,12 +100,9 @@ static void test_header_and_pillow_pixels(void **state) {
     uint8_t *px = decode_full(d, buf, len, 8, &w, &h);
     assert_int_equal(w, f->width);
     assert_int_equal(h, f->height);
-    uint64_t sum = 0;
-    for (size_t k = 0; k < (size_t)w * h * 3; k++)
-      sum += px[k];
-    assert_int_equal(sum, f->sum);
-    assert_memory_equal(px + ((size_t)(h / 2) * w + w / 3) * 3, f->mid, 3);
-    assert_memory_equal(px + ((size_t)h * w - 1) * 3, f->last, 3);
+    assert_int_equal(rgb_sum(px, w, h), f->sum);
+    assert_memory_equal(px + ((size_t)(h / 2) * w + w / 3) * 4, f->mid, 3);
+    assert_memory_equal(px + ((size_t)h * w - 1) * 4, f->last, 3);
     free(px);
     free(buf);
   }
@@ -128,8 +133,9 @@ static void test_region_equals_full(void **state) {
         uint8_t *part = decode(d, buf, len, m, x0, x1, y0, y1, err);
         assert_non_null(part);
         for (int y = y0; y < y1; y++)
-          assert_memory_equal(part + (size_t)(y - y0) * (x1 - x0) * 3,
-                              full + ((size_t)y * w + x0) * 3, (size_t)(x1 - x0) * 3);
+          for (int x = x0; x < x1; x++)
+            assert_memory_equal(part + ((size_t)(y - y0) * (x1 - x0) + x - x0) * 4,
+                                full + ((size_t)y * w + x) * 4, 3);
         free(part);
       }
       free(full);
@@ -181,10 +187,7 @@ static void test_errors(void **state) {
   /* The same decoder still decodes a good image afterwards. */
   int w, h;
   uint8_t *px = decode_full(d, good, len, 8, &w, &h);
-  uint64_t sum = 0;
-  for (size_t k = 0; k < (size_t)w * h * 3; k++)
-    sum += px[k];
-  assert_int_equal(sum, fixtures[1].sum);
+  assert_int_equal(rgb_sum(px, w, h), fixtures[1].sum);
   free(px);
   free(bad);
   jdec_free(d);
