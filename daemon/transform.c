@@ -7,15 +7,19 @@
  *
  *  - torch.empty(1).uniform_(a, b) on the CPU is fma(x, b - a, a) in float32,
  *    x the 24-bit draw: ATen's uniform_real(), which GCC contracts into an
- *    FMA in torch's AVX2/AVX-512 kernels (checked against real torch by
- *    tests/oracle/crop_oracle.py);
+ *    FMA in torch's AVX2/AVX-512 kernels;
  *  - torch.log(torch.tensor(ratio)) are float32 constants, taken from torch;
- *  - torch.exp of a float32 is SLEEF's expf_u10 in torch's AVX2/AVX-512
- *    kernels, which differs from glibc's expf in the last bit for about 7%
- *    of the log-ratio draws, so it is reproduced here (xform_expf_sleef);
+ *  - torch.exp of a float32 is SLEEF's expf_u10 in those kernels, which
+ *    differs from glibc's expf in the last bit for about 7% of the
+ *    log-ratio draws, so it is reproduced here (xform_expf_sleef).
  *  - target_area, the square roots and round() are Python floats: double,
  *    with round() ties to even (nearbyint in the default rounding mode);
  *  - torch.randint(0, n) is given floor(u * n) by our draws, in double.
+ *
+ * torch itself is not the same everywhere: with ATEN_CPU_CAPABILITY=default
+ * (or a CPU without AVX2) it rounds twice in uniform_ and uses glibc's expf.
+ * We follow the AVX2/AVX-512 kernels, what torch runs on any recent x86-64;
+ * tests/oracle/crop_oracle.py checks both points against torch.
  */
 #include "transform.h"
 

@@ -240,6 +240,10 @@ def check_eval(tool):
 
 def main():
     tool = sys.argv[1]
+    # transform.c follows torch's AVX2/AVX-512 kernels (FMA uniform_, SLEEF
+    # exp); torch's "default" kernels round differently and would fail here.
+    cap = [l for l in torch.__config__.show().splitlines() if "CPU capability" in l]
+    print(f"torch {torch.__version__}: {cap[0].strip() if cap else 'CPU capability unknown'}")
     failures = check_mapping() + check_aspects(tool) + check_crops(tool) + check_eval(tool)
     print("FAIL" if failures else "OK")
     return 1 if failures else 0
