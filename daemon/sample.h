@@ -53,10 +53,10 @@ int sample_load_eval(const uint8_t *jpeg, size_t len, const sample_params *p,
                      const xform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen);
 
-/* The IDCT scale (M of M/8) used for a clip rectangle of src_w x src_h
- * source pixels that is resized to out_w x out_h: the smallest that leaves
- * at least twice the output pixels in each direction, so Pillow's
- * antialiasing filter still does the final reduction. */
+/* The IDCT scale (M of M/8, M in 1, 2, 4, 8) used for a clip rectangle of
+ * src_w x src_h source pixels that is resized to out_w x out_h: the
+ * smallest that leaves at least twice the output pixels in each direction,
+ * so Pillow's antialiasing filter still does the final reduction. */
 int sample_dct_scale(int src_w, int src_h, int out_w, int out_h);
 
 #endif

@@ -60,8 +60,9 @@ def eval_geometry(w, h, size):
 
 
 def dct_scale(src_w, src_h, out_w, out_h):
-    """The documented rule: smallest M/8 leaving >= 2x the output pixels."""
-    for m in range(1, 8):
+    """The documented rule: smallest M/8 (M in 1, 2, 4) leaving >= 2x the
+    output pixels in each direction, else no scaling."""
+    for m in (1, 2, 4):
         if src_w * m >= 16 * out_w and src_h * m >= 16 * out_h:
             return m
     return 8
