@@ -24,11 +24,24 @@ void config_clear_listen(config *c) {
   c->nlisten = 0;
 }
 
+static void dataset_clear(config_dataset *d) {
+  for (size_t k = 0; k < d->nkv; k++) {
+    free(d->keys[k]);
+    free(d->values[k]);
+    free(d->wheres[k]);
+  }
+  free(d->keys);
+  free(d->values);
+  free(d->wheres);
+  d->keys = d->values = d->wheres = NULL;
+  d->nkv = 0;
+}
+
 void config_free(config *c) {
   config_clear_listen(c);
   for (size_t i = 0; i < c->ndatasets; i++) {
+    dataset_clear(&c->datasets[i]);
     free(c->datasets[i].name);
-    free(c->datasets[i].path);
   }
   free(c->datasets);
   memset(c, 0, sizeof *c);
@@ -42,25 +55,75 @@ static int parse_int(const char *v, int lo, int hi, int *out) {
   return 0;
 }
 
-int config_add_dataset(config *c, const char *name, const char *path, char *err, size_t errlen) {
-  if (!*name || strlen(name) >= 128 || strchr(name, '='))
-    return snprintf(err, errlen, "dataset name '%s' must be 1..127 characters without '='", name), -1;
-  if (!*path) return snprintf(err, errlen, "dataset %s: empty path", name), -1;
+static config_dataset *find_or_add(config *c, const char *name, char *err, size_t errlen) {
+  if (!*name || strlen(name) >= 128 || strpbrk(name, "=[] \t"))
+    return snprintf(err, errlen, "dataset name '%s' must be 1..127 characters without '=', brackets or blanks", name),
+           NULL;
   for (size_t i = 0; i < c->ndatasets; i++)
-    if (strcmp(c->datasets[i].name, name) == 0) {
-      char *p = strdup(path);
-      if (!p) return snprintf(err, errlen, "out of memory"), -1;
-      free(c->datasets[i].path);
-      c->datasets[i].path = p;
-      return 0;
-    }
+    if (strcmp(c->datasets[i].name, name) == 0) return &c->datasets[i];
   config_dataset *d = realloc(c->datasets, (c->ndatasets + 1) * sizeof *d);
-  if (!d) return snprintf(err, errlen, "out of memory"), -1;
+  if (!d) return snprintf(err, errlen, "out of memory"), NULL;
   c->datasets = d;
-  d[c->ndatasets].name = strdup(name);
-  d[c->ndatasets].path = strdup(path);
-  if (!d[c->ndatasets].name || !d[c->ndatasets].path) return snprintf(err, errlen, "out of memory"), -1;
+  d += c->ndatasets;
+  memset(d, 0, sizeof *d);
+  if (!(d->name = strdup(name))) return snprintf(err, errlen, "out of memory"), NULL;
   c->ndatasets++;
+  return d;
+}
+
+static int push(char ***v, size_t n, const char *s) {
+  char **nv = realloc(*v, (n + 1) * sizeof *nv);
+  if (!nv) return -1;
+  *v = nv;
+  return (nv[n] = strdup(s)) ? 0 : -1;
+}
+
+int config_dataset_set(config *c, const char *name, const char *key, const char *value, const char *where,
+                       char *err, size_t errlen) {
+  config_dataset *d = find_or_add(c, name, err, errlen);
+  if (!d) return -1;
+  for (size_t k = 0; k < d->nkv; k++)
+    if (strcmp(d->keys[k], key) == 0)
+      return snprintf(err, errlen, "%s: dataset %s: key '%s' given twice", where, name, key), -1;
+  if (push(&d->keys, d->nkv, key) < 0 || push(&d->values, d->nkv, value) < 0 || push(&d->wheres, d->nkv, where) < 0)
+    return snprintf(err, errlen, "out of memory"), -1;
+  d->nkv++;
+  return 0;
+}
+
+int config_dataset_flag(config *c, const char *arg, char *err, size_t errlen) {
+  char buf[4096], where[160];
+  const char *eq = strchr(arg, '=');
+  if (!eq || eq == arg) return snprintf(err, errlen, "--dataset %s: expected NAME=DIR or NAME=KIND:PATH[,key=value...]", arg), -1;
+  if (strlen(arg) >= sizeof buf) return snprintf(err, errlen, "--dataset: argument too long"), -1;
+  snprintf(buf, sizeof buf, "%.*s", (int)(eq - arg), arg);
+  snprintf(where, sizeof where, "--dataset %s", buf);
+  config_dataset *d = find_or_add(c, buf, err, errlen);
+  if (!d) return -1;
+  dataset_clear(d); /* a flag replaces the file's settings of that dataset */
+  char name[128];
+  snprintf(name, sizeof name, "%s", buf);
+  snprintf(buf, sizeof buf, "%s", eq + 1);
+  /* KIND:PATH when what precedes the first ':' is a plain word (so that a
+   * path such as ./a:b still works with kind = image by default). */
+  char *spec = buf, *colon = strchr(spec, ':'), *comma = strchr(spec, ',');
+  if (colon && (!comma || colon < comma) && colon > spec && strspn(spec, "abcdefghijklmnopqrstuvwxyz") == (size_t)(colon - spec)) {
+    *colon = 0;
+    if (config_dataset_set(c, name, "kind", spec, where, err, errlen) < 0) return -1;
+    spec = colon + 1;
+  }
+  char *rest = strchr(spec, ',');
+  if (rest) *rest++ = 0;
+  if (config_dataset_set(c, name, "path", spec, where, err, errlen) < 0) return -1;
+  while (rest && *rest) {
+    char *item = rest;
+    rest = strchr(rest, ',');
+    if (rest) *rest++ = 0;
+    char *e = strchr(item, '=');
+    if (!e) return snprintf(err, errlen, "%s: '%s' is not key=value", where, item), -1;
+    *e = 0;
+    if (config_dataset_set(c, name, item, e + 1, where, err, errlen) < 0) return -1;
+  }
   return 0;
 }
 
@@ -126,13 +189,8 @@ static int on_ini(void *user, const char *section, const char *key, const char *
   if (strcmp(section, "bfeedd") == 0) {
     x->failed = config_set(x->c, key, value, where, x->err, x->errlen) < 0;
   } else if (strncmp(section, "dataset ", 8) == 0) {
-    const char *name = section + 8;
-    if (strcmp(key, "path") == 0) {
-      x->failed = config_add_dataset(x->c, name, value, x->err, x->errlen) < 0;
-    } else {
-      snprintf(x->err, x->errlen, "%s: [dataset %s]: unknown key '%s' (expected path)", where, name, key);
-      x->failed = 1;
-    }
+    /* Keys are checked by the dataset's kind when it loads. */
+    x->failed = config_dataset_set(x->c, section + 8, key, value, where, x->err, x->errlen) < 0;
   } else {
     snprintf(x->err, x->errlen, "%s: unknown section [%s] (expected [bfeedd] or [dataset NAME])", where,
              section);

@@ -12,9 +12,11 @@
 
 #include <stddef.h>
 
+/* A dataset's settings, in the order given; see dataset_kv. */
 typedef struct config_dataset {
   char *name;
-  char *path;
+  size_t nkv;
+  char **keys, **values, **wheres;
 } config_dataset;
 
 typedef struct config {
@@ -34,8 +36,12 @@ int config_load_file(config *c, const char *path, char *err, size_t errlen);
 /* Apply one key = value (from the file or a flag). where names the origin
  * for messages ("bfeedd.conf:12" or "--workers"). */
 int config_set(config *c, const char *key, const char *value, const char *where, char *err, size_t errlen);
-/* NAME=DIR; a dataset of the same name is replaced. */
-int config_add_dataset(config *c, const char *name, const char *path, char *err, size_t errlen);
+/* Set one key of dataset NAME (created if new). */
+int config_dataset_set(config *c, const char *name, const char *key, const char *value, const char *where,
+                       char *err, size_t errlen);
+/* A --dataset flag: NAME=DIR, or NAME=KIND:PATH[,key=value]...; it replaces
+ * any dataset of that name. */
+int config_dataset_flag(config *c, const char *arg, char *err, size_t errlen);
 /* Forget the listeners (flags replace the file's list). */
 void config_clear_listen(config *c);
 

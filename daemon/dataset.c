@@ -107,9 +107,11 @@ static int walk(const char *dir, strlist *out, int depth, char *err, size_t errl
   return rc;
 }
 
-int dataset_load(dataset *d, const char *name, const char *root, char *err, size_t errlen) {
+static void dataset_free(dataset *d);
+
+/* The ImageFolder below root. */
+static int load_image_folder(dataset *d, const char *name, const char *root, char *err, size_t errlen) {
   strlist classes = {0}, files = {0};
-  memset(d, 0, sizeof *d);
   err[0] = 0;
   if (list_dir(root, &classes, NULL, err, errlen) < 0) goto fail;
   if (classes.n == 0) {
@@ -160,7 +162,7 @@ fail:
   return -1;
 }
 
-void dataset_free(dataset *d) {
+static void dataset_free(dataset *d) {
   for (size_t i = 0; i < d->nsamples; i++) free(d->paths[i]);
   for (size_t c = 0; c < d->nclasses; c++) free(d->classes[c]);
   free(d->paths);
@@ -169,7 +171,48 @@ void dataset_free(dataset *d) {
   free(d->bad);
   free(d->name);
   free(d->root);
-  memset(d, 0, sizeof *d);
+  free(d);
+}
+
+dataset *dataset_load(const char *name, const dataset_kv *kv, size_t nkv, char *err, size_t errlen) {
+  const char *kind = "image", *path = NULL, *where = "dataset";
+  for (size_t i = 0; i < nkv; i++) {
+    if (strcmp(kv[i].key, "kind") == 0) kind = kv[i].value;
+    else if (strcmp(kv[i].key, "path") == 0) path = kv[i].value, where = kv[i].where;
+    else {
+      snprintf(err, errlen, "%s: dataset %s: unknown key '%s' for kind %s", kv[i].where, name, kv[i].key, kind);
+      return NULL;
+    }
+  }
+  if (strcmp(kind, "image") != 0) {
+    snprintf(err, errlen, "dataset %s: unknown kind '%s' (expected image)", name, kind);
+    return NULL;
+  }
+  if (!path) {
+    snprintf(err, errlen, "dataset %s: no path given", name);
+    return NULL;
+  }
+  dataset *d = calloc(1, sizeof *d);
+  if (!d) {
+    snprintf(err, errlen, "dataset %s: out of memory", name);
+    return NULL;
+  }
+  d->refs = 1;
+  if (load_image_folder(d, name, path, err, errlen) < 0) {
+    size_t n = strlen(err);
+    if (n + 1 < errlen) snprintf(err + n, errlen - n, " (%s)", where);
+    return NULL;
+  }
+  return d;
+}
+
+dataset *dataset_ref(dataset *d) {
+  __atomic_add_fetch(&d->refs, 1, __ATOMIC_RELAXED);
+  return d;
+}
+
+void dataset_unref(dataset *d) {
+  if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0) dataset_free(d);
 }
 
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,

@@ -15,7 +15,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* A dataset as configured: its name and key = value settings (kind, path,
+ * and the kind's options), from a [dataset NAME] section or a --dataset
+ * flag. `where` names the origin for messages ("bfeedd.conf:12"). */
+typedef struct dataset_kv {
+  const char *key, *value, *where;
+} dataset_kv;
+
 typedef struct dataset {
+  int refs; /* atomic: held by the server's table and by each stream */
   char *name;
   char *root;
   size_t nsamples;
@@ -26,10 +34,13 @@ typedef struct dataset {
   unsigned char *bad; /* nsamples flags, accessed atomically */
 } dataset;
 
-/* Scan root. Fails with a message naming the folder when it cannot be read,
- * has no class folders, or holds no JPEG at all. */
-int dataset_load(dataset *d, const char *name, const char *root, char *err, size_t errlen);
-void dataset_free(dataset *d);
+/* Load a dataset from its settings (kind = image, the default: path = an
+ * ImageFolder). Fails with a message naming the setting, folder or file:
+ * unknown key, missing path, a folder that cannot be read, has no class
+ * folders, or holds no JPEG. The result has one reference. */
+dataset *dataset_load(const char *name, const dataset_kv *kv, size_t nkv, char *err, size_t errlen);
+dataset *dataset_ref(dataset *d);
+void dataset_unref(dataset *d);
 
 /* Read sample i's file into *buf (grown as needed, *cap its size). Files
  * larger than DATASET_MAX_FILE are refused. */

@@ -86,15 +86,9 @@ static int apply_flags(config *cfg, int argc, char **argv, int *check_only, char
         cleared_listen = 1;
         key = "listen";
         break;
-      case OPT_DATASET: {
-        char *eq = strchr(optarg, '=');
-        if (!eq) return snprintf(err, errlen, "--dataset %s: expected NAME=DIR", optarg), -1;
-        *eq = 0;
-        int rc = config_add_dataset(cfg, optarg, eq + 1, err, errlen);
-        *eq = '=';
-        if (rc < 0) return -1;
+      case OPT_DATASET:
+        if (config_dataset_flag(cfg, optarg, err, errlen) < 0) return -1;
         continue;
-      }
       case OPT_CONFIG: continue;
       case OPT_CHECK: *check_only = 1; continue;
       case OPT_WORKERS: key = "workers"; break;
@@ -135,18 +129,21 @@ int main(int argc, char **argv) {
   }
 
   daemon_ctx *d = calloc(1, sizeof *d);
-  dataset *ds = calloc(cfg.ndatasets, sizeof *ds);
+  dataset **ds = calloc(cfg.ndatasets, sizeof *ds);
   if (!d || !ds) return fprintf(stderr, "bfeedd: out of memory\n"), 1;
   log_init(&d->log, cfg.log_level);
   size_t nds = 0;
   for (; nds < cfg.ndatasets; nds++) {
     config_dataset *cd = &cfg.datasets[nds];
-    if (dataset_load(&ds[nds], cd->name, cd->path, err, sizeof err) < 0) {
+    dataset_kv kv[64];
+    size_t nkv = cd->nkv < 64 ? cd->nkv : 64;
+    for (size_t k = 0; k < nkv; k++) kv[k] = (dataset_kv){cd->keys[k], cd->values[k], cd->wheres[k]};
+    if (!(ds[nds] = dataset_load(cd->name, kv, nkv, err, sizeof err))) {
       log_err(&d->log, "%s", err);
       goto out;
     }
-    log_info(&d->log, "dataset %s: %zu images in %zu classes from %s", cd->name, ds[nds].nsamples,
-             ds[nds].nclasses, cd->path);
+    log_info(&d->log, "dataset %s: %zu samples in %zu classes from %s", cd->name, ds[nds]->nsamples,
+             ds[nds]->nclasses, ds[nds]->root);
   }
   if (check_only) {
     printf("configuration ok: %zu dataset(s), %zu listener(s)\n", cfg.ndatasets, cfg.nlisten);
@@ -187,7 +184,7 @@ int main(int argc, char **argv) {
   log_info(&d->log, "stopped");
   rc = rc < 0 ? 1 : 0;
 out:
-  for (size_t i = 0; i < nds; i++) dataset_free(&ds[i]);
+  for (size_t i = 0; i < nds; i++) dataset_unref(ds[i]);
   free(ds);
   free(d);
   config_free(&cfg);

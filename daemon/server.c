@@ -74,7 +74,7 @@ static void on_job_done(batch_job *job, void *arg) {
   stream_job_done(job);
 }
 
-int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset *datasets,
+int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset **datasets,
                 size_t ndatasets, const server_limits *limits) {
   memset(s, 0, sizeof *s);
   s->loop = loop;
@@ -88,7 +88,7 @@ int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dat
 
 dataset *server_find_dataset(server *s, const char *name) {
   for (size_t i = 0; i < s->ndatasets; i++)
-    if (strcmp(s->datasets[i].name, name) == 0) return &s->datasets[i];
+    if (strcmp(s->datasets[i]->name, name) == 0) return s->datasets[i];
   return NULL;
 }
 
@@ -263,7 +263,7 @@ static void handle_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
     char names[160] = "";
     for (size_t i = 0; i < c->s->ndatasets; i++) {
       size_t l = strlen(names);
-      snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", c->s->datasets[i].name);
+      snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", c->s->datasets[i]->name);
     }
     return conn_send_error(c, id, BFEED_ENODATASET, "no dataset named '%s' (this daemon serves: %s)",
                            m.dataset, names[0] ? names : "none");

@@ -32,7 +32,7 @@ typedef struct server {
   const logger *log;
   workers *pool;
   batch_pool buffers;
-  dataset *datasets;
+  dataset **datasets; /* the server holds a reference to each */
   size_t ndatasets;
   server_limits limits;
   listener *listeners;
@@ -42,7 +42,7 @@ typedef struct server {
   uint32_t next_conn_id;
 } server;
 
-int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset *datasets,
+int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset **datasets,
                 size_t ndatasets, const server_limits *limits);
 /* Listen on an address (see addr.h). Logs the bound address. */
 int server_listen(server *s, const char *addr, char *err, size_t errlen);

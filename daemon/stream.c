@@ -59,7 +59,7 @@ stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *
   }
   st->conn = c;
   st->id = id;
-  batch_spec_init(&st->spec, ds, o, id, log, buffers);
+  batch_spec_init(&st->spec, dataset_ref(ds), o, id, log, buffers);
   st->pool = pool;
   st->log = log;
   st->shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
@@ -154,6 +154,7 @@ static void stream_free(stream *st) {
   for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
   epoch_order_unref(st->orders[0]);
   epoch_order_unref(st->orders[1]);
+  dataset_unref(st->spec.ds);
   free(st);
 }
 
