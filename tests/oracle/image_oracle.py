@@ -41,8 +41,10 @@ class Dump:
         kind, rest = head.rstrip("\n").split(" ", 1)
         if kind == "err":
             return rest
-        data = self.p.stdout.read(int(rest))
-        return np.frombuffer(data, np.uint8)
+        fields = [int(v) for v in rest.split()]
+        data = np.frombuffer(self.p.stdout.read(fields[0]), np.uint8)
+        self.crop = fields[1:]  # the crop a train "load" drew, else []
+        return data
 
     def close(self):
         self.p.stdin.close()
@@ -131,6 +133,23 @@ def check_image(dump, rep, path, rnd):
             got = dump.ask("eval %d %d %d %d %d %d %s" % (size, dct, rw, rh, left, top, path))
             exact = not dct or dct_scale(w, h, rw, rh) == 8
             rep.compare("%s eval %d dct=%d" % (name, size, dct), got, ref, exact)
+    # sample_load itself: eval geometry from xform_eval_params, train crops
+    # and flips from the generator.
+    for dct in (0, 1):
+        rw, rh, left, top = eval_geometry(w, h, 224)
+        ref = np.asarray(img.resize((rw, rh), Image.BILINEAR).crop((left, top, left + 224, top + 224)))
+        got = dump.ask("load 224 %d eval 1 0 %s" % (dct, path))
+        rep.compare("%s load eval dct=%d" % (name, dct), got, ref, not dct or dct_scale(w, h, rw, rh) == 8)
+        for index in range(3):
+            got = dump.ask("load 224 %d train 5 %d %s" % (dct, index, path))
+            if isinstance(got, str):
+                rep.compare("%s load train" % name, got, None, True)
+                continue
+            x, y, cw, ch, flip = dump.crop
+            ref = img.crop((x, y, x + cw, y + ch)).resize((224, 224), Image.BILINEAR)
+            ref = np.asarray(ref.transpose(Image.FLIP_LEFT_RIGHT) if flip else ref)
+            exact = not dct or dct_scale(cw, ch, 224, 224) == 8
+            rep.compare("%s load train %s flip=%d dct=%d" % (name, (x, y, cw, ch), flip, dct), got, ref, exact)
     size = 224
     for (x, y, cw, ch) in train_crops(w, h, rnd):
         flip = rnd.randint(0, 1)

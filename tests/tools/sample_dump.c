@@ -2,18 +2,25 @@
  * sample_dump -- run the sample pipeline on commands read from stdin, for
  * the Pillow oracle (tests/oracle/image_oracle.py).
  *
- * One command per line; the geometry is explicit so the oracle decides it:
+ * One command per line. With crop and eval the geometry is explicit, so
+ * the oracle decides it:
  *   crop SIZE DCT LEFT TOP WIDTH HEIGHT FLIP PATH
  *   eval SIZE DCT RESIZED_W RESIZED_H LEFT TOP PATH
+ * load goes through sample_load itself, with rng(SEED, sample domain,
+ * epoch 0, INDEX); MODE is train or eval:
+ *   load SIZE DCT MODE SEED INDEX PATH
  * DCT is 1 to let the IDCT scale down, 0 to forbid it. Each answer is
  * "ok N\n" followed by N bytes (SIZE x SIZE x 3, HWC RGB), or
- * "err REASON\n". One process serves the whole run so the scratch buffers
- * are reused across images, as in a worker.
+ * "err REASON\n". A train load answers "ok N LEFT TOP WIDTH HEIGHT FLIP\n":
+ * the crop that the same generator gives xform_random_resized_crop, which
+ * sample_load must have used. One process serves the whole run so the
+ * scratch buffers are reused across images, as in a worker.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jpeg_decode.h"
 #include "sample.h"
 
 static uint8_t *read_file(const char *path, size_t *len) {
@@ -43,14 +50,32 @@ static uint8_t *read_file(const char *path, size_t *len) {
   return buf;
 }
 
+/* The crop sample_load draws for this image and generator: the same
+ * header read and the same call, made here to tell the oracle. */
+static int drawn_crop(const uint8_t *jpeg, size_t len, const rng_t *rng, xform_crop *crop) {
+  jdec *d = jdec_new();
+  jdec_info info;
+  char err[128];
+  int rc = d ? jdec_header(d, jpeg, len, &info, err, sizeof(err)) : -1;
+  if (rc == 0) {
+    rng_t r = *rng;
+    xform_random_resized_crop(info.width, info.height, &r, crop);
+  }
+  jdec_free(d);
+  return rc;
+}
+
 /* Parses one command line and runs it; returns what to print. */
 static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outcap, int *size,
-               char *err, size_t errlen) {
-  char cmd[8];
+               xform_crop *drawn, char *err, size_t errlen) {
+  char cmd[8], mode[8];
   int dct, a, b, c, d, flip, used = 0;
+  unsigned long long seed, index;
   sample_params p = {0, SAMPLE_TRAIN, 0};
   xform_crop crop;
   xform_eval ev;
+  rng_t rng;
+  int load = 0;
 
   if (sscanf(line, "%7s", cmd) != 1)
     return snprintf(err, errlen, "bad command"), -1;
@@ -63,6 +88,12 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
                  6) {
     ev = (xform_eval){a, b, c, d};
     p.mode = SAMPLE_EVAL;
+  } else if (strcmp(cmd, "load") == 0 &&
+             sscanf(line, "load %d %d %7s %llu %llu %n", &p.size, &dct, mode, &seed, &index,
+                    &used) == 5) {
+    load = 1;
+    p.mode = strcmp(mode, "eval") == 0 ? SAMPLE_EVAL : SAMPLE_TRAIN;
+    rng_init(&rng, seed, RNG_DOMAIN_SAMPLE, 0, index);
   } else {
     return snprintf(err, errlen, "bad command"), -1;
   }
@@ -86,9 +117,17 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
     }
     *outcap = need;
   }
-  int rc = p.mode == SAMPLE_EVAL
-               ? sample_load_eval(jpeg, len, &p, &ev, *out, scratch, err, errlen)
-               : sample_load_crop(jpeg, len, &p, &crop, *out, scratch, err, errlen);
+  int rc;
+  drawn->width = 0;
+  if (load) {
+    if (p.mode == SAMPLE_TRAIN && drawn_crop(jpeg, len, &rng, drawn) != 0)
+      drawn->width = 0;
+    rc = sample_load(jpeg, len, &p, &rng, *out, scratch, err, errlen);
+  } else if (p.mode == SAMPLE_EVAL) {
+    rc = sample_load_eval(jpeg, len, &p, &ev, *out, scratch, err, errlen);
+  } else {
+    rc = sample_load_crop(jpeg, len, &p, &crop, *out, scratch, err, errlen);
+  }
   free(jpeg);
   *size = p.size;
   return rc;
@@ -102,9 +141,13 @@ int main(void) {
 
   while (fgets(line, sizeof(line), stdin)) {
     int size = 0;
-    if (run(line, &scratch, &out, &outcap, &size, err, sizeof(err)) == 0) {
+    xform_crop c;
+    if (run(line, &scratch, &out, &outcap, &size, &c, err, sizeof(err)) == 0) {
       size_t n = (size_t)size * size * 3;
-      printf("ok %zu\n", n);
+      if (c.width > 0)
+        printf("ok %zu %d %d %d %d %d\n", n, c.left, c.top, c.width, c.height, c.flip);
+      else
+        printf("ok %zu\n", n);
       fwrite(out, 1, n, stdout);
     } else {
       printf("err %s\n", err);
