@@ -1,0 +1,189 @@
+"""Oracle for `bfeed fetch`: the whole path (bfeedd, the wire, libbfeed, the
+.npy writer) against Pillow doing torchvision 0.14's eval transform.
+
+A temporary ImageFolder holds the fixture JPEGs, one class folder per file
+(so sample i has label i). bfeedd serves it; `bfeed fetch --mode eval
+--normalize none --shuffle off --keep-partial` writes batches 0 and 1 (the
+second one short) as .npy files, and each image is compared with
+
+    Image.open(f).convert("RGB")
+    .resize((w', h'), Image.BILINEAR)     # shorter side round(S*256/224),
+                                          # longer side int(r*long/short)
+    then a centre crop of S x S at top = int(round((H - S) / 2.0))
+
+The mean absolute error per image must be <= 1.5 levels (bfeed may decode
+large images with libjpeg's IDCT scaling); labels and indices must be exact;
+meta.json must describe the files; the NHWC fetch must equal the NCHW one
+transposed. Pillow and numpy are required: their absence is a failure.
+
+usage: fetch_oracle.py BFEEDD BFEED FIXTURE_DIR
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from PIL import Image
+
+SIZE = 224
+BATCH = 3
+MAE_LIMIT = 1.5
+START_TIMEOUT = 10.0
+STOP_TIMEOUT = 5.0
+
+
+def reference(path, size):
+    """torchvision Resize(round(size*256/224)) + CenterCrop(size) on a PIL
+    image, as a uint8 array [3, size, size]."""
+    img = Image.open(path).convert("RGB")
+    w, h = img.size
+    r = int(round(size * 256 / 224))
+    short, long_ = (w, h) if w <= h else (h, w)
+    new_short, new_long = r, int(r * long_ / short)
+    rw, rh = (new_short, new_long) if w <= h else (new_long, new_short)
+    img = img.resize((rw, rh), Image.BILINEAR)
+    top = int(round((rh - size) / 2.0))
+    left = int(round((rw - size) / 2.0))
+    img = img.crop((left, top, left + size, top + size))
+    return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1)
+
+
+def bf16_to_f32(a):
+    return (a.astype(np.uint32) << 16).view(np.float32)
+
+
+def start_daemon(bfeedd, tmp, root):
+    sock = os.path.join(tmp, "d.sock")
+    log = open(os.path.join(tmp, "bfeedd.log"), "wb")
+    p = subprocess.Popen([bfeedd, "--listen", "unix:" + sock, "--dataset", "fx=" + root, "--workers", "2"],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if p.poll() is not None:
+            raise RuntimeError("bfeedd exited with %d at start; log:\n%s" % (p.returncode, read_log(tmp)))
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(sock)
+            return p, "unix:" + sock
+        except OSError:
+            time.sleep(0.01)
+        finally:
+            s.close()
+    p.kill()
+    raise RuntimeError("bfeedd did not accept connections in %.0f s" % START_TIMEOUT)
+
+
+def read_log(tmp):
+    with open(os.path.join(tmp, "bfeedd.log"), "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def stop_daemon(p):
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return "bfeedd did not exit within %.0f s of SIGTERM" % STOP_TIMEOUT
+    return None if rc == 0 else "bfeedd exited with status %d after SIGTERM" % rc
+
+
+def fetch(bfeed, addr, out, index, layout):
+    cmd = [bfeed, "fetch", "--connect", addr, "--dataset", "fx", "--mode", "eval", "--normalize", "none",
+           "--shuffle", "off", "--size", str(SIZE), "--batch", str(BATCH), "--keep-partial",
+           "--layout", layout, "--batch-index", str(index), "--out", out]
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd), r.returncode, r.stderr.decode()))
+    with open(os.path.join(out, "meta.json")) as f:
+        meta = json.load(f)
+    arrays = {t["name"]: np.load(os.path.join(out, t["file"])) for t in meta["tensors"]}
+    return meta, arrays
+
+
+def check_meta(meta, arrays, index, layout, count, fail):
+    want = {"dataset": "fx", "epoch": 0, "batch_index": index, "mode": "eval", "size": SIZE,
+            "layout": layout.upper(), "normalize": "none", "seed": 0, "shard": [0, 1]}
+    for k, v in want.items():
+        if meta.get(k) != v:
+            fail("batch %d %s: meta.json %s is %r, expected %r" % (index, layout, k, meta.get(k), v))
+    image_shape = [count, 3, SIZE, SIZE] if layout == "nchw" else [count, SIZE, SIZE, 3]
+    tensors = [("image", "bfloat16", "<u2", image_shape), ("label", "i32", "<i4", [count]),
+               ("index", "i64", "<i8", [count])]
+    got = [(t["name"], t["dtype"], t["npy_dtype"], t["shape"]) for t in meta["tensors"]]
+    if got != tensors:
+        fail("batch %d %s: meta.json tensors %r, expected %r" % (index, layout, got, tensors))
+    for name, _, npy, shape in tensors:
+        a = arrays.get(name)
+        if a is None or a.dtype != np.dtype(npy) or list(a.shape) != shape:
+            fail("batch %d %s: %s.npy is %s %s, expected %s %s" % (
+                index, layout, name, None if a is None else a.dtype, None if a is None else a.shape, npy, shape))
+
+
+def main():
+    bfeedd, bfeed, fixtures = sys.argv[1:4]
+    files = sorted(f for f in os.listdir(fixtures) if f.lower().endswith((".jpeg", ".jpg")))
+    if len(files) < 2:
+        print("fetch_oracle: need at least 2 fixture JPEGs in %s" % fixtures)
+        return 1
+    failures = []
+    fail = failures.append
+
+    with tempfile.TemporaryDirectory(prefix="bfeed-fetch-oracle-") as tmp:
+        root = os.path.join(tmp, "data")
+        for f in files:  # one class per file: sample i is files[i], label i
+            os.makedirs(os.path.join(root, os.path.splitext(f)[0]))
+            os.symlink(os.path.join(os.path.abspath(fixtures), f),
+                       os.path.join(root, os.path.splitext(f)[0], f))
+        daemon, addr = start_daemon(bfeedd, tmp, root)
+        try:
+            nbatches = (len(files) + BATCH - 1) // BATCH
+            for index in range(nbatches):
+                first = index * BATCH
+                count = min(BATCH, len(files) - first)
+                meta, nchw = fetch(bfeed, addr, os.path.join(tmp, "nchw%d" % index), index, "nchw")
+                check_meta(meta, nchw, index, "nchw", count, fail)
+                meta, nhwc = fetch(bfeed, addr, os.path.join(tmp, "nhwc%d" % index), index, "nhwc")
+                check_meta(meta, nhwc, index, "nhwc", count, fail)
+                if failures:
+                    break
+                if not np.array_equal(nhwc["image"], nchw["image"].transpose(0, 2, 3, 1)):
+                    fail("batch %d: the NHWC image is not the NCHW one transposed" % index)
+                for name in ("label", "index"):
+                    if not np.array_equal(nhwc[name], nchw[name]):
+                        fail("batch %d: %s differs between the NCHW and NHWC fetches" % (index, name))
+                want = np.arange(first, first + count)
+                if not np.array_equal(nchw["index"], want):
+                    fail("batch %d: indices %s, expected %s" % (index, nchw["index"].tolist(), want.tolist()))
+                if not np.array_equal(nchw["label"], want):
+                    fail("batch %d: labels %s, expected %s" % (index, nchw["label"].tolist(), want.tolist()))
+                values = bf16_to_f32(nchw["image"])
+                if not (np.all(values == np.round(values)) and values.min() >= 0 and values.max() <= 255):
+                    fail("batch %d: normalize none gave values that are not integers 0..255" % index)
+                for i in range(count):
+                    f = files[first + i]
+                    ref = reference(os.path.join(fixtures, f), SIZE).astype(np.float32)
+                    diff = np.abs(values[i] - ref)
+                    mae = float(diff.mean())
+                    print("%-40s mean abs error %.3f, max %d" % (f, mae, int(diff.max())))
+                    if mae > MAE_LIMIT:
+                        fail("%s: mean abs error %.3f > %.1f" % (f, mae, MAE_LIMIT))
+        finally:
+            err = stop_daemon(daemon)
+            if err:
+                fail(err + "; log:\n" + read_log(tmp))
+
+    for f in failures:
+        print("FAIL: " + f)
+    print("fetch_oracle: %d images, %s" % (len(files), "FAILED" if failures else "ok"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
