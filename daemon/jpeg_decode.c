@@ -115,6 +115,26 @@ void jdec_free(jdec *d) {
   free(d);
 }
 
+/* libjpeg guesses the colour space from the markers and the number of
+ * components; anything but these five is neither what Pillow decodes nor
+ * what a dataset holds. */
+static int color_of(J_COLOR_SPACE cs) {
+  switch (cs) {
+  case JCS_GRAYSCALE:
+    return JDEC_GRAY;
+  case JCS_YCbCr:
+    return JDEC_YCBCR;
+  case JCS_RGB:
+    return JDEC_RGB;
+  case JCS_CMYK:
+    return JDEC_CMYK;
+  case JCS_YCCK:
+    return JDEC_YCCK;
+  default:
+    return -1;
+  }
+}
+
 int jdec_header(jdec *d, const uint8_t *buf, size_t len, jdec_info *info, char *err,
                 size_t errlen) {
   struct jpeg_decompress_struct *c = &d->cinfo;
@@ -133,13 +153,14 @@ int jdec_header(jdec *d, const uint8_t *buf, size_t len, jdec_info *info, char *
 
   if (!has_eoi(buf + (len - c->src->bytes_in_buffer), c->src->bytes_in_buffer))
     return fail_msg(d, err, errlen, "truncated data");
-  if (c->num_components != 1 && c->num_components != 3 && c->num_components != 4)
-    return fail_msg(d, err, errlen, "corrupt data: unsupported number of components");
+  if (color_of(c->jpeg_color_space) < 0)
+    return fail_msg(d, err, errlen, "corrupt data: unsupported colour space");
   if ((uint64_t)c->image_width * c->image_height > JDEC_MAX_PIXELS)
     return fail_msg(d, err, errlen, "corrupt data: image too large");
   info->width = (int)c->image_width;
   info->height = (int)c->image_height;
   info->components = c->num_components;
+  info->color = color_of(c->jpeg_color_space);
   info->progressive = c->progressive_mode ? 1 : 0;
   return 0;
 }
@@ -159,11 +180,13 @@ int jdec_start(jdec *d, int scale_num, char *err, size_t errlen) {
   c->scale_num = (unsigned)scale_num;
   c->scale_denom = 8;
   /* Pillow asks libjpeg for CMYK whenever there are four components (and
-   * then assumes Adobe's inverted polarity); libjpeg turns YCCK into CMYK. */
+   * then assumes Adobe's inverted polarity); libjpeg turns YCCK into CMYK.
+   * Everything else comes out as RGBX, grayscale replicated as Pillow's
+   * convert("RGB") does. */
   c->out_color_space = c->num_components == 4 ? JCS_CMYK : JCS_EXT_RGBX;
   jpeg_start_decompress(c);
 
-  jdec_info info = {(int)c->image_width, (int)c->image_height, c->num_components, 0};
+  jdec_info info = {.width = (int)c->image_width, .height = (int)c->image_height};
   int w, h;
   jdec_scaled_size(&info, scale_num, &w, &h);
   if ((int)c->output_width != w || (int)c->output_height != h)

@@ -31,9 +31,12 @@
 
 typedef struct jdec jdec;
 
+enum jdec_color { JDEC_GRAY, JDEC_YCBCR, JDEC_RGB, JDEC_CMYK, JDEC_YCCK };
+
 typedef struct jdec_info {
-  int width, height; /* full-size image, in pixels */
-  int components;    /* 1 (grayscale), 3 (YCbCr or RGB) or 4 (CMYK or YCCK) */
+  int width, height;     /* full-size image, in pixels */
+  int components;        /* 1, 3 or 4 */
+  enum jdec_color color; /* as libjpeg reads it from the JFIF/Adobe markers */
   int progressive;
 } jdec_info;
 

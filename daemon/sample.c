@@ -141,7 +141,7 @@ static int read_header(sample_scratch *s, const uint8_t *jpeg, size_t len, jdec_
 }
 
 static int crop_plan(const jdec_info *info, const xform_crop *c, int size, plan *pl) {
-  if (c->width < 1 || c->height < 1 || c->left < 0 || c->top < 0 ||
+  if (size < 1 || c->width < 1 || c->height < 1 || c->left < 0 || c->top < 0 ||
       c->width > info->width - c->left || c->height > info->height - c->top)
     return -1;
   *pl = (plan){c->left, c->top, c->left + c->width, c->top + c->height, size, size, 0, 0,
@@ -150,7 +150,7 @@ static int crop_plan(const jdec_info *info, const xform_crop *c, int size, plan 
 }
 
 static int eval_plan(const jdec_info *info, const xform_eval *e, int size, plan *pl) {
-  if (e->left < 0 || e->top < 0 || e->resized_w < 1 || e->resized_h < 1 ||
+  if (size < 1 || e->left < 0 || e->top < 0 || e->resized_w < 1 || e->resized_h < 1 ||
       size > e->resized_w - e->left || size > e->resized_h - e->top)
     return -1;
   *pl = (plan){0, 0, info->width, info->height, e->resized_w, e->resized_h, e->left, e->top, 0};

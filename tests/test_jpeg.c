@@ -22,15 +22,16 @@
 typedef struct fixture {
   const char *name;
   int width, height, components;
+  enum jdec_color color;
   uint64_t sum;             /* of every RGB byte */
   uint8_t mid[3], last[3];  /* pixels (w/3, h/2) and (w-1, h-1) */
 } fixture;
 
 static const fixture fixtures[] = {
-    {"n03196217_digital_clock.JPEG", 500, 375, 3, 14035940, {57, 1, 2}, {42, 2, 2}},
-    {"n03776460_mobile_home.JPEG", 468, 315, 3, 91395139, {198, 204, 200}, {255, 255, 255}},
-    {"n03825788_nipple.JPEG", 106, 150, 3, 7927771, {121, 86, 22}, {197, 210, 216}},
-    {"n03908714_pencil_sharpener.JPEG", 333, 500, 1, 65128869, {30, 30, 30}, {21, 21, 21}},
+    {"n03196217_digital_clock.JPEG", 500, 375, 3, JDEC_YCBCR, 14035940, {57, 1, 2}, {42, 2, 2}},
+    {"n03776460_mobile_home.JPEG", 468, 315, 3, JDEC_YCBCR, 91395139, {198, 204, 200}, {255, 255, 255}},
+    {"n03825788_nipple.JPEG", 106, 150, 3, JDEC_YCBCR, 7927771, {121, 86, 22}, {197, 210, 216}},
+    {"n03908714_pencil_sharpener.JPEG", 333, 500, 1, JDEC_GRAY, 65128869, {30, 30, 30}, {21, 21, 21}},
 };
 #define NFIX (sizeof(fixtures) / sizeof(fixtures[0]))
 
@@ -95,6 +96,7 @@ static void test_header_and_pillow_pixels(void **state) {
     assert_int_equal(info.width, f->width);
     assert_int_equal(info.height, f->height);
     assert_int_equal(info.components, f->components);
+    assert_int_equal(info.color, f->color);
 
     int w, h;
     uint8_t *px = decode_full(d, buf, len, 8, &w, &h);
