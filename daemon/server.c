@@ -15,6 +15,7 @@
 #include "addr.h"
 #include "frame.h"
 #include "msg.h"
+#include "report.h"
 #include "stream.h"
 
 #define SERVER_NAME "bfeedd/0.1.0"
@@ -74,9 +75,23 @@ static void on_job_done(batch_job *job, void *arg) {
   stream_job_done(job);
 }
 
+ds_stats *server_ds_stats(server *s, const char *name) {
+  ds_stats *d;
+  for (d = s->stats; d; d = d->next)
+    if (strcmp(d->name, name) == 0) return d;
+  if (!(d = calloc(1, sizeof *d))) return NULL;
+  snprintf(d->name, sizeof d->name, "%s", name);
+  hist_init(&d->batch_latency, hist_bounds_batch);
+  hist_init(&d->sample_time, hist_bounds_sample);
+  d->next = s->stats;
+  s->stats = d;
+  return d;
+}
+
 int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset **datasets,
                 size_t ndatasets, const server_limits *limits) {
   memset(s, 0, sizeof *s);
+  s->started_ns = uv_hrtime();
   s->loop = loop;
   s->log = log;
   s->datasets = datasets;
@@ -194,6 +209,10 @@ static void conn_fail(conn *c, int code, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   log_info(c->s->log, "client %u: %s; disconnecting", c->id, msg);
+  if (code == BFEED_EPROTO || code == BFEED_ECHECKSUM || code == BFEED_ETOOBIG || code == BFEED_EVERSION)
+    c->s->protocol_errors++;
+  else if (code == BFEED_ELIMIT)
+    c->s->rejected_total++;
   uv_read_stop(&c->h.stream);
   close_streams(c);
   send_msg_error(c, 0, code, msg);
@@ -271,7 +290,10 @@ static void handle_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   msg_open_ok ok;
   char err[MSG_ERROR_MAX];
   int code;
-  stream *st = stream_open(c, id, ds, &m.opts, c->s->pool, &c->s->buffers, c->s->log, &ok, &code, err, sizeof err);
+  ds_stats *stats = server_ds_stats(c->s, ds->name);
+  if (!stats) return conn_send_error(c, id, BFEED_ENOMEM, "out of memory");
+  stream *st = stream_open(c, id, ds, &m.opts, c->s->pool, &c->s->buffers, stats, c->s->log, &ok, &code, err,
+                           sizeof err);
   if (!st) return conn_send_error(c, id, code, "%s", err);
   c->streams[c->nstreams++] = st;
   log_info(c->s->log, "client %u: stream %u on %s: batch %u, size %u, %s, seed %llu, epoch %llu batch %llu",
@@ -311,13 +333,16 @@ static void handle_frame(conn *c) {
       }
       return;
     case FRAME_STATS_REQ: {
-      if (i < 0) return conn_send_error(c, h->stream, BFEED_EINVAL, "no open stream %u", h->stream);
-      msg_counter ctr[MSG_MAX_COUNTERS];
-      size_t n = stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS);
+      if (h->stream != 0 && i < 0) return conn_send_error(c, h->stream, BFEED_EINVAL, "no open stream %u", h->stream);
       wbuf w;
       wbuf_init(&w);
       size_t at = msg_begin(&w);
-      msg_stats_encode(&w, ctr, n);
+      if (h->stream == 0) {
+        server_report(c->s, &w);
+      } else {
+        msg_counter ctr[MSG_MAX_COUNTERS];
+        msg_stats_encode(&w, ctr, stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS));
+      }
       msg_finish(&w, at, FRAME_STATS, h->stream);
       conn_send_frame(c, &w, NULL);
       return;
@@ -393,6 +418,7 @@ static void on_connection(uv_stream_t *ls, int status) {
   if (!c) return;
   c->s = s;
   c->id = ++s->next_conn_id;
+  s->clients_total++;
   int rc = l->h.handle.type == UV_TCP ? uv_tcp_init(s->loop, &c->h.tcp) : uv_pipe_init(s->loop, &c->h.pipe, 0);
   if (rc < 0) {
     free(c);
@@ -515,4 +541,57 @@ void server_force_close(server *s) {
     if (!uv_is_closing(&c->h.handle)) uv_close(&c->h.handle, on_conn_closed);
 }
 
-void server_free(server *s) { batch_pool_destroy(&s->buffers); }
+int server_stream_count(const server *s) {
+  int n = 0;
+  for (const conn *c = s->conns; c; c = c->next) n += c->nstreams;
+  return n;
+}
+
+void server_report(server *s, wbuf *w) {
+  report_writer r;
+  unsigned queued = 0, busy = 0;
+  char id[REPORT_ID_MAX];
+  if (s->pool) workers_load(s->pool, &queued, &busy);
+  report_begin(&r, w);
+  report_group_begin(&r, "daemon", "bfeedd");
+  report_counter_put(&r, "uptime_s", (uv_hrtime() - s->started_ns) / 1000000000u);
+  report_counter_put(&r, "clients", (uint64_t)s->nconns);
+  report_counter_put(&r, "clients_total", s->clients_total);
+  report_counter_put(&r, "clients_rejected", s->rejected_total);
+  report_counter_put(&r, "protocol_errors", s->protocol_errors);
+  report_counter_put(&r, "streams", (uint64_t)server_stream_count(s));
+  report_counter_put(&r, "workers", s->pool ? (uint64_t)workers_count(s->pool) : 0);
+  report_counter_put(&r, "workers_busy", busy);
+  report_counter_put(&r, "queue_depth", queued);
+  report_counter_put(&r, "datasets", s->ndatasets);
+  for (ds_stats *d = s->stats; d; d = d->next) {
+    report_group_begin(&r, "dataset", d->name);
+    report_counter_put(&r, "streams_total", d->streams);
+    report_counter_put(&r, "samples", d->samples);
+    report_counter_put(&r, "batches", d->batches);
+    report_counter_put(&r, "raw_bytes", d->raw_bytes);
+    report_counter_put(&r, "wire_bytes", d->wire_bytes);
+    report_counter_put(&r, "skipped", d->skipped);
+    report_counter_put(&r, "worker_busy_us", d->busy_ns / 1000);
+  }
+  for (conn *c = s->conns; c; c = c->next)
+    for (int i = 0; i < c->nstreams; i++) {
+      msg_counter ctr[MSG_MAX_COUNTERS];
+      size_t n = stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS);
+      snprintf(id, sizeof id, "%u/%u:%s", c->id, stream_id(c->streams[i]), stream_dataset(c->streams[i])->name);
+      report_group_begin(&r, "stream", id);
+      report_counter_put(&r, "client", c->id);
+      report_counter_put(&r, "write_queue_bytes", c->write_queue);
+      for (size_t k = 0; k < n; k++) report_counter_put(&r, ctr[k].name, ctr[k].value);
+    }
+  report_end(&r);
+}
+
+void server_free(server *s) {
+  batch_pool_destroy(&s->buffers);
+  while (s->stats) {
+    ds_stats *d = s->stats;
+    s->stats = d->next;
+    free(d);
+  }
+}

@@ -15,6 +15,7 @@
 
 #include "dataset.h"
 #include "log.h"
+#include "stats.h"
 #include "tlv.h"
 #include "workers.h"
 
@@ -40,6 +41,10 @@ typedef struct server {
   int nconns;
   int stopping;
   uint32_t next_conn_id;
+  /* statistics */
+  ds_stats *stats;          /* one per dataset name ever served */
+  uint64_t clients_total, rejected_total, protocol_errors;
+  uint64_t started_ns;
 } server;
 
 int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset **datasets,
@@ -56,6 +61,13 @@ void server_force_close(server *s);
 void server_free(server *s);
 
 dataset *server_find_dataset(server *s, const char *name);
+/* The statistics entry for a dataset name (created on first use). */
+ds_stats *server_ds_stats(server *s, const char *name);
+/* Write the daemon-wide report (see proto/report.h): a "daemon" group, one
+ * "dataset" group per dataset, one "stream" group per open stream. */
+void server_report(server *s, wbuf *w);
+/* Open streams, and streams in all. */
+int server_stream_count(const server *s);
 
 /* For stream.c: queue a complete frame on the connection. The frame buffer
  * is taken over (freed after writing); if job is non-NULL it is the job

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
 
@@ -22,6 +23,8 @@ struct stream {
   uint64_t end_seq;  /* batches to serve in all; UINT64_MAX: forever */
   batch_job *ready[READY_SLOTS];
   epoch_order *orders[2];
+  uint64_t submitted_ns[READY_SLOTS]; /* when each batch in flight was scheduled */
+  ds_stats *stats;
   unsigned inflight;
   int failed, end_sent;
   /* counters */
@@ -30,9 +33,15 @@ struct stream {
 
 uint32_t stream_id(const stream *st) { return st->id; }
 
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
-                    batch_pool *buffers, const logger *log, msg_open_ok *info, int *code, char *err,
-                    size_t errlen) {
+                    batch_pool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, int *code,
+                    char *err, size_t errlen) {
   *code = msg_opts_check(o, err, errlen);
   if (*code < 0) return NULL;
   uint64_t n = epoch_shard_size(ds->nsamples, o->shard_count);
@@ -62,6 +71,8 @@ stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *
   batch_spec_init(&st->spec, dataset_ref(ds), o, id, log, buffers);
   st->pool = pool;
   st->log = log;
+  st->stats = stats;
+  stats->streams++;
   st->shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
   st->shard_samples = n;
   st->bpe = bpe;
@@ -114,6 +125,7 @@ static void pump(stream *st) {
     job->count = left < st->spec.opts.batch ? (uint32_t)left : st->spec.opts.batch;
     job->owner = st;
     st->inflight++;
+    st->submitted_ns[st->next_seq % READY_SLOTS] = now_ns();
     st->next_seq++;
     workers_submit(st->pool, job);
   }
@@ -127,6 +139,12 @@ static void deliver(stream *st) {
     st->batches++;
     st->raw_bytes += job->raw_bytes;
     st->wire_bytes += job->frame.len;
+    ds_stats *d = st->stats;
+    d->samples += job->count;
+    d->batches++;
+    d->raw_bytes += job->raw_bytes;
+    d->wire_bytes += job->frame.len;
+    hist_observe(&d->batch_latency, (double)(now_ns() - st->submitted_ns[st->sent_seq % READY_SLOTS]) * 1e-9);
     st->sent_seq++;
     conn_send_frame(st->conn, &job->frame, job);
   }
@@ -163,6 +181,9 @@ void stream_job_done(batch_job *job) {
   st->inflight--;
   st->skipped += job->skipped;
   st->busy_ns += job->busy_ns;
+  st->stats->skipped += job->skipped;
+  st->stats->busy_ns += job->busy_ns;
+  if (job->count) hist_observe(&st->stats->sample_time, (double)job->busy_ns * 1e-9 / job->count);
   if (!st->conn || st->failed) {
     batch_job_free(job);
   } else if (job->rc < 0) {
@@ -187,6 +208,8 @@ void stream_close(stream *st) {
   }
   if (st->inflight == 0) stream_free(st);
 }
+
+const dataset *stream_dataset(const stream *st) { return st->spec.ds; }
 
 size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
   const struct {

@@ -15,14 +15,15 @@
 #include "batch.h"
 #include "msg.h"
 #include "server.h"
+#include "stats.h"
 
 typedef struct stream stream;
 
 /* Validate options and open. On failure returns NULL with a code and a
  * message for the client. */
 stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
-                    batch_pool *buffers, const logger *log, msg_open_ok *info, int *code, char *err,
-                    size_t errlen);
+                    batch_pool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, int *code,
+                    char *err, size_t errlen);
 uint32_t stream_id(const stream *st);
 /* Begin scheduling batches (after OPEN_OK is queued). */
 void stream_start(stream *st);
@@ -33,6 +34,8 @@ int stream_ack(stream *st, uint64_t consumed);
 void stream_close(stream *st);
 /* A job of this stream finished (from the workers' callback). */
 void stream_job_done(batch_job *job);
+/* The dataset the stream reads. */
+const dataset *stream_dataset(const stream *st);
 /* Fill counters; returns how many. */
 size_t stream_stats(const stream *st, msg_counter *out, size_t max);
 

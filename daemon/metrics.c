@@ -1,0 +1,295 @@
+/* metrics.c -- see metrics.h; also the histogram helpers of stats.h. */
+#include "metrics.h"
+
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "stats.h"
+#include "stream.h"
+
+#define HTTP_MAX_REQUEST 8192
+#define HTTP_TIMEOUT_MS 5000
+
+const double hist_bounds_batch[HIST_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                0.1,   0.25,   0.5,   1.0,  2.5,   5.0};
+const double hist_bounds_sample[HIST_BUCKETS] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                 0.005,   0.01,   0.025,   0.05,   0.1,   0.25};
+
+void hist_init(hist *h, const double *bounds) {
+  memset(h, 0, sizeof *h);
+  h->bounds = bounds;
+}
+
+void hist_observe(hist *h, double v) {
+  int i = 0;
+  while (i < HIST_BUCKETS && v > h->bounds[i]) i++;
+  if (i < HIST_BUCKETS) h->counts[i]++;
+  h->count++;
+  h->sum += v;
+}
+
+struct metrics {
+  uv_tcp_t tcp;
+  server *s;
+};
+
+typedef struct http_conn {
+  uv_tcp_t tcp;
+  uv_timer_t timer;
+  server *s;
+  char req[HTTP_MAX_REQUEST];
+  size_t len;
+  int closing, pending;
+  uv_write_t wr;
+  uv_shutdown_t sd;
+  wbuf out;
+} http_conn;
+
+static void printfw(wbuf *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void printfw(wbuf *w, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  uint8_t *p = n >= 0 ? wbuf_reserve(w, (size_t)n + 1) : NULL;
+  if (!p) return;
+  va_start(ap, fmt);
+  vsnprintf((char *)p, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  w->len += (size_t)n;
+}
+
+/* Label values are dataset names: escape as the exposition format says. */
+static void label(wbuf *w, const char *v) {
+  for (; *v; v++) {
+    if (*v == '\\' || *v == '"') printfw(w, "\\%c", *v);
+    else if (*v == '\n') printfw(w, "\\n");
+    else printfw(w, "%c", *v);
+  }
+}
+
+static void help(wbuf *w, const char *name, const char *type, const char *text) {
+  printfw(w, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+typedef uint64_t (*ds_field)(const ds_stats *d);
+static uint64_t f_streams(const ds_stats *d) { return d->streams; }
+static uint64_t f_samples(const ds_stats *d) { return d->samples; }
+static uint64_t f_batches(const ds_stats *d) { return d->batches; }
+static uint64_t f_raw(const ds_stats *d) { return d->raw_bytes; }
+static uint64_t f_wire(const ds_stats *d) { return d->wire_bytes; }
+static uint64_t f_skipped(const ds_stats *d) { return d->skipped; }
+
+static void ds_counter(wbuf *w, server *s, const char *name, const char *text, ds_field f) {
+  help(w, name, "counter", text);
+  for (ds_stats *d = s->stats; d; d = d->next) {
+    printfw(w, "%s{dataset=\"", name);
+    label(w, d->name);
+    printfw(w, "\"} %llu\n", (unsigned long long)f(d));
+  }
+}
+
+static void ds_hist(wbuf *w, server *s, const char *name, const char *text, size_t offset) {
+  help(w, name, "histogram", text);
+  for (ds_stats *d = s->stats; d; d = d->next) {
+    const hist *h = (const hist *)((const char *)d + offset);
+    uint64_t cum = 0;
+    for (int i = 0; i < HIST_BUCKETS; i++) {
+      cum += h->counts[i];
+      printfw(w, "%s_bucket{dataset=\"", name);
+      label(w, d->name);
+      printfw(w, "\",le=\"%g\"} %llu\n", h->bounds[i], (unsigned long long)cum);
+    }
+    printfw(w, "%s_bucket{dataset=\"", name);
+    label(w, d->name);
+    printfw(w, "\",le=\"+Inf\"} %llu\n%s_sum{dataset=\"", (unsigned long long)h->count, name);
+    label(w, d->name);
+    printfw(w, "\"} %.9f\n%s_count{dataset=\"", h->sum, name);
+    label(w, d->name);
+    printfw(w, "\"} %llu\n", (unsigned long long)h->count);
+  }
+}
+
+void metrics_render(server *s, wbuf *w) {
+  unsigned queued = 0, busy = 0;
+  if (s->pool) workers_load(s->pool, &queued, &busy);
+  help(w, "bfeed_up", "gauge", "1 while bfeedd is serving.");
+  printfw(w, "bfeed_up 1\n");
+  help(w, "bfeed_uptime_seconds", "gauge", "Seconds since bfeedd started.");
+  printfw(w, "bfeed_uptime_seconds %.3f\n", (double)(uv_hrtime() - s->started_ns) * 1e-9);
+  help(w, "bfeed_clients", "gauge", "Clients connected now.");
+  printfw(w, "bfeed_clients %d\n", s->nconns);
+  help(w, "bfeed_clients_total", "counter", "Client connections accepted.");
+  printfw(w, "bfeed_clients_total %llu\n", (unsigned long long)s->clients_total);
+  help(w, "bfeed_protocol_errors_total", "counter", "Clients disconnected for breaking the protocol.");
+  printfw(w, "bfeed_protocol_errors_total %llu\n", (unsigned long long)s->protocol_errors);
+  help(w, "bfeed_streams", "gauge", "Streams open now.");
+  printfw(w, "bfeed_streams %d\n", server_stream_count(s));
+  help(w, "bfeed_workers", "gauge", "Worker threads.");
+  printfw(w, "bfeed_workers %d\n", s->pool ? workers_count(s->pool) : 0);
+  help(w, "bfeed_workers_busy", "gauge", "Worker threads building a batch now.");
+  printfw(w, "bfeed_workers_busy %u\n", busy);
+  help(w, "bfeed_queue_depth", "gauge", "Batches waiting for a worker.");
+  printfw(w, "bfeed_queue_depth %u\n", queued);
+  ds_counter(w, s, "bfeed_streams_opened_total", "Streams opened, per dataset.", f_streams);
+  ds_counter(w, s, "bfeed_samples_total", "Samples sent, per dataset.", f_samples);
+  ds_counter(w, s, "bfeed_batches_total", "Batches sent, per dataset.", f_batches);
+  ds_counter(w, s, "bfeed_raw_bytes_total", "Tensor bytes sent before compression.", f_raw);
+  ds_counter(w, s, "bfeed_wire_bytes_total", "Bytes of batch frames sent.", f_wire);
+  ds_counter(w, s, "bfeed_skipped_files_total", "Samples replaced because their file did not decode.", f_skipped);
+  help(w, "bfeed_worker_busy_seconds_total", "counter", "Worker time spent building batches, per dataset.");
+  for (ds_stats *d = s->stats; d; d = d->next) {
+    printfw(w, "bfeed_worker_busy_seconds_total{dataset=\"");
+    label(w, d->name);
+    printfw(w, "\"} %.6f\n", (double)d->busy_ns * 1e-9);
+  }
+  ds_hist(w, s, "bfeed_batch_latency_seconds", "From scheduling a batch to queueing it on the socket.",
+          offsetof(ds_stats, batch_latency));
+  ds_hist(w, s, "bfeed_sample_seconds", "Worker time per sample: read, decode, transform, cast.",
+          offsetof(ds_stats, sample_time));
+}
+
+/* ------------------------------------------------------------------ */
+/* HTTP                                                                */
+
+static void on_http_closed(uv_handle_t *h) {
+  http_conn *hc = h->data;
+  if (--hc->pending == 0) {
+    wbuf_free(&hc->out);
+    free(hc);
+  }
+}
+
+static void http_close(http_conn *hc) {
+  if (hc->closing) return;
+  hc->closing = 1;
+  uv_close((uv_handle_t *)&hc->tcp, on_http_closed);
+  uv_close((uv_handle_t *)&hc->timer, on_http_closed);
+}
+
+static void on_http_shutdown(uv_shutdown_t *req, int status) {
+  (void)status;
+  http_close(req->data);
+}
+
+static void on_http_written(uv_write_t *req, int status) {
+  http_conn *hc = req->data;
+  if (status < 0 || uv_shutdown(&hc->sd, (uv_stream_t *)&hc->tcp, on_http_shutdown) < 0) http_close(hc);
+}
+
+static void respond(http_conn *hc, const char *status, const char *ctype, const char *body, size_t blen) {
+  wbuf *w = &hc->out;
+  wbuf h;
+  wbuf_init(&h);
+  printfw(&h, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n", status, ctype,
+          blen);
+  wbuf_bytes(&h, body, blen);
+  wbuf_free(w);
+  *w = h;
+  uv_read_stop((uv_stream_t *)&hc->tcp);
+  if (w->failed) return http_close(hc);
+  uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)w->len);
+  hc->wr.data = hc->sd.data = hc;
+  if (uv_write(&hc->wr, (uv_stream_t *)&hc->tcp, &b, 1, on_http_written) < 0) http_close(hc);
+}
+
+static void handle_request(http_conn *hc) {
+  static const char text[] = "text/plain; charset=utf-8";
+  char method[16], path[256];
+  if (sscanf(hc->req, "%15s %255s", method, path) != 2) return respond(hc, "400 Bad Request", text, "bad request\n", 12);
+  if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+    return respond(hc, "405 Method Not Allowed", text, "only GET\n", 9);
+  if (strcmp(path, "/metrics") != 0) return respond(hc, "404 Not Found", text, "try /metrics\n", 13);
+  wbuf body;
+  wbuf_init(&body);
+  metrics_render(hc->s, &body);
+  if (body.failed) {
+    wbuf_free(&body);
+    return respond(hc, "500 Internal Server Error", text, "out of memory\n", 14);
+  }
+  respond(hc, "200 OK", "text/plain; version=0.0.4; charset=utf-8", strcmp(method, "HEAD") ? (char *)body.data : "",
+          strcmp(method, "HEAD") ? body.len : 0);
+  wbuf_free(&body);
+}
+
+static void on_http_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  http_conn *hc = h->data;
+  (void)suggested;
+  *buf = uv_buf_init(hc->req + hc->len, (unsigned)(sizeof hc->req - 1 - hc->len));
+}
+
+static void on_http_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
+  http_conn *hc = st->data;
+  (void)buf;
+  if (n < 0) return http_close(hc);
+  hc->len += (size_t)n;
+  hc->req[hc->len] = 0;
+  if (strstr(hc->req, "\r\n\r\n") || strstr(hc->req, "\n\n")) return handle_request(hc);
+  if (hc->len >= sizeof hc->req - 1) {
+    static const char msg[] = "request too large\n";
+    respond(hc, "431 Request Header Fields Too Large", "text/plain", msg, sizeof msg - 1);
+  }
+}
+
+static void on_http_timeout(uv_timer_t *t) { http_close(t->data); }
+
+static void on_http_connection(uv_stream_t *ls, int status) {
+  metrics *m = ls->data;
+  if (status < 0) return;
+  http_conn *hc = calloc(1, sizeof *hc);
+  if (!hc) return;
+  hc->s = m->s;
+  uv_tcp_init(ls->loop, &hc->tcp);
+  uv_timer_init(ls->loop, &hc->timer);
+  hc->tcp.data = hc->timer.data = hc;
+  hc->pending = 2;
+  if (uv_accept(ls, (uv_stream_t *)&hc->tcp) < 0) return http_close(hc);
+  uv_timer_start(&hc->timer, on_http_timeout, HTTP_TIMEOUT_MS, 0);
+  uv_read_start((uv_stream_t *)&hc->tcp, on_http_alloc, on_http_read);
+}
+
+int metrics_start(metrics **out, server *s, const char *addr, char *err, size_t errlen) {
+  addr_spec a;
+  *out = NULL;
+  if (addr_parse(addr, &a, err, errlen) < 0) return UV_EINVAL;
+  if (a.kind != ADDR_TCP) return snprintf(err, errlen, "metrics_listen %s: expected HOST:PORT", addr), UV_EINVAL;
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
+  char port[8];
+  snprintf(port, sizeof port, "%u", a.port);
+  int grc = getaddrinfo(a.host, port, &hints, &res);
+  if (grc != 0) return snprintf(err, errlen, "metrics_listen %s: %s", addr, gai_strerror(grc)), UV_EINVAL;
+  metrics *m = calloc(1, sizeof *m);
+  if (!m) {
+    freeaddrinfo(res);
+    return snprintf(err, errlen, "out of memory"), UV_ENOMEM;
+  }
+  m->s = s;
+  uv_tcp_init(s->loop, &m->tcp);
+  m->tcp.data = m;
+  int rc = uv_tcp_bind(&m->tcp, res->ai_addr, 0);
+  freeaddrinfo(res);
+  if (rc == 0) rc = uv_listen((uv_stream_t *)&m->tcp, 16, on_http_connection);
+  if (rc < 0) {
+    snprintf(err, errlen, "cannot serve metrics on %s: %s", addr, uv_strerror(rc));
+    uv_close((uv_handle_t *)&m->tcp, (uv_close_cb)free);
+    return rc;
+  }
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  char host[64] = "?";
+  uv_tcp_getsockname(&m->tcp, (struct sockaddr *)&ss, &len);
+  if (ss.ss_family == AF_INET) uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof host);
+  else uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof host);
+  log_info(s->log, "metrics on http://%s%s%s:%u/metrics", ss.ss_family == AF_INET6 ? "[" : "", host,
+           ss.ss_family == AF_INET6 ? "]" : "", ntohs(((struct sockaddr_in *)&ss)->sin_port));
+  *out = m;
+  return 0;
+}
+
+void metrics_stop(metrics *m) {
+  if (m) uv_close((uv_handle_t *)&m->tcp, (uv_close_cb)free);
+}
