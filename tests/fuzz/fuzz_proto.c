@@ -1,0 +1,394 @@
+/*
+ * fuzz_proto.c -- fuzz target for the wire format (proto/).
+ *
+ * Arbitrary bytes go to the frame header parser, to every message decoder,
+ * to the TLV walker and to the address parser. A sanitizer catches reads
+ * outside the input; beyond that the target checks what a correct codec
+ * guarantees, and abort()s when a guarantee fails:
+ *
+ *   - a header that decodes re-encodes to the same 24 bytes, and a looser
+ *     limit never refuses what a tighter one accepted;
+ *   - a refusal comes with one of the documented codes and a reason;
+ *   - a message that decodes re-encodes, through a complete frame, to bytes
+ *     that decode to the same message;
+ *   - an accepted BATCH really satisfies PROTOCOL.md's rules, re-checked in
+ *     128-bit arithmetic so that a 64-bit wrap in the decoder shows up;
+ *   - TLV items and BATCH data always lie inside the input.
+ *
+ * Inputs of 24 bytes or more are read as a frame: the first 24 bytes are the
+ * header, the rest is the payload every decoder sees. Shorter inputs are a
+ * payload only. See README.md for running it.
+ */
+#include "fuzz_proto.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "bfeed.h"
+#include "frame.h"
+#include "msg.h"
+#include "tlv.h"
+
+#define CHECK(cond)                                                                        \
+  do {                                                                                     \
+    if (!(cond)) {                                                                         \
+      fprintf(stderr, "fuzz_proto: property failed at %s:%d: %s\n", __FILE__, __LINE__, \
+              #cond);                                                                      \
+      abort();                                                                             \
+    }                                                                                      \
+  } while (0)
+
+/* A refusal: one of the codes this parser documents, and a reason. */
+static void check_refusal(int rc, const char *why, int code_a, int code_b) {
+  CHECK(rc == code_a || rc == code_b);
+  CHECK(why != NULL && why[0] != 0);
+}
+
+/* ------------------------------------------------------------------ */
+
+static int fuzz_header(const uint8_t *data) {
+  static const uint32_t limits[] = {0, 64, FRAME_MAX_CONTROL, FRAME_MAX_PAYLOAD, UINT32_MAX};
+  int accepted_below = 0, ok_any = 0;
+  for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+    frame_header h;
+    const char *why = NULL;
+    int rc = frame_header_decode(data, limits[i], &h, &why);
+    if (rc < 0) {
+      CHECK(!accepted_below);
+      CHECK(rc == BFEED_EPROTO || rc == BFEED_EVERSION || rc == BFEED_ETOOBIG);
+      CHECK(why != NULL && why[0] != 0);
+      continue;
+    }
+    accepted_below = ok_any = 1;
+    CHECK(rc == 0);
+    CHECK(h.version == 1);
+    CHECK(h.type >= 1 && h.type <= FRAME_TYPE_MAX_);
+    CHECK(strcmp(frame_type_name(h.type), "?") != 0);
+    CHECK(h.length <= limits[i] && h.length <= FRAME_MAX_PAYLOAD);
+    uint8_t again[FRAME_HEADER_SIZE];
+    frame_header_encode(&h, again);
+    CHECK(memcmp(again, data, FRAME_HEADER_SIZE) == 0);
+  }
+  return ok_any ? FUZZ_HEADER : 0;
+}
+
+/* The payload of the frame begun at offset 0 of w, finished and checked as
+ * a receiver would. */
+static const uint8_t *as_frame(wbuf *w, int type, size_t *n) {
+  CHECK(msg_finish(w, 0, type, 1) == 0);
+  frame_header h;
+  CHECK(frame_header_decode(w->data, FRAME_MAX_PAYLOAD, &h, NULL) == 0);
+  CHECK(h.type == type && h.length == w->len - FRAME_HEADER_SIZE);
+  CHECK(frame_verify(&h, w->data + FRAME_HEADER_SIZE) == 0);
+  *n = h.length;
+  return w->data + FRAME_HEADER_SIZE;
+}
+
+static int fuzz_hello(const uint8_t *p, size_t n) {
+  msg_hello a, b;
+  const char *why = NULL;
+  int rc = msg_hello_decode(p, n, &a, &why);
+  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
+  CHECK(strlen(a.agent) < sizeof a.agent);
+  wbuf w;
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_hello_encode(&w, &a);
+  size_t m;
+  const uint8_t *q = as_frame(&w, FRAME_HELLO, &m);
+  CHECK(m <= n); /* only trailing bytes may have been dropped */
+  CHECK(msg_hello_decode(q, m, &b, &why) == 0);
+  CHECK(a.min_version == b.min_version && a.max_version == b.max_version);
+  CHECK(strcmp(a.agent, b.agent) == 0);
+  wbuf_free(&w);
+  return FUZZ_HELLO;
+}
+
+static int fuzz_hello_ok(const uint8_t *p, size_t n) {
+  msg_hello_ok a, b;
+  const char *why = NULL;
+  int rc = msg_hello_ok_decode(p, n, &a, &why);
+  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
+  wbuf w;
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_hello_ok_encode(&w, &a);
+  size_t m;
+  const uint8_t *q = as_frame(&w, FRAME_HELLO_OK, &m);
+  CHECK(m <= n);
+  CHECK(msg_hello_ok_decode(q, m, &b, &why) == 0);
+  CHECK(a.version == b.version && a.max_frame == b.max_frame);
+  CHECK(strcmp(a.server, b.server) == 0);
+  wbuf_free(&w);
+  return FUZZ_HELLO_OK;
+}
+
+/* keep_partial is a flag: any non-zero byte means yes, and the encoder
+ * sends 1. */
+static int same_opts(const bfeed_stream_opts *a, const bfeed_stream_opts *b) {
+  return a->batch == b->batch && a->size == b->size && a->mode == b->mode &&
+         a->layout == b->layout && a->normalize == b->normalize &&
+         memcmp(a->mean, b->mean, sizeof a->mean) == 0 &&
+         memcmp(a->std, b->std, sizeof a->std) == 0 && a->seed == b->seed &&
+         a->epoch == b->epoch && a->batch_index == b->batch_index &&
+         a->shard_index == b->shard_index && a->shard_count == b->shard_count &&
+         a->codec == b->codec && a->codec_level == b->codec_level && a->window == b->window &&
+         a->shuffle == b->shuffle && !a->keep_partial == !b->keep_partial &&
+         a->epochs == b->epochs;
+}
+
+static int fuzz_open(const uint8_t *p, size_t n) {
+  msg_open a, b;
+  const char *why = NULL;
+  int rc = msg_open_decode(p, n, &a, &why);
+  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EINVAL), 0;
+  CHECK(a.dataset[0] != 0 && strlen(a.dataset) < sizeof a.dataset);
+  char reason[128];
+  rc = msg_opts_check(&a.opts, reason, sizeof reason);
+  CHECK(rc == 0 || (rc == BFEED_EINVAL && reason[0] != 0));
+  wbuf w;
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_open_encode(&w, &a);
+  size_t m;
+  const uint8_t *q = as_frame(&w, FRAME_OPEN, &m);
+  CHECK(msg_open_decode(q, m, &b, &why) == 0);
+  CHECK(strcmp(a.dataset, b.dataset) == 0);
+  CHECK(same_opts(&a.opts, &b.opts));
+  wbuf_free(&w);
+  return FUZZ_OPEN;
+}
+
+static int fuzz_open_ok(const uint8_t *p, size_t n) {
+  msg_open_ok a, b;
+  const char *why = NULL;
+  int rc = msg_open_ok_decode(p, n, &a, &why);
+  CHECK((rc == 0) == (n >= 20));
+  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
+  wbuf w;
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_open_ok_encode(&w, &a);
+  size_t m;
+  const uint8_t *q = as_frame(&w, FRAME_OPEN_OK, &m);
+  CHECK(m == 20 && memcmp(q, p, 20) == 0);
+  CHECK(msg_open_ok_decode(q, m, &b, &why) == 0);
+  CHECK(a.samples == b.samples && a.batches_per_epoch == b.batches_per_epoch &&
+        a.classes == b.classes);
+  wbuf_free(&w);
+  return FUZZ_OPEN_OK;
+}
+
+static int fuzz_u64(const uint8_t *p, size_t n) {
+  uint64_t v;
+  const char *why = NULL;
+  int rc = msg_u64_decode(p, n, &v, &why);
+  CHECK((rc == 0) == (n >= 8));
+  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
+  wbuf w;
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_u64_encode(&w, v);
+  size_t m;
+  const uint8_t *q = as_frame(&w, FRAME_ACK, &m);
+  CHECK(m == 8 && memcmp(q, p, 8) == 0);
+  wbuf_free(&w);
+  return FUZZ_U64;
+}
+
+static int fuzz_error(const uint8_t *p, size_t n) {
+  msg_error a, b;
+  const char *why = NULL;
+  int rc = msg_error_decode(p, n, &a, &why);
+  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
+  CHECK(a.code < 0);
+  wbuf w;
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_error_encode(&w, a.code, a.message);
+  size_t m;
+  const uint8_t *q = as_frame(&w, FRAME_ERROR, &m);
+  CHECK(msg_error_decode(q, m, &b, &why) == 0);
+  CHECK(a.code == b.code && strcmp(a.message, b.message) == 0);
+  wbuf_free(&w);
+  return FUZZ_ERROR;
+}
+
+static int fuzz_stats(const uint8_t *p, size_t n) {
+  msg_counter a[MSG_MAX_COUNTERS], b[MSG_MAX_COUNTERS], few[2];
+  size_t na = 0, nb = 0, nfew = 0;
+  const char *why = NULL, *why_few = NULL;
+  int rc = msg_stats_decode(p, n, a, MSG_MAX_COUNTERS, &na, &why);
+  /* How many slots the caller has must not change what is valid. */
+  int rc_few = msg_stats_decode(p, n, few, 2, &nfew, &why_few);
+  CHECK(rc == rc_few);
+  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_ETOOBIG), 0;
+  CHECK(na <= MSG_MAX_COUNTERS && nfew == (na < 2 ? na : 2));
+  for (size_t i = 0; i < nfew; i++)
+    CHECK(strcmp(few[i].name, a[i].name) == 0 && few[i].value == a[i].value);
+  for (size_t i = 0; i < na; i++) CHECK(a[i].name[0] != 0 && strlen(a[i].name) < sizeof a[i].name);
+  wbuf w;
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_stats_encode(&w, a, na);
+  size_t m;
+  const uint8_t *q = as_frame(&w, FRAME_STATS, &m);
+  CHECK(m == n && memcmp(q, p, n) == 0); /* no trailing bytes are allowed */
+  CHECK(msg_stats_decode(q, m, b, MSG_MAX_COUNTERS, &nb, &why) == 0);
+  CHECK(nb == na);
+  for (size_t i = 0; i < na; i++)
+    CHECK(strcmp(a[i].name, b[i].name) == 0 && a[i].value == b[i].value);
+  wbuf_free(&w);
+  return FUZZ_STATS;
+}
+
+typedef unsigned __int128 u128;
+
+/* PROTOCOL.md's rules for an accepted batch, in arithmetic that cannot
+ * wrap: a product above 2^64 is kept as 2^64 + 1, which no nbytes equals. */
+static void check_batch_rules(const msg_batch *m, const uint8_t *p, size_t n, uint64_t raw_limit) {
+  const u128 too_big = ((u128)1 << 64) + 1;
+  CHECK(m->ntensors <= MSG_MAX_TENSORS);
+  CHECK(m->codec == BFEED_CODEC_NONE || m->codec == BFEED_CODEC_ZSTD);
+  CHECK(m->raw_size <= raw_limit);
+  CHECK(m->data >= p && m->data_size <= n && m->data + m->data_size == p + n);
+  if (m->codec == BFEED_CODEC_NONE) CHECK(m->data_size == m->raw_size);
+  for (uint32_t i = 0; i < m->ntensors; i++) {
+    const msg_tensor *t = &m->t[i];
+    size_t len = strlen(t->name);
+    CHECK(len >= 1 && len < MSG_TENSOR_NAME_MAX);
+    CHECK(t->ndim <= BFEED_MAX_DIMS);
+    size_t es = bfeed_dtype_size(t->dtype);
+    CHECK(es != 0);
+    u128 count = 1;
+    for (int d = 0; d < t->ndim; d++) {
+      count *= t->shape[d];
+      if (count > too_big) count = too_big;
+    }
+    CHECK(count * es == t->nbytes);
+    CHECK((u128)t->offset + t->nbytes <= m->raw_size);
+  }
+}
+
+static void same_batch(const msg_batch *a, const msg_batch *b) {
+  CHECK(a->epoch == b->epoch && a->index == b->index && a->seq == b->seq);
+  CHECK(a->codec == b->codec && a->ntensors == b->ntensors && a->raw_size == b->raw_size);
+  for (uint32_t i = 0; i < a->ntensors; i++) {
+    const msg_tensor *s = &a->t[i], *t = &b->t[i];
+    CHECK(strcmp(s->name, t->name) == 0 && s->dtype == t->dtype && s->ndim == t->ndim);
+    CHECK(memcmp(s->shape, t->shape, s->ndim * sizeof s->shape[0]) == 0);
+    CHECK(s->offset == t->offset && s->nbytes == t->nbytes);
+  }
+  CHECK(a->data_size == b->data_size);
+  CHECK(a->data_size == 0 || memcmp(a->data, b->data, a->data_size) == 0);
+}
+
+static int fuzz_batch_limit(const uint8_t *p, size_t n, uint64_t raw_limit) {
+  msg_batch a, b;
+  const char *why = NULL;
+  int rc = msg_batch_decode(p, n, raw_limit, &a, &why);
+  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_ETOOBIG), 0;
+  check_batch_rules(&a, p, n, raw_limit);
+  wbuf w;
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_batch_encode_head(&w, &a);
+  wbuf_bytes(&w, a.data, a.data_size);
+  size_t m;
+  const uint8_t *q = as_frame(&w, FRAME_BATCH, &m);
+  CHECK(m == n);
+  CHECK(msg_batch_decode(q, m, raw_limit, &b, &why) == 0);
+  same_batch(&a, &b);
+  wbuf_free(&w);
+  return FUZZ_BATCH;
+}
+
+static int fuzz_batch(const uint8_t *p, size_t n) {
+  int loose = fuzz_batch_limit(p, n, UINT64_MAX);
+  int tight = fuzz_batch_limit(p, n, n);
+  CHECK(loose || !tight); /* a lower limit never admits more */
+  return loose;
+}
+
+/* Walk the payload as TLV items and read each with every typed reader. */
+static int fuzz_tlv(const uint8_t *p, size_t n) {
+  rbuf r;
+  tlv_item it;
+  int rc;
+  size_t items = 0, last = 0;
+  rbuf_init(&r, p, n);
+  while ((rc = tlv_next(&r, &it)) == 1) {
+    items++;
+    CHECK(r.off >= last + 6 && r.off <= n);
+    CHECK(it.val >= p && it.len <= n && it.val + it.len == p + r.off);
+    last = r.off;
+    uint8_t u8;
+    uint32_t u32;
+    uint64_t u64;
+    float f[3];
+    char s[MSG_NAME_MAX];
+    CHECK((tlv_u8(&it, &u8) == 0) == (it.len == 1));
+    CHECK((tlv_u32(&it, &u32) == 0) == (it.len == 4));
+    CHECK((tlv_u64(&it, &u64) == 0) == (it.len == 8));
+    CHECK((tlv_f32s(&it, f, 3) == 0) == (it.len == 12));
+    if (tlv_str(&it, s, sizeof s) == 0) CHECK(strlen(s) == it.len);
+  }
+  CHECK(rc == 0 || rc == BFEED_EPROTO);
+  CHECK(items <= n / 6);
+  if (rc == 0) CHECK(r.off == n);
+  return rc == 0 ? FUZZ_TLV : 0;
+}
+
+static int fuzz_addr(const uint8_t *p, size_t n) {
+  char s[1024], why[256];
+  size_t len = n < sizeof s - 1 ? n : sizeof s - 1;
+  memcpy(s, p, len);
+  s[len] = 0;
+  addr_spec a;
+  why[0] = 0;
+  int rc = addr_parse(s, &a, why, sizeof why);
+  if (rc < 0) {
+    CHECK(rc == BFEED_EINVAL && why[0] != 0);
+    return 0;
+  }
+  CHECK(rc == 0);
+  if (a.kind == ADDR_UNIX) {
+    CHECK(strncmp(s, "unix:", 5) == 0 && strcmp(a.path, s + 5) == 0);
+    CHECK(a.path[0] != 0 && strlen(a.path) < sizeof a.path);
+  } else {
+    CHECK(a.kind == ADDR_TCP);
+    CHECK(a.host[0] != 0 && strlen(a.host) < sizeof a.host);
+    CHECK(strstr(s, a.host) != NULL);
+  }
+  return FUZZ_ADDR;
+}
+
+int fuzz_proto_one(const uint8_t *data, size_t size) {
+  int accepted = 0;
+  const uint8_t *p = data;
+  size_t n = size;
+  if (size >= FRAME_HEADER_SIZE) {
+    accepted |= fuzz_header(data);
+    p += FRAME_HEADER_SIZE;
+    n -= FRAME_HEADER_SIZE;
+  }
+  accepted |= fuzz_hello(p, n);
+  accepted |= fuzz_hello_ok(p, n);
+  accepted |= fuzz_open(p, n);
+  accepted |= fuzz_open_ok(p, n);
+  accepted |= fuzz_u64(p, n);
+  accepted |= fuzz_error(p, n);
+  accepted |= fuzz_stats(p, n);
+  accepted |= fuzz_batch(p, n);
+  accepted |= fuzz_tlv(p, n);
+  accepted |= fuzz_addr(data, size);
+  return accepted;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  fuzz_proto_one(data, size);
+  return 0;
+}
