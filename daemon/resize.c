@@ -3,7 +3,10 @@
  *
  * Every floating-point expression in resize_axis_init is written in the
  * same order as Pillow's precompute_coeffs and normalize_coeffs_8bpc, since
- * a weight that differs in its last bit can move a pixel by one level.
+ * a weight that differs in its last bit can move a pixel by one level. For
+ * the same reason this file must not be built with FMA contraction (e.g.
+ * -march=native with -ffp-contract=fast): Pillow's wheels and Debian's
+ * build round each multiply and add separately.
  */
 #include "resize.h"
 
