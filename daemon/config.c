@@ -9,12 +9,52 @@
 
 #include "log.h"
 
+const config_key config_keys[] = {
+    {"listen", "ADDR", "unix:PATH or HOST:PORT to serve on (repeatable)"},
+    {"metrics_listen", "HOST:PORT", "serve Prometheus metrics at http://HOST:PORT/metrics"},
+    {"workers", "N", "decoding threads, 0 = one per core (0)"},
+    {"max_clients", "N", "connections at once (64)"},
+    {"max_streams", "N", "streams per connection (16)"},
+    {"max_window", "N", "largest prefetch window a stream may ask for, 1..64 (64)"},
+    {"max_memory", "BYTES", "finished batches held at once, e.g. 2G; 0 = no limit (2G)"},
+    {"log_level", "LEVEL", "error, warning, notice, info or debug (info)"},
+    {NULL, NULL, NULL}};
+
 void config_init(config *c) {
   memset(c, 0, sizeof *c);
   c->workers = 0;
   c->max_clients = 64;
   c->max_streams = 16;
+  c->max_window = 64;
+  c->max_memory = 2ull << 30;
   c->log_level = LOG_INFO;
+}
+
+/* 1234, 64K, 512M, 2G (powers of 1024). */
+static int parse_bytes(const char *v, uint64_t *out) {
+  char *end;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (!*v || *v == '-' || end == v) return -1;
+  int shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10, end++;
+  else if (*end == 'M' || *end == 'm') shift = 20, end++;
+  else if (*end == 'G' || *end == 'g') shift = 30, end++;
+  else if (*end == 'T' || *end == 't') shift = 40, end++;
+  if (*end || x > (UINT64_MAX >> shift)) return -1;
+  *out = (uint64_t)x << shift;
+  return 0;
+}
+
+int config_dataset_same(const config *a, const config *b, const char *name) {
+  const config_dataset *x = NULL, *y = NULL;
+  for (size_t i = 0; i < a->ndatasets; i++)
+    if (strcmp(a->datasets[i].name, name) == 0) x = &a->datasets[i];
+  for (size_t i = 0; i < b->ndatasets; i++)
+    if (strcmp(b->datasets[i].name, name) == 0) y = &b->datasets[i];
+  if (!x || !y || x->nkv != y->nkv) return 0;
+  for (size_t k = 0; k < x->nkv; k++)
+    if (strcmp(x->keys[k], y->keys[k]) != 0 || strcmp(x->values[k], y->values[k]) != 0) return 0;
+  return 1;
 }
 
 void config_clear_listen(config *c) {
@@ -39,6 +79,7 @@ static void dataset_clear(config_dataset *d) {
 
 void config_free(config *c) {
   config_clear_listen(c);
+  free(c->metrics_listen);
   for (size_t i = 0; i < c->ndatasets; i++) {
     dataset_clear(&c->datasets[i]);
     free(c->datasets[i].name);
@@ -133,6 +174,23 @@ int config_set(config *c, const char *key, const char *value, const char *where,
     if (!l || !(l[c->nlisten] = strdup(value))) return snprintf(err, errlen, "out of memory"), -1;
     c->listen = l;
     c->nlisten++;
+    return 0;
+  }
+  if (strcmp(key, "metrics_listen") == 0) {
+    char *v = strdup(value);
+    if (!v) return snprintf(err, errlen, "out of memory"), -1;
+    free(c->metrics_listen);
+    c->metrics_listen = v;
+    return 0;
+  }
+  if (strcmp(key, "max_window") == 0) {
+    if (parse_int(value, 1, 64, &c->max_window) < 0)
+      return snprintf(err, errlen, "%s: max_window = '%s': expected 1 to 64", where, value), -1;
+    return 0;
+  }
+  if (strcmp(key, "max_memory") == 0) {
+    if (parse_bytes(value, &c->max_memory) < 0)
+      return snprintf(err, errlen, "%s: max_memory = '%s': expected bytes, e.g. 536870912, 512M or 2G", where, value), -1;
     return 0;
   }
   if (strcmp(key, "workers") == 0) {

@@ -11,6 +11,7 @@
 #define BFEED_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* A dataset's settings, in the order given; see dataset_kv. */
 typedef struct config_dataset {
@@ -22,13 +23,22 @@ typedef struct config_dataset {
 typedef struct config {
   char **listen;
   size_t nlisten;
+  char *metrics_listen; /* HOST:PORT, or NULL */
   int workers;     /* 0: one per core */
   int max_clients;
   int max_streams;
+  int max_window;
+  uint64_t max_memory; /* bytes of finished batches held at once */
   int log_level;   /* syslog priority, see log.h */
   config_dataset *datasets;
   size_t ndatasets;
 } config;
+
+/* The keys of [bfeedd], each also a flag --KEY with '_' as '-'. */
+typedef struct config_key {
+  const char *key, *arg, *help;
+} config_key;
+extern const config_key config_keys[]; /* ends with a NULL key */
 
 void config_init(config *c);
 void config_free(config *c);
@@ -42,6 +52,8 @@ int config_dataset_set(config *c, const char *name, const char *key, const char 
 /* A --dataset flag: NAME=DIR, or NAME=KIND:PATH[,key=value]...; it replaces
  * any dataset of that name. */
 int config_dataset_flag(config *c, const char *arg, char *err, size_t errlen);
+/* 1 if the two configurations give dataset `name` the same settings. */
+int config_dataset_same(const config *a, const config *b, const char *name);
 /* Forget the listeners (flags replace the file's list). */
 void config_clear_listen(config *c);
 

@@ -1,10 +1,11 @@
 /*
- * bfeedd -- serves image datasets as bf16 batches.
+ * bfeedd -- serves datasets as bf16 batches.
  *
  * main() owns everything: settings, logger, datasets, the loop, the server.
  * It reads the config file and flags, loads the datasets (a dataset that
- * cannot be loaded stops the start, with the reason), listens, and runs
- * until SIGINT or SIGTERM, then shuts down cleanly.
+ * cannot be loaded stops the start, with the reason), listens (on sockets
+ * systemd passed, or on the configured addresses), tells systemd it is
+ * ready, and runs until SIGINT or SIGTERM. SIGHUP reloads the settings.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -16,29 +17,185 @@
 #include "config.h"
 #include "dataset.h"
 #include "log.h"
+#include "metrics.h"
+#include "notify.h"
 #include "server.h"
 
 #define SHUTDOWN_GRACE_MS 2000
+#define STATUS_INTERVAL_MS 5000
 
 typedef struct daemon_ctx {
   server srv;
   logger log;
-  uv_signal_t sigint, sigterm;
-  uv_timer_t grace;
+  config cfg;
+  const char *config_path;
+  int argc;
+  char **argv;
+  metrics *metrics;
+  notifier notify;
+  uv_signal_t sigint, sigterm, sighup;
+  uv_timer_t grace, status;
+  uint64_t status_samples; /* for samples/s in STATUS= */
 } daemon_ctx;
+
+enum { OPT_DATASET = 256, OPT_CONFIG, OPT_CHECK, OPT_VERSION, OPT_HELP, OPT_KEY };
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: bfeedd [options]\n"
-          "  --listen ADDR          unix:PATH or HOST:PORT (repeatable; default unix:/run/bfeed/bfeedd.sock)\n"
-          "  --dataset NAME=DIR     serve the ImageFolder at DIR as NAME (repeatable)\n"
-          "  --config FILE          read settings from FILE (flags override it); see bfeedd.conf(5)\n"
-          "  --check-config         validate the settings and datasets, then exit\n"
-          "  --workers N            decoding threads (default: one per core)\n"
-          "  --max-clients N        connections at once (64)\n"
-          "  --max-streams N        streams per connection (16)\n"
-          "  --log-level LEVEL      error, warning, notice, info (default) or debug\n"
-          "  --version, --help\n");
+          "usage: bfeedd [--config FILE] [options]\n"
+          "       bfeedd --check-config FILE [options]\n"
+          "  --config FILE          settings file (see bfeedd.conf(5)); flags override it\n"
+          "  --check-config FILE    load FILE and the datasets, report problems, exit\n"
+          "  --dataset NAME=DIR     serve the ImageFolder at DIR as NAME (repeatable);\n"
+          "  --dataset NAME=KIND:PATH[,key=value...]   a dataset of another kind\n");
+  for (const config_key *k = config_keys; k->key; k++) {
+    char flag[64];
+    snprintf(flag, sizeof flag, "--%s %s", k->key, k->arg);
+    for (char *p = flag; *p; p++)
+      if (*p == '_') *p = '-';
+    fprintf(f, "  %-22s %s\n", flag, k->help);
+  }
+  fprintf(f, "  --version, --help\n\nSIGHUP reloads the settings; SIGINT/SIGTERM stop.\n");
+}
+
+/* Long options: the fixed ones, then one per config key. */
+static struct option *make_options(void) {
+  static const struct option fixed[] = {{"dataset", required_argument, 0, OPT_DATASET},
+                                        {"config", required_argument, 0, OPT_CONFIG},
+                                        {"check-config", required_argument, 0, OPT_CHECK},
+                                        {"version", no_argument, 0, OPT_VERSION},
+                                        {"help", no_argument, 0, OPT_HELP}};
+  size_t nf = sizeof fixed / sizeof fixed[0], nk = 0;
+  while (config_keys[nk].key) nk++;
+  struct option *o = calloc(nf + nk + 1, sizeof *o);
+  if (!o) return NULL;
+  memcpy(o, fixed, sizeof fixed);
+  for (size_t i = 0; i < nk; i++) {
+    char *name = strdup(config_keys[i].key);
+    if (!name) return NULL; /* the process exits on this path */
+    for (char *p = name; *p; p++)
+      if (*p == '_') *p = '-';
+    o[nf + i] = (struct option){name, required_argument, 0, OPT_KEY + (int)i};
+  }
+  return o;
+}
+
+static void free_options(struct option *o) {
+  for (struct option *p = o; p && p->name; p++)
+    if (p->val >= OPT_KEY) free((char *)p->name);
+  free(o);
+}
+
+/* Build the settings: defaults, then the file, then the flags. */
+static int load_config(config *cfg, const char *path, int argc, char **argv, char *err, size_t errlen) {
+  struct option *opts = make_options();
+  int opt, cleared_listen = 0, rc = 0;
+  config_init(cfg);
+  if (!opts) return snprintf(err, errlen, "out of memory"), -1;
+  if (path && config_load_file(cfg, path, err, errlen) < 0) rc = -1;
+  optind = 1;
+  opterr = 0;
+  while (rc == 0 && (opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    if (opt == OPT_DATASET) {
+      rc = config_dataset_flag(cfg, optarg, err, errlen);
+    } else if (opt >= OPT_KEY) {
+      const char *key = config_keys[opt - OPT_KEY].key;
+      char where[64];
+      snprintf(where, sizeof where, "flag --%s", key);
+      if (strcmp(key, "listen") == 0 && !cleared_listen) config_clear_listen(cfg), cleared_listen = 1;
+      rc = config_set(cfg, key, optarg, where, err, errlen);
+    } else if (opt == '?') {
+      snprintf(err, errlen, "unknown or incomplete option %s (try --help)", argv[optind - 1]);
+      rc = -1;
+    }
+  }
+  if (rc == 0 && optind < argc) snprintf(err, errlen, "unexpected argument '%s'", argv[optind]), rc = -1;
+  if (rc == 0 && cfg->nlisten == 0)
+    rc = config_set(cfg, "listen", "unix:/run/bfeed/bfeedd.sock", "default", err, errlen);
+  if (rc == 0 && cfg->ndatasets == 0)
+    snprintf(err, errlen, "no dataset to serve: give --dataset NAME=DIR or a [dataset NAME] section"), rc = -1;
+  free_options(opts);
+  return rc;
+}
+
+/* Load every dataset of cfg, reusing those of `old` whose settings are the
+ * same in `old_cfg` (a reload). NULL, with err, if one fails. */
+static dataset **load_datasets(const config *cfg, const config *old_cfg, dataset **old, size_t nold,
+                               const logger *lg, char *err, size_t errlen) {
+  dataset **ds = calloc(cfg->ndatasets ? cfg->ndatasets : 1, sizeof *ds);
+  if (!ds) return snprintf(err, errlen, "out of memory"), NULL;
+  for (size_t i = 0; i < cfg->ndatasets; i++) {
+    const config_dataset *cd = &cfg->datasets[i];
+    for (size_t j = 0; old_cfg && j < nold && !ds[i]; j++)
+      if (strcmp(old[j]->name, cd->name) == 0 && config_dataset_same(cfg, old_cfg, cd->name)) ds[i] = dataset_ref(old[j]);
+    if (ds[i]) continue;
+    dataset_kv kv[64];
+    size_t nkv = cd->nkv < 64 ? cd->nkv : 64;
+    for (size_t k = 0; k < nkv; k++) kv[k] = (dataset_kv){cd->keys[k], cd->values[k], cd->wheres[k]};
+    if (!(ds[i] = dataset_load(cd->name, kv, nkv, err, errlen))) {
+      for (size_t j = 0; j < i; j++) dataset_unref(ds[j]);
+      free(ds);
+      return NULL;
+    }
+    log_info(lg, "dataset %s: %zu samples in %zu classes from %s", cd->name, ds[i]->nsamples, ds[i]->nclasses,
+             ds[i]->root);
+  }
+  return ds;
+}
+
+static server_limits limits_of(const config *cfg) {
+  return (server_limits){.max_clients = cfg->max_clients,
+                         .max_streams = cfg->max_streams,
+                         .max_window = (uint32_t)cfg->max_window,
+                         .max_memory = cfg->max_memory};
+}
+
+static void on_sighup(uv_signal_t *h, int signum) {
+  daemon_ctx *d = h->data;
+  config cfg;
+  char err[1024];
+  (void)signum;
+  notify_reloading();
+  log_info(&d->log, "SIGHUP received: reloading %s", d->config_path ? d->config_path : "the flags");
+  dataset **ds = NULL;
+  if (load_config(&cfg, d->config_path, d->argc, d->argv, err, sizeof err) < 0 ||
+      !(ds = load_datasets(&cfg, &d->cfg, d->srv.datasets, d->srv.ndatasets, &d->log, err, sizeof err))) {
+    log_err(&d->log, "reload refused, the old settings stay in force: %s", err);
+    if (!ds) config_free(&cfg);
+    notify_ready("reload failed; old settings in force");
+    return;
+  }
+  for (size_t i = 0; i < d->srv.ndatasets; i++) {
+    const char *name = d->srv.datasets[i]->name;
+    int kept = 0;
+    for (size_t j = 0; j < cfg.ndatasets; j++) kept |= ds[j] == d->srv.datasets[i];
+    int present = 0;
+    for (size_t j = 0; j < cfg.ndatasets; j++) present |= strcmp(cfg.datasets[j].name, name) == 0;
+    if (!present) log_info(&d->log, "dataset %s removed (its open streams go on until closed)", name);
+    else if (!kept) log_info(&d->log, "dataset %s changed (open streams go on with the old settings)", name);
+  }
+  server_set_datasets(&d->srv, ds, cfg.ndatasets);
+  d->srv.limits = limits_of(&cfg);
+  d->log.level = cfg.log_level;
+  int same_listen = cfg.nlisten == d->cfg.nlisten;
+  for (size_t i = 0; same_listen && i < cfg.nlisten; i++) same_listen = strcmp(cfg.listen[i], d->cfg.listen[i]) == 0;
+  if (!same_listen || cfg.workers != d->cfg.workers ||
+      (cfg.metrics_listen ? 1 : 0) != (d->cfg.metrics_listen ? 1 : 0) ||
+      (cfg.metrics_listen && strcmp(cfg.metrics_listen, d->cfg.metrics_listen) != 0))
+    log_warn(&d->log, "listen, metrics_listen and workers take effect at the next restart");
+  config_free(&d->cfg);
+  d->cfg = cfg;
+  log_info(&d->log, "reloaded: %zu dataset(s)", d->srv.ndatasets);
+  notify_ready("reloaded");
+}
+
+static void on_status(uv_timer_t *t) {
+  daemon_ctx *d = t->data;
+  uint64_t samples = 0;
+  for (ds_stats *s = d->srv.stats; s; s = s->next) samples += s->samples;
+  double rate = (double)(samples - d->status_samples) * 1000.0 / STATUS_INTERVAL_MS;
+  d->status_samples = samples;
+  notify_status("%d client(s), %d stream(s), %.0f samples/s", d->srv.nconns, server_stream_count(&d->srv), rate);
 }
 
 static void on_grace(uv_timer_t *t) {
@@ -47,150 +204,104 @@ static void on_grace(uv_timer_t *t) {
   server_force_close(&d->srv);
 }
 
+static void shutdown_all(daemon_ctx *d) {
+  uv_close((uv_handle_t *)&d->sigint, NULL);
+  uv_close((uv_handle_t *)&d->sigterm, NULL);
+  uv_close((uv_handle_t *)&d->sighup, NULL);
+  uv_close((uv_handle_t *)&d->status, NULL);
+  notify_close(&d->notify);
+  metrics_stop(d->metrics);
+  d->metrics = NULL;
+  server_shutdown(&d->srv);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   daemon_ctx *d = h->data;
   log_info(&d->log, "%s received: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
-  uv_close((uv_handle_t *)&d->sigint, NULL);
-  uv_close((uv_handle_t *)&d->sigterm, NULL);
-  server_shutdown(&d->srv);
+  notify_stopping();
+  shutdown_all(d);
   uv_timer_start(&d->grace, on_grace, SHUTDOWN_GRACE_MS, 0);
   uv_unref((uv_handle_t *)&d->grace); /* the loop may end before it fires */
 }
 
-enum { OPT_LISTEN = 256, OPT_DATASET, OPT_CONFIG, OPT_CHECK, OPT_WORKERS, OPT_MAX_CLIENTS,
-       OPT_MAX_STREAMS, OPT_LOG_LEVEL, OPT_VERSION, OPT_HELP };
-
-static const struct option long_opts[] = {
-    {"listen", required_argument, 0, OPT_LISTEN},
-    {"dataset", required_argument, 0, OPT_DATASET},
-    {"config", required_argument, 0, OPT_CONFIG},
-    {"check-config", no_argument, 0, OPT_CHECK},
-    {"workers", required_argument, 0, OPT_WORKERS},
-    {"max-clients", required_argument, 0, OPT_MAX_CLIENTS},
-    {"max-streams", required_argument, 0, OPT_MAX_STREAMS},
-    {"log-level", required_argument, 0, OPT_LOG_LEVEL},
-    {"version", no_argument, 0, OPT_VERSION},
-    {"help", no_argument, 0, OPT_HELP},
-    {0, 0, 0, 0}};
-
-/* Flags are applied after the config file, so the file is found first. */
-static int apply_flags(config *cfg, int argc, char **argv, int *check_only, char *err, size_t errlen) {
-  int opt, cleared_listen = 0;
-  optind = 1;
-  while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
-    const char *key = NULL;
-    char where[64];
-    switch (opt) {
-      case OPT_LISTEN:
-        if (!cleared_listen) config_clear_listen(cfg);
-        cleared_listen = 1;
-        key = "listen";
-        break;
-      case OPT_DATASET:
-        if (config_dataset_flag(cfg, optarg, err, errlen) < 0) return -1;
-        continue;
-      case OPT_CONFIG: continue;
-      case OPT_CHECK: *check_only = 1; continue;
-      case OPT_WORKERS: key = "workers"; break;
-      case OPT_MAX_CLIENTS: key = "max_clients"; break;
-      case OPT_MAX_STREAMS: key = "max_streams"; break;
-      case OPT_LOG_LEVEL: key = "log_level"; break;
-      default: return snprintf(err, errlen, "unknown option (try --help)"), -1;
-    }
-    snprintf(where, sizeof where, "--%s", long_opts[opt - OPT_LISTEN].name);
-    if (config_set(cfg, key, optarg, where, err, errlen) < 0) return -1;
-  }
-  if (optind < argc) return snprintf(err, errlen, "unexpected argument '%s'", argv[optind]), -1;
+static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
+  int nworkers = d->cfg.workers > 0 ? d->cfg.workers : (int)uv_available_parallelism();
+  server_limits limits = limits_of(&d->cfg);
+  int rc = server_init(&d->srv, loop, &d->log, nworkers, d->srv.datasets, d->srv.ndatasets, &limits);
+  if (rc < 0) return snprintf(err, errlen, "cannot start %d workers: %s", nworkers, uv_strerror(rc)), rc;
+  int activated = server_adopt_listen_fds(&d->srv, err, errlen);
+  if (activated < 0) return activated;
+  if (activated > 0) log_info(&d->log, "using %d socket(s) from systemd; listen settings ignored", activated);
+  for (size_t i = 0; activated == 0 && i < d->cfg.nlisten; i++)
+    if ((rc = server_listen(&d->srv, d->cfg.listen[i], err, errlen)) < 0) return rc;
+  if (d->cfg.metrics_listen && (rc = metrics_start(&d->metrics, &d->srv, d->cfg.metrics_listen, err, errlen)) < 0)
+    return rc;
+  uv_signal_start(&d->sigint, on_signal, SIGINT);
+  uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&d->sighup, on_sighup, SIGHUP);
+  uv_timer_start(&d->status, on_status, STATUS_INTERVAL_MS, STATUS_INTERVAL_MS);
+  uv_unref((uv_handle_t *)&d->status);
+  log_info(&d->log, "ready: %d workers, %zu dataset(s)", nworkers, d->srv.ndatasets);
+  notify_ready("serving");
   return 0;
 }
 
 int main(int argc, char **argv) {
-  config cfg;
   char err[1024];
-  int check_only = 0, rc = 1;
-  const char *config_path = NULL;
-  config_init(&cfg);
-
-  opterr = 0;
+  const char *check = NULL;
+  daemon_ctx *d = calloc(1, sizeof *d);
+  struct option *opts = make_options();
+  if (!d || !opts) return fprintf(stderr, "bfeedd: out of memory\n"), 1;
   int opt;
-  while ((opt = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+  opterr = 0;
+  while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     if (opt == OPT_HELP) return usage(stdout), 0;
     if (opt == OPT_VERSION) return puts("bfeedd 0.1.0 (protocol 1)"), 0;
-    if (opt == OPT_CONFIG) config_path = optarg;
-    if (opt == '?') return fprintf(stderr, "bfeedd: unknown or incomplete option %s (try --help)\n", argv[optind - 1]), 2;
+    if (opt == OPT_CONFIG) d->config_path = optarg;
+    if (opt == OPT_CHECK) d->config_path = check = optarg;
   }
-  if (config_path && config_load_file(&cfg, config_path, err, sizeof err) < 0) goto fail_cfg;
-  if (apply_flags(&cfg, argc, argv, &check_only, err, sizeof err) < 0) goto fail_cfg;
-  if (cfg.nlisten == 0 && config_set(&cfg, "listen", "unix:/run/bfeed/bfeedd.sock", "default", err, sizeof err) < 0)
-    goto fail_cfg;
-  if (cfg.ndatasets == 0) {
-    snprintf(err, sizeof err, "no dataset to serve: give --dataset NAME=DIR or a [dataset NAME] section");
-    goto fail_cfg;
+  free_options(opts);
+  d->argc = argc;
+  d->argv = argv;
+  if (load_config(&d->cfg, d->config_path, argc, argv, err, sizeof err) < 0) {
+    fprintf(stderr, "bfeedd: %s\n", err);
+    config_free(&d->cfg);
+    free(d);
+    return 2;
   }
-
-  daemon_ctx *d = calloc(1, sizeof *d);
-  dataset **ds = calloc(cfg.ndatasets, sizeof *ds);
-  if (!d || !ds) return fprintf(stderr, "bfeedd: out of memory\n"), 1;
-  log_init(&d->log, cfg.log_level);
-  size_t nds = 0;
-  for (; nds < cfg.ndatasets; nds++) {
-    config_dataset *cd = &cfg.datasets[nds];
-    dataset_kv kv[64];
-    size_t nkv = cd->nkv < 64 ? cd->nkv : 64;
-    for (size_t k = 0; k < nkv; k++) kv[k] = (dataset_kv){cd->keys[k], cd->values[k], cd->wheres[k]};
-    if (!(ds[nds] = dataset_load(cd->name, kv, nkv, err, sizeof err))) {
-      log_err(&d->log, "%s", err);
-      goto out;
-    }
-    log_info(&d->log, "dataset %s: %zu samples in %zu classes from %s", cd->name, ds[nds]->nsamples,
-             ds[nds]->nclasses, ds[nds]->root);
-  }
-  if (check_only) {
-    printf("configuration ok: %zu dataset(s), %zu listener(s)\n", cfg.ndatasets, cfg.nlisten);
-    rc = 0;
-    goto out;
-  }
-
-  signal(SIGPIPE, SIG_IGN);
-  uv_loop_t *loop = uv_default_loop();
-  int nworkers = cfg.workers > 0 ? cfg.workers : (int)uv_available_parallelism();
-  server_limits limits = {.max_clients = cfg.max_clients, .max_streams = cfg.max_streams};
-  if ((rc = server_init(&d->srv, loop, &d->log, nworkers, ds, nds, &limits)) < 0) {
-    log_err(&d->log, "cannot start %d workers: %s", nworkers, uv_strerror(rc));
-    rc = 1;
-    goto out;
-  }
-  rc = 0;
-  for (size_t i = 0; i < cfg.nlisten && rc == 0; i++)
-    if ((rc = server_listen(&d->srv, cfg.listen[i], err, sizeof err)) < 0) log_err(&d->log, "%s", err);
-  uv_signal_init(loop, &d->sigint);
-  uv_signal_init(loop, &d->sigterm);
-  uv_timer_init(loop, &d->grace);
-  d->sigint.data = d->sigterm.data = d->grace.data = d;
-  if (rc == 0) {
-    uv_signal_start(&d->sigint, on_signal, SIGINT);
-    uv_signal_start(&d->sigterm, on_signal, SIGTERM);
-    log_info(&d->log, "ready: %d workers, %zu dataset(s)", nworkers, nds);
-    uv_run(loop, UV_RUN_DEFAULT);
+  log_init(&d->log, d->cfg.log_level);
+  d->srv.datasets = load_datasets(&d->cfg, NULL, NULL, 0, &d->log, err, sizeof err);
+  d->srv.ndatasets = d->srv.datasets ? d->cfg.ndatasets : 0;
+  int rc = 0;
+  if (!d->srv.datasets) {
+    log_err(&d->log, "%s", err);
+    rc = check ? 2 : 1;
+  } else if (check) {
+    printf("%s: ok: %zu dataset(s), %zu listener(s)\n", check, d->cfg.ndatasets, d->cfg.nlisten);
   } else {
-    uv_close((uv_handle_t *)&d->sigint, NULL);
-    uv_close((uv_handle_t *)&d->sigterm, NULL);
-    server_shutdown(&d->srv);
+    signal(SIGPIPE, SIG_IGN);
+    uv_loop_t *loop = uv_default_loop();
+    uv_signal_init(loop, &d->sigint);
+    uv_signal_init(loop, &d->sigterm);
+    uv_signal_init(loop, &d->sighup);
+    uv_timer_init(loop, &d->grace);
+    uv_timer_init(loop, &d->status);
+    d->sigint.data = d->sigterm.data = d->sighup.data = d->grace.data = d->status.data = d;
+    notify_init(&d->notify, loop);
+    if (start(d, loop, err, sizeof err) < 0) {
+      log_err(&d->log, "%s", err);
+      shutdown_all(d);
+      rc = 1;
+    } else {
+      uv_run(loop, UV_RUN_DEFAULT);
+    }
+    uv_close((uv_handle_t *)&d->grace, NULL);
+    uv_run(loop, UV_RUN_DEFAULT); /* let every handle finish closing */
+    if (uv_loop_close(loop) != 0) log_warn(&d->log, "event loop closed with handles still open");
+    log_info(&d->log, "stopped");
   }
-  uv_close((uv_handle_t *)&d->grace, NULL);
-  uv_run(loop, UV_RUN_DEFAULT); /* let every handle finish closing */
-  if (uv_loop_close(loop) != 0) log_warn(&d->log, "event loop closed with handles still open");
-  server_free(&d->srv);
-  log_info(&d->log, "stopped");
-  rc = rc < 0 ? 1 : 0;
-out:
-  for (size_t i = 0; i < nds; i++) dataset_unref(ds[i]);
-  free(ds);
+  server_free(&d->srv); /* drops the datasets too */
+  config_free(&d->cfg);
   free(d);
-  config_free(&cfg);
   return rc;
-fail_cfg:
-  fprintf(stderr, "bfeedd: %s\n", err);
-  config_free(&cfg);
-  return 2;
 }

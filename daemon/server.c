@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <systemd/sd-daemon.h>
 
 #include "addr.h"
 #include "frame.h"
@@ -112,9 +113,18 @@ dataset *server_find_dataset(server *s, const char *name) {
 
 static void conn_close(conn *c);
 
+/* Memory was freed: streams that paused for the memory limit go on. */
+static void memory_released(server *s) {
+  if (!s->memory_blocked || server_memory_held(s) >= s->limits.max_memory) return;
+  s->memory_blocked = 0;
+  for (conn *c = s->conns; c; c = c->next)
+    for (int i = 0; i < c->nstreams && !c->closing; i++) stream_start(c->streams[i]);
+}
+
 static void on_write(uv_write_t *req, int status) {
   write_req *w = (write_req *)req;
   w->c->write_queue -= w->len;
+  if (w->job) memory_released(w->c->s);
   if (status < 0 && status != UV_ECANCELED) {
     log_debug(w->c->s->log, "client %u: write failed: %s", w->c->id, uv_strerror(status));
     conn_close(w->c);
@@ -290,6 +300,9 @@ static void handle_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   msg_open_ok ok;
   char err[MSG_ERROR_MAX];
   int code;
+  if (m.opts.window > c->s->limits.max_window)
+    return conn_send_error(c, id, BFEED_ELIMIT, "window %u exceeds this daemon's max_window %u", m.opts.window,
+                           c->s->limits.max_window);
   ds_stats *stats = server_ds_stats(c->s, ds->name);
   if (!stats) return conn_send_error(c, id, BFEED_ENOMEM, "out of memory");
   stream *st = stream_open(c, id, ds, &m.opts, c->s->pool, &c->s->buffers, stats, c->s->log, &ok, &code, err,
@@ -498,6 +511,40 @@ static int listen_tcp(listener *l, const addr_spec *a, char *err, size_t errlen)
 
 static void on_listener_closed(uv_handle_t *h) { free(h->data); }
 
+int server_adopt_listen_fds(server *s, char *err, size_t errlen) {
+  int n = sd_listen_fds(1);
+  if (n < 0) return snprintf(err, errlen, "socket activation: %s", strerror(-n)), n;
+  for (int i = 0; i < n; i++) {
+    int fd = SD_LISTEN_FDS_START + i, rc;
+    listener *l = calloc(1, sizeof *l);
+    if (!l) return snprintf(err, errlen, "out of memory"), UV_ENOMEM;
+    l->s = s;
+    if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) > 0) {
+      snprintf(l->name, sizeof l->name, "systemd socket %d (unix)", fd);
+      rc = uv_pipe_init(s->loop, &l->h.pipe, 0);
+      if (rc == 0) rc = uv_pipe_open(&l->h.pipe, fd);
+    } else if (sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) > 0) {
+      snprintf(l->name, sizeof l->name, "systemd socket %d (tcp)", fd);
+      rc = uv_tcp_init(s->loop, &l->h.tcp);
+      if (rc == 0) rc = uv_tcp_open(&l->h.tcp, fd);
+    } else {
+      free(l);
+      return snprintf(err, errlen, "socket activation: fd %d is not a listening stream socket", fd), UV_EINVAL;
+    }
+    l->h.handle.data = l;
+    if (rc == 0) rc = uv_listen(&l->h.stream, 128, on_connection);
+    if (rc < 0) {
+      snprintf(err, errlen, "socket activation: fd %d: %s", fd, uv_strerror(rc));
+      uv_close(&l->h.handle, on_listener_closed);
+      return rc;
+    }
+    l->next = s->listeners;
+    s->listeners = l;
+    log_info(s->log, "listening on %s", l->name);
+  }
+  return n;
+}
+
 int server_listen(server *s, const char *addr, char *err, size_t errlen) {
   addr_spec a;
   if (addr_parse(addr, &a, err, errlen) < 0) return UV_EINVAL;
@@ -547,6 +594,22 @@ int server_stream_count(const server *s) {
   return n;
 }
 
+uint64_t server_memory_held(const server *s) {
+  uint64_t held = 0;
+  for (const conn *c = s->conns; c; c = c->next) {
+    held += c->write_queue;
+    for (int i = 0; i < c->nstreams; i++) held += stream_held_bytes(c->streams[i]);
+  }
+  return held;
+}
+
+void server_set_datasets(server *s, dataset **ds, size_t n) {
+  for (size_t i = 0; i < s->ndatasets; i++) dataset_unref(s->datasets[i]);
+  free(s->datasets);
+  s->datasets = ds;
+  s->ndatasets = n;
+}
+
 void server_report(server *s, wbuf *w) {
   report_writer r;
   unsigned queued = 0, busy = 0;
@@ -564,6 +627,8 @@ void server_report(server *s, wbuf *w) {
   report_counter_put(&r, "workers_busy", busy);
   report_counter_put(&r, "queue_depth", queued);
   report_counter_put(&r, "datasets", s->ndatasets);
+  report_counter_put(&r, "memory_held_bytes", server_memory_held(s));
+  report_counter_put(&r, "max_memory_bytes", s->limits.max_memory);
   for (ds_stats *d = s->stats; d; d = d->next) {
     report_group_begin(&r, "dataset", d->name);
     report_counter_put(&r, "streams_total", d->streams);
@@ -588,6 +653,7 @@ void server_report(server *s, wbuf *w) {
 }
 
 void server_free(server *s) {
+  server_set_datasets(s, NULL, 0);
   batch_pool_destroy(&s->buffers);
   while (s->stats) {
     ds_stats *d = s->stats;

@@ -22,6 +22,8 @@
 typedef struct server_limits {
   int max_clients;        /* connections at once */
   int max_streams;        /* streams per connection */
+  uint32_t max_window;    /* largest window a stream may ask for */
+  uint64_t max_memory;    /* finished batch bytes held at once; 0 = no limit */
 } server_limits;
 
 typedef struct listener listener;
@@ -45,6 +47,7 @@ typedef struct server {
   ds_stats *stats;          /* one per dataset name ever served */
   uint64_t clients_total, rejected_total, protocol_errors;
   uint64_t started_ns;
+  int memory_blocked; /* a stream waits for batch memory to be freed */
 } server;
 
 int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset **datasets,
@@ -66,8 +69,17 @@ ds_stats *server_ds_stats(server *s, const char *name);
 /* Write the daemon-wide report (see proto/report.h): a "daemon" group, one
  * "dataset" group per dataset, one "stream" group per open stream. */
 void server_report(server *s, wbuf *w);
-/* Open streams, and streams in all. */
+/* Open streams. */
 int server_stream_count(const server *s);
+/* Bytes of finished batches held now: waiting to be sent, in worker
+ * queues (estimated) and in socket write queues. */
+uint64_t server_memory_held(const server *s);
+/* Replace the served datasets (reload): the server takes the references in
+ * ds[] and drops its old ones; open streams keep theirs. */
+void server_set_datasets(server *s, dataset **ds, size_t n);
+/* Take over listening sockets passed by systemd (socket activation).
+ * Returns how many, or a negative error with err set. */
+int server_adopt_listen_fds(server *s, char *err, size_t errlen);
 
 /* For stream.c: queue a complete frame on the connection. The frame buffer
  * is taken over (freed after writing); if job is non-NULL it is the job

@@ -25,6 +25,7 @@ struct stream {
   epoch_order *orders[2];
   uint64_t submitted_ns[READY_SLOTS]; /* when each batch in flight was scheduled */
   ds_stats *stats;
+  uint64_t frame_bytes; /* the largest frame so far: the memory estimate */
   unsigned inflight;
   int failed, end_sent;
   /* counters */
@@ -104,9 +105,22 @@ static void fail(stream *st, int code, const char *msg) {
   if (st->conn) conn_send_error(st->conn, st->id, code, "%s", msg);
 }
 
+/* The memory limit is soft: a stream with nothing in flight may always
+ * schedule one batch, so no stream starves; the window stays the hard bound. */
+static int memory_allows(stream *st) {
+  server *s = conn_server(st->conn);
+  if (s->limits.max_memory == 0 || st->next_seq == st->sent_seq) return 1;
+  if (server_memory_held(s) + st->frame_bytes <= s->limits.max_memory) return 1;
+  s->memory_blocked = 1;
+  return 0;
+}
+
+uint64_t stream_held_bytes(const stream *st) { return (st->next_seq - st->sent_seq) * st->frame_bytes; }
+
 static void pump(stream *st) {
   uint32_t window = st->spec.opts.window;
-  while (st->conn && !st->failed && st->next_seq < st->end_seq && st->next_seq < st->acked + window) {
+  while (st->conn && !st->failed && st->next_seq < st->end_seq && st->next_seq < st->acked + window &&
+         memory_allows(st)) {
     uint64_t abs = st->start_batch + st->next_seq;
     batch_job *job = calloc(1, sizeof *job);
     if (job) job->order = order_for(st, st->start_epoch + abs / st->bpe);
@@ -190,6 +204,7 @@ void stream_job_done(batch_job *job) {
     fail(st, job->rc, job->err);
     batch_job_free(job);
   } else {
+    if (job->frame.len > st->frame_bytes) st->frame_bytes = job->frame.len;
     st->ready[job->seq % READY_SLOTS] = job;
     deliver(st);
     pump(st);

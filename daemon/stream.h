@@ -34,6 +34,9 @@ int stream_ack(stream *st, uint64_t consumed);
 void stream_close(stream *st);
 /* A job of this stream finished (from the workers' callback). */
 void stream_job_done(batch_job *job);
+/* Bytes this stream holds in batches scheduled but not yet sent (from the
+ * largest frame it has made so far). */
+uint64_t stream_held_bytes(const stream *st);
 /* The dataset the stream reads. */
 const dataset *stream_dataset(const stream *st);
 /* Fill counters; returns how many. */
