@@ -197,6 +197,19 @@ BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max
 /* Stop the stream and free it. Pending batches are dropped. */
 BFEED_API void bfeed_stream_close(bfeed_stream *s);
 
+/* The daemon's statistics: groups of named counters, one "daemon" group,
+ * one "dataset" group per dataset (id: its name) and one "stream" group per
+ * open stream (id: "client/stream:dataset"). Blocks for the answer; free
+ * the result with bfeed_daemon_stats_free. */
+typedef struct bfeed_stat_group {
+  const char *kind;
+  const char *id;
+  size_t ncounters;
+  const bfeed_counter *counters;
+} bfeed_stat_group;
+BFEED_API int bfeed_daemon_stats(bfeed_client *c, bfeed_stat_group **groups, size_t *ngroups, bfeed_error *err);
+BFEED_API void bfeed_daemon_stats_free(bfeed_stat_group *groups, size_t ngroups);
+
 /* ------------------------------------------------------------------ */
 /* Batches                                                             */
 

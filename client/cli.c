@@ -18,6 +18,7 @@ static void usage(FILE *f) {
           "             [--warmup N] [--json]   measure throughput and batch latency\n"
           "  fetch      --connect ADDR --dataset NAME [stream options] --batch-index K --out DIR\n"
           "             write one batch's tensors as .npy files and meta.json\n"
+          "  stats      --connect ADDR [--json]   the daemon's counters: daemon, datasets, streams\n"
           "  make-demo  DIR [--train N] [--val N] [--seed N] [--force]\n"
           "             write a small learnable ImageFolder dataset to DIR/train and DIR/val\n"
           "  version\n"
@@ -66,6 +67,7 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
   if (strcmp(cmd, "fetch") == 0) return cmd_fetch(argc - 2, argv + 2);
+  if (strcmp(cmd, "stats") == 0) return cmd_stats(argc - 2, argv + 2);
   if (strcmp(cmd, "make-demo") == 0) return cmd_make_demo(argc - 2, argv + 2);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
     return printf("bfeed %d.%d.%d (protocol 1)\n", BFEED_VERSION_MAJOR, BFEED_VERSION_MINOR, BFEED_VERSION_PATCH), 0;

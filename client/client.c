@@ -25,6 +25,7 @@
 #include "bfeed.h"
 #include "frame.h"
 #include "msg.h"
+#include "report.h"
 #include "wire.h"
 
 #define AGENT "libbfeed/0.1.0"
@@ -72,7 +73,15 @@ struct bfeed_client {
   bfeed_stream *streams;
   int dead, dead_code;
   char dead_msg[MSG_ERROR_MAX];
+  /* daemon-wide statistics: one request at a time */
+  pthread_mutex_t stats_mu;
+  uint8_t *report;  /* the STATS payload for stream 0, once it came */
+  size_t report_len;
+  int report_ready;
 };
+
+/* A daemon-wide report can be larger than a control frame. */
+#define CLIENT_MAX_REPORT (16u << 20)
 
 static int set_err(bfeed_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int set_err(bfeed_error *err, int code, const char *fmt, ...) {
@@ -336,13 +345,23 @@ static void *reader_main(void *arg) {
       if (!s) batch_free(b); /* closed meanwhile */
       continue;
     }
-    if (h.length > FRAME_MAX_CONTROL) {
+    if (h.length > (h.type == FRAME_STATS && h.stream == 0 ? CLIENT_MAX_REPORT : FRAME_MAX_CONTROL)) {
       snprintf(why, sizeof why, "%s frame of %u bytes exceeds the control-frame limit", frame_type_name(h.type), h.length);
       return mark_dead(c, BFEED_ETOOBIG, why), NULL;
     }
     uint8_t *p = malloc(h.length ? h.length : 1);
     if (!p) return mark_dead(c, BFEED_ENOMEM, "out of memory"), NULL;
     rc = read_payload(c, &h, p, why, sizeof why);
+    if (rc == 0 && h.type == FRAME_STATS && h.stream == 0) {
+      pthread_mutex_lock(&c->mu);
+      free(c->report);
+      c->report = p;
+      c->report_len = h.length;
+      c->report_ready = 1;
+      pthread_cond_broadcast(&c->cv);
+      pthread_mutex_unlock(&c->mu);
+      continue;
+    }
     if (rc == 0) rc = handle_small(c, &h, p, why, sizeof why);
     free(p);
     if (rc < 0) return mark_dead(c, rc, why), NULL;
@@ -436,6 +455,7 @@ BFEED_API int bfeed_connect(const char *addr, bfeed_client **out, bfeed_error *e
   pthread_mutex_init(&c->mu, NULL);
   pthread_cond_init(&c->cv, NULL);
   pthread_mutex_init(&c->wmu, NULL);
+  pthread_mutex_init(&c->stats_mu, NULL);
   int rc = handshake(c, addr, err);
   if (rc == 0 && (rc = -pthread_create(&c->reader, NULL, reader_main, c)) < 0)
     rc = set_err(err, BFEED_ENOMEM, "cannot start the reader thread: %s", strerror(-rc));
@@ -470,6 +490,8 @@ BFEED_API void bfeed_close(bfeed_client *c) {
   pthread_mutex_destroy(&c->mu);
   pthread_cond_destroy(&c->cv);
   pthread_mutex_destroy(&c->wmu);
+  pthread_mutex_destroy(&c->stats_mu);
+  free(c->report);
   free(c);
 }
 
@@ -616,3 +638,79 @@ BFEED_API int bfeed_batch_find(const bfeed_batch *b, const char *name, bfeed_ten
 }
 
 BFEED_API void bfeed_batch_release(bfeed_batch *b) { batch_free(b); }
+
+/* ------------------------------------------------------------------ */
+/* Daemon statistics                                                   */
+
+/* Groups and their counters in one allocation: the group array, then the
+ * counters, then the decoded report they point into. */
+typedef struct stats_block {
+  report_group *groups;
+  size_t n;
+} stats_block;
+
+BFEED_API int bfeed_daemon_stats(bfeed_client *c, bfeed_stat_group **out, size_t *nout, bfeed_error *err) {
+  *out = NULL;
+  *nout = 0;
+  pthread_mutex_lock(&c->stats_mu);
+  pthread_mutex_lock(&c->mu);
+  c->report_ready = 0;
+  pthread_mutex_unlock(&c->mu);
+  int rc = send_frame(c, FRAME_STATS_REQ, 0, NULL, NULL, err);
+  uint8_t *p = NULL;
+  size_t len = 0;
+  pthread_mutex_lock(&c->mu);
+  while (rc == 0 && !c->report_ready && !c->dead) pthread_cond_wait(&c->cv, &c->mu);
+  if (rc == 0 && c->report_ready) {
+    p = c->report;
+    len = c->report_len;
+    c->report = NULL;
+    c->report_ready = 0;
+  } else if (rc == 0) {
+    rc = set_err(err, c->dead_code, "%s", c->dead_msg);
+  }
+  pthread_mutex_unlock(&c->mu);
+  pthread_mutex_unlock(&c->stats_mu);
+  if (rc < 0) return rc;
+  report_group *g;
+  size_t n;
+  const char *why;
+  rc = report_decode(p, len, &g, &n, &why);
+  free(p);
+  if (rc < 0) return set_err(err, rc, "statistics from the daemon: %s", why);
+  /* The public view: groups first, then all counters, in one block so one
+   * free releases it; names point into the decoded groups kept after it. */
+  size_t ncounters = 0;
+  for (size_t i = 0; i < n; i++) ncounters += g[i].ncounters;
+  bfeed_stat_group *v = malloc(n * sizeof *v + ncounters * sizeof(bfeed_counter) + sizeof(stats_block));
+  if (!v) {
+    free(g);
+    return set_err(err, BFEED_ENOMEM, "out of memory");
+  }
+  bfeed_counter *ctr = (bfeed_counter *)(v + n);
+  stats_block *blk = (stats_block *)(ctr + ncounters);
+  blk->groups = g;
+  blk->n = n;
+  for (size_t i = 0; i < n; i++) {
+    v[i].kind = g[i].kind;
+    v[i].id = g[i].id;
+    v[i].ncounters = g[i].ncounters;
+    v[i].counters = ctr;
+    for (size_t k = 0; k < g[i].ncounters; k++, ctr++) {
+      ctr->name = g[i].counters[k].name;
+      ctr->value = g[i].counters[k].value;
+    }
+  }
+  *out = v;
+  *nout = n;
+  return 0;
+}
+
+BFEED_API void bfeed_daemon_stats_free(bfeed_stat_group *groups, size_t ngroups) {
+  if (!groups) return;
+  size_t ncounters = 0;
+  for (size_t i = 0; i < ngroups; i++) ncounters += groups[i].ncounters;
+  stats_block *blk = (stats_block *)((bfeed_counter *)(groups + ngroups) + ncounters);
+  free(blk->groups);
+  free(groups);
+}
