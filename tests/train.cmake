@@ -1,0 +1,10 @@
+# bfeed-train (client/train): compute backends against a float64 reference,
+# the MLP's gradients against an independent float64 model, optimizers on
+# problems with known minima, the memory plan against what is allocated,
+# and the acceptance run on make-demo data through the real daemon.
+if(TARGET bfeed_train_core)
+  bfeed_cmocka_test(test_train_backend SOURCES test_train_backend.c LIBS bfeed_train_core TIMEOUT 120)
+  # oneDNN limited to AVX2 stands in for a CPU without AVX-512.
+  add_test(NAME train_onednn_refuses_bf16 COMMAND test_train_backend onednn-refuses)
+  set_tests_properties(train_onednn_refuses_bf16 PROPERTIES ENVIRONMENT "ONEDNN_MAX_CPU_ISA=AVX2")
+endif()
