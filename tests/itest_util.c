@@ -79,12 +79,9 @@ char *itest_read_file(const char *path, size_t *len) {
   char *buf = malloc(cap);
   while (buf) {
     n += fread(buf + n, 1, cap - n - 1, f);
-    if (n < cap - 1) break;
+    if (n < cap - 1) break; /* end of file (or an error, checked below) */
     char *b = realloc(buf, cap * 2);
-    if (!b) {
-      free(buf);
-      buf = NULL;
-    }
+    if (!b) free(buf);
     buf = b;
     cap *= 2;
   }
