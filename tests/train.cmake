@@ -7,4 +7,6 @@ if(TARGET bfeed_train_core)
   # oneDNN limited to AVX2 stands in for a CPU without AVX-512.
   add_test(NAME train_onednn_refuses_bf16 COMMAND test_train_backend onednn-refuses)
   set_tests_properties(train_onednn_refuses_bf16 PROPERTIES ENVIRONMENT "ONEDNN_MAX_CPU_ISA=AVX2")
+  bfeed_cmocka_test(test_train_optim SOURCES test_train_optim.c LIBS bfeed_train_core)
+  bfeed_cmocka_test(test_train_mlp SOURCES test_train_mlp.c LIBS bfeed_train_core)
 endif()
