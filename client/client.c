@@ -575,8 +575,13 @@ BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error 
   if (rc < 0) return rc;
   if (!b) return set_err(err, BFEED_EEOF, "end of stream: all requested epochs were delivered");
   *out = b;
-  /* Tell the daemon, so it may run one batch further ahead. */
-  return send_frame(c, FRAME_ACK, s->id, enc_u64, &consumed, err);
+  /* Tell the daemon, so it may run one batch further ahead. If that fails
+   * the connection is gone: the batch in hand is still good, and the next
+   * call reports why the connection ended (the daemon's own error when it
+   * sent one, such as ESHUTDOWN). */
+  if (send_frame(c, FRAME_ACK, s->id, enc_u64, &consumed, NULL) < 0)
+    mark_dead(c, BFEED_ECLOSED, "the connection to the daemon is closed");
+  return 0;
 }
 
 BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count, bfeed_error *err) {
