@@ -10,3 +10,12 @@ if(TARGET bfeed_train_core)
   bfeed_cmocka_test(test_train_optim SOURCES test_train_optim.c LIBS bfeed_train_core)
   bfeed_cmocka_test(test_train_mlp SOURCES test_train_mlp.c LIBS bfeed_train_core)
 endif()
+
+# The acceptance run, shortened: make-demo data served by the real bfeedd,
+# trained in bf16 and f32 with one seed (see the script's docstring).
+if(TARGET bfeed_train)
+  add_test(NAME train_acceptance
+    COMMAND ${BFEED_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/train_accept.py
+      $<TARGET_FILE:bfeed_cli> $<TARGET_FILE:bfeedd> $<TARGET_FILE:bfeed_train>)
+  set_tests_properties(train_acceptance PROPERTIES TIMEOUT 240)
+endif()

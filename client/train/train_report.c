@@ -56,13 +56,13 @@ void train_report_memory(FILE *f, const train_summary *s) {
   row(f, "optimizer state", s->chosen.optimizer, s->baseline.optimizer);
   uint64_t tc = memplan_total(&s->chosen), tb = memplan_total(&s->baseline);
   row(f, "total", tc, tb);
-  fprintf(f, "  %-24s %13.0f%% %14s\n", "vs the baseline", tb ? 100.0 * ((double)tc - tb) / tb : 0.0, "");
+  fprintf(f, "  %-24s %+13.0f%% %14s\n", "vs the baseline", tb ? 100.0 * ((double)tc - tb) / tb : 0.0, "");
   if (s->o->memory_budget) {
-    char b[32];
-    fprintf(f, "  %-24s %14llu %14llu\n", "", (unsigned long long)s->max_batch,
-            (unsigned long long)s->baseline_max_batch);
-    fprintf(f, "  (largest batch within --memory-budget %s; the stream allows up to %d)\n",
-            human(s->o->memory_budget, b, sizeof b), TRAIN_BATCH_CAP);
+    char b[32], what[48];
+    snprintf(what, sizeof what, "largest batch in %s", human(s->o->memory_budget, b, sizeof b));
+    fprintf(f, "  %-24s %14llu %14llu%s\n", what, (unsigned long long)s->max_batch,
+            (unsigned long long)s->baseline_max_batch,
+            s->max_batch == TRAIN_BATCH_CAP ? " (the stream's limit)" : "");
   }
 }
 
