@@ -32,7 +32,7 @@ typedef struct ds_stats {
   uint64_t streams;    /* opened, in all */
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
   hist batch_latency;  /* from scheduling a batch to queueing it on the socket */
-  hist sample_time;    /* worker time per sample: read, decode, transform */
+  hist sample_time;    /* worker time per sample, averaged over each batch built */
   struct ds_stats *next;
 } ds_stats;
 

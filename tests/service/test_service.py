@@ -278,7 +278,12 @@ def test_metrics():
     for h in ["bfeed_batch_latency_seconds", "bfeed_sample_seconds"]:
         buckets = [v for k, v in values.items() if k.startswith(h + "_bucket")]
         check(buckets == sorted(buckets) and len(buckets) == 13, f"{h}: 13 cumulative buckets")
-        check(values.get(f'{h}_count{{dataset="a"}}') == batches == buckets[-1], f"{h}: +Inf bucket = count = batches")
+        check(values.get(f'{h}_count{{dataset="a"}}') == buckets[-1], f"{h}: +Inf bucket = count")
+    # Latency is observed per batch sent; sample time per batch built (the
+    # window may have built up to 2 more than were sent).
+    check(values.get('bfeed_batch_latency_seconds_count{dataset="a"}') == batches, "one latency per batch sent")
+    built = values.get('bfeed_sample_seconds_count{dataset="a"}', -1)
+    check(batches <= built <= batches + 2, f"one sample-time observation per batch built: {built}")
     for name in ["bfeed_clients", "bfeed_streams", "bfeed_workers", "bfeed_queue_depth", "bfeed_workers_busy",
                  'bfeed_skipped_files_total{dataset="a"}', 'bfeed_worker_busy_seconds_total{dataset="a"}']:
         check(name in values, f"metrics have {name}")
