@@ -28,43 +28,58 @@
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
-/* A(i,p) into ap[i*kp + p], zero outside m x k. */
+/*
+ * Packing walks the source along whichever index is contiguous there (a
+ * transposed operand read across its rows would touch a new cache line
+ * per element), after zeroing the padding's worth of destination.
+ *
+ *   A(i,p) goes to ap[i*kp + p];
+ *   B(p,j) to panel j/NR: bf16 at [p/2][j%NR][p%2], f32 at [p][j%NR].
+ */
+#define PACK_WALK(rows, cols, row_unit, set)                      \
+  do {                                                            \
+    if (row_unit)                                                 \
+      for (size_t x_ = 0; x_ < (cols); x_++)                      \
+        for (size_t y_ = 0; y_ < (rows); y_++) set(y_, x_);       \
+    else                                                          \
+      for (size_t y_ = 0; y_ < (rows); y_++)                      \
+        for (size_t x_ = 0; x_ < (cols); x_++) set(y_, x_);       \
+  } while (0)
+
 static void pack_a_bf16(void *dst, const void *src, backend_strides s, size_t m, size_t k, size_t mp, size_t kp) {
   uint16_t *ap = dst;
   const uint16_t *a = src;
-  for (size_t i = 0; i < mp; i++)
-    for (size_t p = 0; p < kp; p++) ap[i * kp + p] = i < m && p < k ? a[i * s.ai + p * s.ak] : 0;
+  memset(ap, 0, mp * kp * sizeof *ap);
+#define SET(i, p) ap[(i) * kp + (p)] = a[(i) * s.ai + (p) * s.ak]
+  PACK_WALK(m, k, s.ai == 1, SET);
+#undef SET
 }
 
 static void pack_a_f32(void *dst, const void *src, backend_strides s, size_t m, size_t k, size_t mp, size_t kp) {
   float *ap = dst;
   const float *a = src;
-  for (size_t i = 0; i < mp; i++)
-    for (size_t p = 0; p < kp; p++) ap[i * kp + p] = i < m && p < k ? a[i * s.ai + p * s.ak] : 0;
+  memset(ap, 0, mp * kp * sizeof *ap);
+#define SET(i, p) ap[(i) * kp + (p)] = a[(i) * s.ai + (p) * s.ak]
+  PACK_WALK(m, k, s.ai == 1, SET);
+#undef SET
 }
 
-/* B(p,j) into panel j/NR at [p/2][j%NR][p%2], zero outside k x n. */
 static void pack_b_bf16(void *dst, const void *src, backend_strides s, size_t k, size_t n, size_t kp, size_t np) {
   uint16_t *bp = dst;
   const uint16_t *b = src;
-  for (size_t j0 = 0; j0 < np; j0 += NR, bp += kp * NR)
-    for (size_t p = 0; p < kp; p++)
-      for (size_t jj = 0; jj < NR; jj++) {
-        size_t j = j0 + jj;
-        bp[(p / 2) * NR * 2 + jj * 2 + p % 2] = p < k && j < n ? b[p * s.bk + j * s.bj] : 0;
-      }
+  memset(bp, 0, np * kp * sizeof *bp);
+#define SET(p, j) bp[(j) / NR * kp * NR + (p) / 2 * NR * 2 + (j) % NR * 2 + (p) % 2] = b[(p) * s.bk + (j) * s.bj]
+  PACK_WALK(k, n, s.bk == 1, SET);
+#undef SET
 }
 
-/* B(p,j) into panel j/NR at [p][j%NR]. */
 static void pack_b_f32(void *dst, const void *src, backend_strides s, size_t k, size_t n, size_t kp, size_t np) {
   float *bp = dst;
   const float *b = src;
-  for (size_t j0 = 0; j0 < np; j0 += NR, bp += kp * NR)
-    for (size_t p = 0; p < kp; p++)
-      for (size_t jj = 0; jj < NR; jj++) {
-        size_t j = j0 + jj;
-        bp[p * NR + jj] = p < k && j < n ? b[p * s.bk + j * s.bj] : 0;
-      }
+  memset(bp, 0, np * kp * sizeof *bp);
+#define SET(p, j) bp[(j) / NR * kp * NR + (p) * NR + (j) % NR] = b[(p) * s.bk + (j) * s.bj]
+  PACK_WALK(k, n, s.bk == 1, SET);
+#undef SET
 }
 
 /* The tile's first rows x cols into C (row stride ldc), added to what is
