@@ -12,7 +12,7 @@ set_tests_properties(service_demo_data PROPERTIES FIXTURES_SETUP service_demo)
 # The install test builds a plain program against the installed library,
 # which a sanitizer build's library cannot serve (the runtime must come
 # first); the regular build runs it.
-set(BFEED_SVC_TESTS verify notify activate config reload metrics)
+set(BFEED_SVC_TESTS verify notify activate config reload metrics logs)
 if(NOT BFEED_SANITIZE)
   list(APPEND BFEED_SVC_TESTS install)
 endif()

@@ -339,8 +339,35 @@ int main(int argc, char **argv) {
     d.stop()
 
 
+def test_logs():
+    addr = "unix:" + os.path.join(TMP, "l.sock")
+    args = ["--listen", addr, "--dataset", "a=" + os.path.join(DEMO, "train"), "--dataset",
+            "gone=" + os.path.join(TMP, "nothing-here")]
+    # Under journald (JOURNAL_STREAM set) lines carry syslog priorities.
+    d = Daemon(args, env=dict(os.environ, JOURNAL_STREAM="8:1234"), name="j")
+    check(d.proc.wait(timeout=10) == 1, "a dataset that cannot load stops the start (exit 1)")
+    lines = d.text().splitlines()
+    check(lines and all(re.match(r"^<[0-7]>", l) for l in lines), f"journald lines start with <N>: {lines[:2]}")
+    check(any(l.startswith("<3>") and "nothing-here" in l for l in lines), "the error is <3> and names the folder")
+    env = {k: v for k, v in os.environ.items() if k != "JOURNAL_STREAM"}
+    d = Daemon(args[:4] + ["--log-level", "warning"], env=env, name="p")
+    time.sleep(0.5)
+    d.proc.send_signal(signal.SIGHUP)
+    time.sleep(0.3)
+    d.stop()
+    text = d.text()
+    check("info" not in text, "--log-level warning drops info lines")
+    env["JOURNAL_STREAM"] = ""
+    d = Daemon(args[:4], env={k: v for k, v in os.environ.items() if k != "JOURNAL_STREAM"}, name="t")
+    d.wait_log("ready")
+    d.stop()
+    first = d.text().splitlines()[0]
+    check(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z bfeedd info: ", first) is not None,
+          f"elsewhere lines have a UTC timestamp and level: {first!r}")
+
+
 TESTS = {"verify": test_verify, "notify": test_notify, "activate": test_activate, "config": test_config,
-         "reload": test_reload, "metrics": test_metrics, "install": test_install}
+         "reload": test_reload, "metrics": test_metrics, "install": test_install, "logs": test_logs}
 
 if __name__ == "__main__":
     try:
