@@ -121,6 +121,7 @@ typedef enum { BFEED_LAYOUT_NCHW = 0, BFEED_LAYOUT_NHWC = 1 } bfeed_layout;
 typedef enum { BFEED_NORM_IMAGENET = 0, BFEED_NORM_NONE = 1, BFEED_NORM_CUSTOM = 2 } bfeed_norm;
 typedef enum { BFEED_CODEC_NONE = 0, BFEED_CODEC_ZSTD = 1 } bfeed_codec;
 typedef enum { BFEED_SHUFFLE_AUTO = 0, BFEED_SHUFFLE_ON = 1, BFEED_SHUFFLE_OFF = 2 } bfeed_shuffle;
+typedef enum { BFEED_POOL_NONE = 0, BFEED_POOL_MEAN = 1 } bfeed_pool;
 
 /* What a stream serves. Always start from bfeed_stream_opts_init(), which
  * sets the defaults noted below, then change what you need. */
@@ -143,6 +144,16 @@ typedef struct bfeed_stream_opts {
   bfeed_shuffle shuffle; /* AUTO: shuffle in TRAIN, dataset order in EVAL */
   int keep_partial;      /* 1: serve the last, short batch of an epoch (0) */
   uint64_t epochs;       /* epochs to serve before end of stream, 0 = forever (0) */
+  /* Text datasets (kinds text and manifest; a daemon refuses them on others).
+   * The image options above do not apply to text. */
+  bfeed_pool pool;       /* NONE: `tokens` bf16 [B,T,D]; MEAN: `pooled` bf16 [B,D], the
+                            mean of each sample's token vectors (NONE) */
+  uint32_t max_len;      /* tokens served per sample, 0..1048576; 0 = the dataset's
+                            max_len setting (0: all) */
+  int fixed_len;         /* 1: every batch has T = max_len; 0: T = the longest
+                            sample in the batch, capped by max_len (0) */
+  uint32_t bucket;       /* length bucketing: order each run of `bucket` batches by
+                            sample length, 0..65536, 0 = off (0) */
 } bfeed_stream_opts;
 
 BFEED_API void bfeed_stream_opts_init(bfeed_stream_opts *o);

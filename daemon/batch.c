@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "batch_text.h"
 #include "bf16.h"
 #include "frame.h"
 #include "msg.h"
@@ -16,7 +17,9 @@ uint64_t epoch_shard_size(uint64_t nsamples, uint32_t shard_count) {
   return nsamples / shard_count;
 }
 
-epoch_order *epoch_order_make(uint64_t nsamples, const bfeed_stream_opts *o, int shuffle, uint64_t epoch) {
+epoch_order *epoch_order_make(const batch_spec *s, int shuffle, uint64_t epoch) {
+  const bfeed_stream_opts *o = &s->opts;
+  uint64_t nsamples = s->ds->nsamples;
   uint64_t n = epoch_shard_size(nsamples, o->shard_count);
   uint32_t *all = malloc(nsamples * sizeof *all);
   epoch_order *e = malloc(sizeof *e + n * sizeof e->idx[0]);
@@ -34,6 +37,10 @@ epoch_order *epoch_order_make(uint64_t nsamples, const bfeed_stream_opts *o, int
   e->refs = 1;
   e->epoch = epoch;
   e->n = (uint32_t)n;
+  if (o->bucket && dataset_has_text(s->ds) && batch_bucket(s, e->idx, e->n, shuffle, epoch) < 0) {
+    free(e);
+    return NULL;
+  }
   return e;
 }
 
@@ -96,6 +103,7 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   s->stream_id = stream_id;
   s->log = log;
   s->pool = pool;
+  s->max_len = o->max_len ? o->max_len : ds->max_len;
   s->sample.size = (int)o->size;
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
   s->sample.allow_dct_scale = 1;
@@ -114,17 +122,98 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   }
 }
 
+static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+/* The tensors of a batch of B samples (T tokens per text sample), in the
+ * order every kind shares: image, tokens or pooled, length, features,
+ * label, index. Each starts at a multiple of 64 bytes. */
+typedef struct batch_layout {
+  msg_batch m;
+  msg_tensor *image, *tokens, *pooled, *length, *features, *label, *index;
+} batch_layout;
+
+static msg_tensor *add_tensor(msg_batch *m, const char *name, int dtype, int ndim, const uint64_t *shape) {
+  msg_tensor *t = &m->t[m->ntensors];
+  uint64_t n = bfeed_dtype_size(dtype);
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "%s", name);
+  t->dtype = (uint8_t)dtype;
+  t->ndim = (uint8_t)ndim;
+  for (int d = 0; d < ndim; d++) n *= (t->shape[d] = shape[d]);
+  t->offset = m->ntensors ? align64(m->t[m->ntensors - 1].offset + m->t[m->ntensors - 1].nbytes) : 0;
+  t->nbytes = n;
+  m->raw_size = t->offset + t->nbytes;
+  m->ntensors++;
+  return t;
+}
+
+static void layout(const batch_spec *s, uint32_t B, uint32_t T, batch_layout *L) {
+  const bfeed_stream_opts *o = &s->opts;
+  const dataset *ds = s->ds;
+  memset(L, 0, sizeof *L);
+  msg_batch *m = &L->m;
+  if (dataset_has_images(ds)) {
+    int nhwc = o->layout == BFEED_LAYOUT_NHWC;
+    uint64_t sh[4] = {B, nhwc ? o->size : 3, o->size, nhwc ? 3 : o->size};
+    L->image = add_tensor(m, "image", BFEED_DTYPE_BF16, 4, sh);
+  }
+  if (dataset_has_text(ds)) {
+    uint64_t D = ds->vectors.dim;
+    if (o->pool == BFEED_POOL_MEAN) L->pooled = add_tensor(m, "pooled", BFEED_DTYPE_BF16, 2, (uint64_t[]){B, D});
+    else L->tokens = add_tensor(m, "tokens", BFEED_DTYPE_BF16, 3, (uint64_t[]){B, T, D});
+    L->length = add_tensor(m, "length", BFEED_DTYPE_I32, 1, (uint64_t[]){B});
+  }
+  if (ds->kind == DATASET_NPY) {
+    const npysrc_header *h = &ds->features.h;
+    uint64_t sh[3] = {B, h->shape[1], h->ndim == 3 ? h->shape[2] : 0};
+    L->features = add_tensor(m, "features", BFEED_DTYPE_BF16, h->ndim, sh);
+  }
+  if (ds->labels) L->label = add_tensor(m, "label", BFEED_DTYPE_I32, 1, (uint64_t[]){B});
+  L->index = add_tensor(m, "index", BFEED_DTYPE_I64, 1, (uint64_t[]){B});
+}
+
+/* Frame bytes besides the raw tensors: header, batch fields, descriptors. */
+static size_t frame_overhead(const msg_batch *m) {
+  return FRAME_HEADER_SIZE + 64 + m->ntensors * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2));
+}
+
+int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen) {
+#define BAD(...) return snprintf(err, errlen, __VA_ARGS__), BFEED_EINVAL
+  int text = dataset_has_text(ds);
+  if (!text && (o->pool != BFEED_POOL_NONE || o->max_len || o->fixed_len || o->bucket))
+    BAD("pool, max_len, fixed_len and bucket apply to text datasets; %s is a%s %s dataset", ds->name,
+        ds->kind == DATASET_IMAGE ? "n" : "", dataset_kind_name(ds->kind));
+  uint32_t cap = o->max_len ? o->max_len : ds->max_len;
+  if (text && o->fixed_len && cap == 0)
+    BAD("fixed_len needs a length: set max_len (dataset %s has no max_len setting)", ds->name);
+  if (ds->kind == DATASET_NPY && ds->features.row_floats > FRAME_MAX_PAYLOAD / 2 / o->batch)
+    BAD("a batch of %u feature rows of %llu values is over the %u-byte frame limit", o->batch,
+        (unsigned long long)ds->features.row_floats, FRAME_MAX_PAYLOAD);
+  /* The largest batch this stream can make: T at its most. */
+  uint32_t T = 1;
+  if (text) T = o->fixed_len ? cap : cap && cap < ds->text.longest ? cap : ds->text.longest;
+  batch_spec s = {.ds = (dataset *)ds, .opts = *o};
+  batch_layout L;
+  layout(&s, o->batch, T ? T : 1, &L);
+  if (L.m.raw_size + frame_overhead(&L.m) > FRAME_MAX_PAYLOAD)
+    BAD("a batch of %u could reach %llu bytes, over the %u-byte frame limit%s", o->batch,
+        (unsigned long long)L.m.raw_size, FRAME_MAX_PAYLOAD, text ? ": lower batch or set max_len" : "");
+#undef BAD
+  return 0;
+}
+
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int grow(uint8_t **buf, size_t *cap, size_t need) {
+static int grow(void *buf, size_t *cap, size_t need) {
+  void **b = buf;
   if (need <= *cap) return 0;
-  uint8_t *b = realloc(*buf, need);
-  if (!b) return -1;
-  *buf = b;
+  void *p = realloc(*b, need);
+  if (!p) return -1;
+  *b = p;
   *cap = need;
   return 0;
 }
@@ -160,9 +249,10 @@ static void put_image(const batch_spec *s, const uint8_t *rgb, uint8_t *image, u
   }
 }
 
-/* Load the sample at `pos`, or the next valid one after it. Returns the
- * dataset index used, or -1 when no sample of the epoch decodes. */
-static int64_t load_one(batch_job *job, batch_worker *w, uint32_t pos) {
+/* Load the image of the sample at `pos` into rgb, or of the next valid one
+ * after it. Returns the dataset index used, or -1 when no sample of the
+ * epoch decodes. */
+static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t *rgb) {
   const batch_spec *s = job->spec;
   const epoch_order *ord = job->order;
   char why[200];
@@ -172,7 +262,7 @@ static int64_t load_one(batch_job *job, batch_worker *w, uint32_t pos) {
     rng_t r;
     rng_init(&r, s->opts.seed, RNG_DOMAIN_SAMPLE, job->epoch, idx);
     if (dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, why, sizeof why) == 0 &&
-        sample_load(w->file, len, &s->sample, &r, w->rgb, &w->scratch, why, sizeof why) == 0)
+        sample_load(w->file, len, &s->sample, &r, rgb, &w->scratch, why, sizeof why) == 0)
       return idx;
     job->skipped++;
     log_write(s->log, dataset_mark_bad(s->ds, idx) ? LOG_WARN : LOG_DEBUG,
@@ -182,91 +272,112 @@ static int64_t load_one(batch_job *job, batch_worker *w, uint32_t pos) {
   return -1;
 }
 
-static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+/* The batch's dataset indices into w->sel, and for kinds with images their
+ * pixels into w->rgb (one slot per sample): the samples are settled before
+ * the layout, which for text depends on their lengths. */
+static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
+  const batch_spec *s = job->spec;
+  size_t slot = (size_t)s->opts.size * s->opts.size * 3;
+  if (grow(&w->sel, &w->sel_cap, (size_t)B * sizeof *w->sel) < 0 ||
+      (dataset_has_images(s->ds) && grow(&w->rgb, &w->rgb_cap, slot * B) < 0)) {
+    job->rc = BFEED_ENOMEM;
+    snprintf(job->err, sizeof job->err, "out of memory for a batch of %u samples", B);
+    return -1;
+  }
+  for (uint32_t i = 0; i < B; i++) {
+    if (!dataset_has_images(s->ds)) {
+      w->sel[i] = job->order->idx[job->first + i];
+      continue;
+    }
+    int64_t idx = load_image(job, w, job->first + i, w->rgb + slot * i);
+    if (idx < 0) {
+      job->rc = BFEED_EDATASET;
+      snprintf(job->err, sizeof job->err, "dataset %s: no sample of epoch %llu could be decoded", s->ds->name,
+               (unsigned long long)job->epoch);
+      return -1;
+    }
+    w->sel[i] = (uint32_t)idx;
+  }
+  return 0;
+}
+
+static void fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uint32_t B, uint8_t *raw) {
+  /* Zero the padding between tensors so a batch is byte-identical wherever
+   * it is made; the tensors themselves are fully written below. */
+  for (uint32_t t = 1; t < L->m.ntensors; t++) {
+    uint64_t end = L->m.t[t - 1].offset + L->m.t[t - 1].nbytes;
+    memset(raw + end, 0, L->m.t[t].offset - end);
+  }
+  const uint32_t *sel = w->sel;
+  if (L->image) {
+    size_t slot = (size_t)s->opts.size * s->opts.size * 3;
+    for (uint32_t i = 0; i < B; i++) put_image(s, w->rgb + slot * i, raw + L->image->offset, i);
+  }
+  if (L->tokens) batch_put_tokens(s, sel, B, (uint32_t)L->tokens->shape[1], raw + L->tokens->offset);
+  if (L->pooled) batch_put_pooled(s, sel, B, w->f32, raw + L->pooled->offset);
+  if (L->length)
+    for (uint32_t i = 0; i < B; i++) {
+      uint32_t n = batch_sample_len(s, sel[i]);
+      if (L->tokens && n > L->tokens->shape[1]) n = (uint32_t)L->tokens->shape[1];
+      wire_put32(raw + L->length->offset + 4 * i, n);
+    }
+  if (L->features) batch_put_features(s, sel, B, w->f32, raw + L->features->offset);
+  if (L->label)
+    for (uint32_t i = 0; i < B; i++) wire_put32(raw + L->label->offset + 4 * i, (uint32_t)s->ds->labels[sel[i]]);
+  for (uint32_t i = 0; i < B; i++) wire_put64(raw + L->index->offset + 8 * i, (uint64_t)sel[i]);
+}
 
 void batch_build(batch_job *job, batch_worker *w) {
   const batch_spec *s = job->spec;
   const bfeed_stream_opts *o = &s->opts;
   uint64_t t0 = now_ns();
-  uint32_t B = job->count, S = o->size;
-  msg_batch m;
-  memset(&m, 0, sizeof m);
-  m.epoch = job->epoch;
-  m.index = job->index;
-  m.seq = job->seq;
-  m.codec = (uint8_t)o->codec;
-  m.ntensors = 3;
-  msg_tensor *img = &m.t[0], *lab = &m.t[1], *ix = &m.t[2];
-  strcpy(img->name, "image");
-  img->dtype = BFEED_DTYPE_BF16;
-  img->ndim = 4;
-  img->shape[0] = B;
-  int nhwc = o->layout == BFEED_LAYOUT_NHWC;
-  img->shape[1] = nhwc ? S : 3;
-  img->shape[2] = S;
-  img->shape[3] = nhwc ? 3 : S;
-  img->nbytes = (uint64_t)B * 3 * S * S * 2;
-  strcpy(lab->name, "label");
-  lab->dtype = BFEED_DTYPE_I32;
-  lab->ndim = 1;
-  lab->shape[0] = B;
-  lab->offset = align64(img->nbytes);
-  lab->nbytes = (uint64_t)B * 4;
-  strcpy(ix->name, "index");
-  ix->dtype = BFEED_DTYPE_I64;
-  ix->ndim = 1;
-  ix->shape[0] = B;
-  ix->offset = align64(lab->offset + lab->nbytes);
-  ix->nbytes = (uint64_t)B * 8;
-  m.raw_size = ix->offset + ix->nbytes;
+  uint32_t B = job->count;
+  batch_layout L;
+  wbuf_init(&job->frame);
+  if (choose_samples(job, w, B) < 0) goto done;
+  layout(s, B, dataset_has_text(s->ds) ? batch_text_len(s, w->sel, B) : 1, &L);
+  msg_batch *m = &L.m;
+  m->epoch = job->epoch;
+  m->index = job->index;
+  m->seq = job->seq;
+  m->codec = (uint8_t)o->codec;
+  size_t scratch = dataset_has_text(s->ds) ? s->ds->vectors.dim : s->ds->kind == DATASET_NPY ? s->ds->features.row_floats : 0;
+  if (scratch && grow(&w->f32, &w->f32_cap, scratch * sizeof *w->f32) < 0) {
+    job->rc = BFEED_ENOMEM;
+    snprintf(job->err, sizeof job->err, "out of memory");
+    goto done;
+  }
 
   /* The whole frame is sized up front, so the pooled buffer never grows. */
-  size_t need = FRAME_HEADER_SIZE + 64 + m.ntensors * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) +
-                (o->codec == BFEED_CODEC_NONE ? m.raw_size : ZSTD_compressBound(m.raw_size));
-  wbuf_init(&job->frame);
+  size_t need = frame_overhead(m) + (o->codec == BFEED_CODEC_NONE ? m->raw_size : ZSTD_compressBound(m->raw_size));
   job->frame.data = batch_pool_get(job->pool, need, &job->frame.cap);
   job->frame.failed = job->frame.data == NULL;
   size_t at = msg_begin(&job->frame);
-  msg_batch_encode_head(&job->frame, &m);
+  msg_batch_encode_head(&job->frame, m);
   /* Uncompressed, the tensors are built in place in the frame; for zstd
    * they are built in the worker's buffer and compressed into the frame. */
   uint8_t *raw;
   if (o->codec == BFEED_CODEC_NONE) {
-    raw = wbuf_grow(&job->frame, m.raw_size);
+    raw = wbuf_grow(&job->frame, m->raw_size);
   } else {
-    raw = grow(&w->raw, &w->raw_cap, m.raw_size) == 0 ? w->raw : NULL;
+    raw = grow(&w->raw, &w->raw_cap, m->raw_size) == 0 ? w->raw : NULL;
   }
-  if (!raw || grow(&w->rgb, &w->rgb_cap, (size_t)S * S * 3) < 0) {
+  if (!raw) {
     job->rc = BFEED_ENOMEM;
     snprintf(job->err, sizeof job->err, "out of memory building a %llu-byte batch",
-             (unsigned long long)m.raw_size);
+             (unsigned long long)m->raw_size);
     goto done;
   }
-  /* Zero the padding between tensors so a batch is byte-identical wherever
-   * it is made; the tensors themselves are fully written below. */
-  memset(raw + img->nbytes, 0, lab->offset - img->nbytes);
-  memset(raw + lab->offset + lab->nbytes, 0, ix->offset - lab->offset - lab->nbytes);
-  for (uint32_t i = 0; i < B; i++) {
-    int64_t idx = load_one(job, w, job->first + i);
-    if (idx < 0) {
-      job->rc = BFEED_EDATASET;
-      snprintf(job->err, sizeof job->err, "dataset %s: no sample of epoch %llu could be decoded",
-               s->ds->name, (unsigned long long)job->epoch);
-      goto done;
-    }
-    put_image(s, w->rgb, raw, i);
-    wire_put32(raw + lab->offset + 4 * i, (uint32_t)s->ds->labels[idx]);
-    wire_put64(raw + ix->offset + 8 * i, (uint64_t)idx);
-  }
+  fill(s, w, &L, B, raw);
   if (o->codec == BFEED_CODEC_ZSTD) {
     if (!w->zc && !(w->zc = ZSTD_createCCtx())) {
       job->rc = BFEED_ENOMEM;
       snprintf(job->err, sizeof job->err, "out of memory for a zstd context");
       goto done;
     }
-    size_t bound = ZSTD_compressBound(m.raw_size);
+    size_t bound = ZSTD_compressBound(m->raw_size);
     uint8_t *dst = wbuf_reserve(&job->frame, bound);
-    size_t n = dst ? ZSTD_compressCCtx(w->zc, dst, bound, raw, m.raw_size, o->codec_level) : 0;
+    size_t n = dst ? ZSTD_compressCCtx(w->zc, dst, bound, raw, m->raw_size, o->codec_level) : 0;
     if (!dst || ZSTD_isError(n)) {
       job->rc = BFEED_ECODEC;
       snprintf(job->err, sizeof job->err, "zstd compression failed: %s",
@@ -277,8 +388,8 @@ void batch_build(batch_job *job, batch_worker *w) {
   }
   job->rc = msg_finish(&job->frame, at, FRAME_BATCH, s->stream_id);
   if (job->rc < 0) snprintf(job->err, sizeof job->err, "batch frame too large or out of memory");
+  job->raw_bytes = m->raw_size;
 done:
-  job->raw_bytes = m.raw_size;
   job->busy_ns = now_ns() - t0;
 }
 
@@ -287,6 +398,8 @@ void batch_worker_free(batch_worker *w) {
   free(w->file);
   free(w->rgb);
   free(w->raw);
+  free(w->sel);
+  free(w->f32);
   ZSTD_freeCCtx(w->zc);
   memset(w, 0, sizeof *w);
 }

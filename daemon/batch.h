@@ -3,13 +3,17 @@
  *
  * A batch is fully determined by its spec (dataset, stream options), its
  * epoch order and its index. batch_build() runs on a worker thread: it
- * reads, decodes and transforms each sample, normalises and casts to bf16
- * through a lookup table, lays out the tensors, compresses, and leaves a
- * complete BATCH frame in job->frame for the event loop to write.
+ * chooses the batch's samples (reading, decoding and transforming images),
+ * lays out the tensors the dataset's kind serves, fills them -- images
+ * normalised and cast to bf16 through a lookup table, word vectors copied
+ * from the bf16 table (or averaged), features cast from float32 --
+ * compresses, and leaves a complete BATCH frame in job->frame for the event
+ * loop to write.
  *
- * A sample whose file cannot be read or decoded is replaced by the next
- * valid sample in the epoch's order (wrapping), so batches keep their fixed
- * size and stay reproducible; each replacement is counted in job->skipped.
+ * A sample whose image file cannot be read or decoded is replaced by the
+ * next valid sample in the epoch's order (wrapping), so batches keep their
+ * fixed size and stay reproducible; each replacement is counted in
+ * job->skipped.
  */
 #ifndef BFEED_BATCH_H
 #define BFEED_BATCH_H
@@ -36,11 +40,19 @@ typedef struct epoch_order {
 /* Samples per epoch in shard (index, count): floor(n / count), so that all
  * shards are equally long, as synchronous data-parallel training needs. */
 uint64_t epoch_shard_size(uint64_t nsamples, uint32_t shard_count);
+struct batch_spec;
 /* Position p of the shard is position p * count + index of the epoch's
- * (shuffled or dataset) order. NULL when out of memory. */
-epoch_order *epoch_order_make(uint64_t nsamples, const bfeed_stream_opts *o, int shuffle, uint64_t epoch);
+ * (shuffled or dataset) order. With length bucketing (text, opts.bucket =
+ * K) each run of K batches' positions is then sorted by sample length and,
+ * when shuffling, its whole batches are permuted (batch_bucket). NULL when
+ * out of memory. */
+epoch_order *epoch_order_make(const struct batch_spec *s, int shuffle, uint64_t epoch);
 epoch_order *epoch_order_ref(epoch_order *e);
 void epoch_order_unref(epoch_order *e);
+
+/* The random stream that permutes bucketed batches: Philox keyed by the
+ * seed, this domain (distinct from rng.h's), the epoch and the bucket. */
+#define BATCH_RNG_DOMAIN_BUCKET 3u
 
 /* Frame buffers for reuse. A batch frame is tens of megabytes; allocating
  * it fresh for every batch costs more in page faults (the kernel zeroing new
@@ -68,6 +80,7 @@ typedef struct batch_spec {
   bfeed_stream_opts opts;
   sample_params sample;
   uint16_t lut[3][256]; /* bf16 of (v/255 - mean[c]) / std[c], float32 math as torchvision */
+  uint32_t max_len;     /* text: tokens served per sample (opts, else the dataset's); 0 = all */
   uint32_t stream_id;
   const logger *log;
   batch_pool *pool;
@@ -75,6 +88,15 @@ typedef struct batch_spec {
 
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
                      const logger *log, batch_pool *pool);
+/* Whether o suits ds (after msg_opts_check): text options only on text
+ * kinds, fixed_len with a length, and the largest batch the stream can
+ * produce within the frame limit. 0, or BFEED_EINVAL with the reason. */
+int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen);
+/* Tokens served for sample i (text kinds): its length, capped. */
+static inline uint32_t batch_sample_len(const batch_spec *s, uint32_t i) {
+  uint32_t n = textset_len(&s->ds->text, i);
+  return s->max_len && n > s->max_len ? s->max_len : n;
+}
 
 typedef struct batch_job {
   /* input */
@@ -97,8 +119,12 @@ typedef struct batch_job {
 /* Per-thread working memory, reused across batches. Zero-initialise. */
 typedef struct batch_worker {
   sample_scratch scratch;
-  uint8_t *file, *rgb, *raw;
+  uint8_t *file, *rgb, *raw; /* rgb: one image per sample of the batch */
   size_t file_cap, rgb_cap, raw_cap;
+  uint32_t *sel;             /* the batch's dataset indices */
+  size_t sel_cap;
+  float *f32;                /* pooling sums, unaligned feature rows */
+  size_t f32_cap;
   ZSTD_CCtx *zc;
 } batch_worker;
 void batch_worker_free(batch_worker *w);

@@ -1,128 +1,103 @@
-/* dataset.c -- ImageFolder scanning and file reading. */
+/* dataset.c -- dataset kinds, settings, ImageFolder and .npy loading, image file reading. */
 #include "dataset.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* A growable list of strings. */
-typedef struct strlist {
-  char **v;
-  size_t n, cap;
-} strlist;
+#include "dataset_impl.h"
+#include "folder.h"
 
-static int strlist_push(strlist *l, char *s) {
-  if (!s) return -1;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 64;
-    char **v = realloc(l->v, cap * sizeof *v);
-    if (!v) {
-      free(s);
+static const char *const kind_names[] = {"image", "text", "npy", "manifest"};
+
+const char *dataset_kind_name(dataset_kind k) {
+  return (unsigned)k < sizeof kind_names / sizeof kind_names[0] ? kind_names[k] : "unknown";
+}
+
+/* ------------------------------------------------------------------ */
+/* Settings                                                            */
+
+const dataset_kv *dataset_key(const dataset_keys *k, const char *key) {
+  for (size_t i = 0; i < k->nkv; i++)
+    if (strcmp(k->kv[i].key, key) == 0) return &k->kv[i];
+  return NULL;
+}
+
+int dataset_key_fail(const dataset_kv *kv, const char *name, char *err, size_t errlen, const char *fmt, ...) {
+  int n = snprintf(err, errlen, "%s: dataset %s: %s=%s: ", kv->where, name, kv->key, kv->value);
+  va_list ap;
+  va_start(ap, fmt);
+  if (n >= 0 && (size_t)n < errlen) vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+int dataset_keys_check(const dataset_keys *k, const char *const *allowed, char *err, size_t errlen) {
+  for (size_t i = 0; i < k->nkv; i++) {
+    const char *key = k->kv[i].key;
+    int ok = strcmp(key, "kind") == 0 || strcmp(key, "path") == 0;
+    for (int a = 0; !ok && allowed[a]; a++) ok = strcmp(key, allowed[a]) == 0;
+    if (!ok) {
+      int n = snprintf(err, errlen, "%s: dataset %s: unknown key '%s' for kind %s (known:", k->kv[i].where, k->name,
+                       key, k->kind);
+      for (int a = 0; allowed[a] && n >= 0 && (size_t)n < errlen; a++)
+        n += snprintf(err + n, errlen - (size_t)n, " %s", allowed[a]);
+      if (n >= 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, "%s)", allowed[0] ? "" : " none");
       return -1;
     }
-    l->v = v;
-    l->cap = cap;
   }
-  l->v[l->n++] = s;
   return 0;
 }
 
-static void strlist_free(strlist *l) {
-  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
-  free(l->v);
-  memset(l, 0, sizeof *l);
-}
-
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int is_jpeg_name(const char *name) {
-  const char *dot = strrchr(name, '.');
-  return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0);
-}
-
-static char *join(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b);
-  char *s = malloc(la + lb + 2);
-  if (!s) return NULL;
-  memcpy(s, a, la);
-  s[la] = '/';
-  memcpy(s + la + 1, b, lb + 1);
-  return s;
-}
-
-/* Entries of dir (no dot files), sorted, split into sub-folders and JPEGs.
- * Symlinks are followed, as torchvision does. */
-static int list_dir(const char *dir, strlist *dirs, strlist *files, char *err, size_t errlen) {
-  DIR *d = opendir(dir);
-  if (!d) {
-    snprintf(err, errlen, "cannot open folder %s: %s", dir, strerror(errno));
-    return -1;
+int dataset_key_bool(const dataset_keys *k, const char *key, int def, int *out, char *err, size_t errlen) {
+  static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off"};
+  const dataset_kv *kv = dataset_key(k, key);
+  *out = def;
+  if (!kv) return 0;
+  for (int i = 0; i < 4; i++) {
+    if (strcmp(kv->value, yes[i]) == 0) return *out = 1, 0;
+    if (strcmp(kv->value, no[i]) == 0) return *out = 0, 0;
   }
-  struct dirent *e;
-  int rc = 0;
-  while (rc == 0 && (e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    char *path = join(dir, e->d_name);
-    struct stat st;
-    if (!path) rc = -1;
-    else if (stat(path, &st) != 0) free(path); /* dangling link: not a sample */
-    else if (S_ISDIR(st.st_mode) && dirs) rc = strlist_push(dirs, path);
-    else if (S_ISREG(st.st_mode) && files && is_jpeg_name(e->d_name)) rc = strlist_push(files, path);
-    else free(path);
-  }
-  closedir(d);
-  if (rc < 0) {
-    snprintf(err, errlen, "out of memory listing %s", dir);
-    return -1;
-  }
-  if (dirs) qsort(dirs->v, dirs->n, sizeof *dirs->v, cmp_str);
-  if (files) qsort(files->v, files->n, sizeof *files->v, cmp_str);
+  return dataset_key_fail(kv, k->name, err, errlen, "expected 1/0, true/false, yes/no or on/off");
+}
+
+int dataset_key_u64(const dataset_keys *k, const char *key, uint64_t lo, uint64_t hi, uint64_t def, uint64_t *out,
+                    char *err, size_t errlen) {
+  const dataset_kv *kv = dataset_key(k, key);
+  *out = def;
+  if (!kv) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(kv->value, &end, 10);
+  if (!kv->value[0] || *end || errno || kv->value[0] == '-' || v < lo || v > hi)
+    return dataset_key_fail(kv, k->name, err, errlen, "expected a whole number from %llu to %llu",
+                            (unsigned long long)lo, (unsigned long long)hi);
+  *out = v;
   return 0;
 }
 
-/* All JPEGs below dir, depth first in sorted order (like sorted(os.walk)). */
-static int walk(const char *dir, strlist *out, int depth, char *err, size_t errlen) {
-  strlist dirs = {0}, files = {0};
-  if (depth > 32) {
-    snprintf(err, errlen, "folder %s nests too deep (symlink loop?)", dir);
-    return -1;
-  }
-  if (list_dir(dir, &dirs, &files, err, errlen) < 0) return -1;
-  int rc = 0;
-  for (size_t i = 0; i < files.n && rc == 0; i++) {
-    rc = strlist_push(out, files.v[i]);
-    files.v[i] = NULL;
-  }
-  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = walk(dirs.v[i], out, depth + 1, err, errlen);
-  strlist_free(&dirs);
-  strlist_free(&files);
-  return rc;
-}
+/* ------------------------------------------------------------------ */
+/* image: an ImageFolder                                               */
 
-static void dataset_free(dataset *d);
+static const char *const jpeg_exts[] = {".jpg", ".jpeg", NULL};
 
-/* The ImageFolder below root. */
-static int load_image_folder(dataset *d, const char *name, const char *root, char *err, size_t errlen) {
+static int load_image_folder(dataset *d, const char *root, char *err, size_t errlen) {
   strlist classes = {0}, files = {0};
-  err[0] = 0;
-  if (list_dir(root, &classes, NULL, err, errlen) < 0) goto fail;
+  int rc = -1;
+  if (folder_list(root, &classes, NULL, jpeg_exts, err, errlen) < 0) goto done;
   if (classes.n == 0) {
-    snprintf(err, errlen, "dataset %s: folder %s has no class sub-folders", name, root);
-    goto fail;
+    snprintf(err, errlen, "dataset %s: folder %s has no class sub-folders", d->name, root);
+    goto done;
   }
-  d->labels = NULL;
   size_t cap = 0;
   for (size_t c = 0; c < classes.n; c++) {
     size_t before = files.n;
-    if (walk(classes.v[c], &files, 0, err, errlen) < 0) goto fail;
+    if (folder_walk(classes.v[c], &files, jpeg_exts, err, errlen) < 0) goto done;
     if (files.n > cap) {
       cap = files.cap;
       int32_t *l = realloc(d->labels, cap * sizeof *l);
@@ -132,18 +107,16 @@ static int load_image_folder(dataset *d, const char *name, const char *root, cha
     for (size_t i = before; i < files.n; i++) d->labels[i] = (int32_t)c;
   }
   if (files.n == 0) {
-    snprintf(err, errlen, "dataset %s: no .jpg/.jpeg files below %s", name, root);
-    goto fail;
+    snprintf(err, errlen, "dataset %s: no .jpg/.jpeg files below %s", d->name, root);
+    goto done;
   }
   if (files.n > UINT32_MAX) {
-    snprintf(err, errlen, "dataset %s: %zu files, more than the %u supported", name, files.n, UINT32_MAX);
-    goto fail;
+    snprintf(err, errlen, "dataset %s: %zu files, more than the %u supported", d->name, files.n, UINT32_MAX);
+    goto done;
   }
-  d->name = strdup(name);
-  d->root = strdup(root);
   d->bad = calloc(files.n, 1);
   d->classes = calloc(classes.n, sizeof *d->classes);
-  if (!d->name || !d->root || !d->bad || !d->classes) goto oom;
+  if (!d->bad || !d->classes) goto oom;
   for (size_t c = 0; c < classes.n; c++) {
     const char *slash = strrchr(classes.v[c], '/');
     if (!(d->classes[c] = strdup(slash ? slash + 1 : classes.v[c]))) goto oom;
@@ -151,41 +124,71 @@ static int load_image_folder(dataset *d, const char *name, const char *root, cha
   }
   d->paths = files.v;
   d->nsamples = files.n;
-  strlist_free(&classes);
-  return 0;
+  files.v = NULL;
+  files.n = 0;
+  rc = 0;
+  goto done;
 oom:
-  snprintf(err, errlen, "dataset %s: out of memory", name);
-fail:
+  snprintf(err, errlen, "dataset %s: out of memory", d->name);
+done:
   strlist_free(&classes);
   strlist_free(&files);
-  dataset_free(d);
-  return -1;
+  return rc;
 }
 
+/* ------------------------------------------------------------------ */
+/* npy: features [N, D] or [N, T, D], labels [N]                        */
+
+static int load_npy(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
+  static const char *const keys[] = {"labels", NULL};
+  if (dataset_keys_check(k, keys, err, errlen) < 0) return -1;
+  if (npysrc_open_features(&d->features, d->root, err, errlen) < 0) return -1;
+  d->nsamples = (size_t)d->features.nrows;
+  const dataset_kv *labels = dataset_key(k, "labels");
+  if (labels && npysrc_read_labels(labels->value, d->features.nrows, &d->labels, &d->nclasses, err, errlen) < 0)
+    return -1;
+  const npysrc_header *h = &d->features.h;
+  log_info(log, "dataset %s: %llu float32 feature rows of %llu values from %s%s%s", d->name,
+           (unsigned long long)h->shape[0], (unsigned long long)d->features.row_floats, d->root,
+           labels ? ", labels from " : " (no labels)", labels ? labels->value : "");
+  return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
 static void dataset_free(dataset *d) {
-  for (size_t i = 0; i < d->nsamples; i++) free(d->paths[i]);
-  for (size_t c = 0; c < d->nclasses; c++) free(d->classes[c]);
+  if (d->paths)
+    for (size_t i = 0; i < d->nsamples; i++) free(d->paths[i]);
+  if (d->classes)
+    for (size_t c = 0; c < d->nclasses; c++) free(d->classes[c]);
   free(d->paths);
   free(d->classes);
   free(d->labels);
   free(d->bad);
+  wordvec_free(&d->vectors);
+  textset_free(&d->text);
+  npysrc_close(&d->features);
   free(d->name);
   free(d->root);
   free(d);
 }
 
-dataset *dataset_load(const char *name, const dataset_kv *kv, size_t nkv, char *err, size_t errlen) {
-  const char *kind = "image", *path = NULL, *where = "dataset";
-  for (size_t i = 0; i < nkv; i++) {
-    if (strcmp(kv[i].key, "kind") == 0) kind = kv[i].value;
-    else if (strcmp(kv[i].key, "path") == 0) path = kv[i].value, where = kv[i].where;
-    else {
-      snprintf(err, errlen, "%s: dataset %s: unknown key '%s' for kind %s", kv[i].where, name, kv[i].key, kind);
-      return NULL;
-    }
+dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const logger *log, char *err,
+                      size_t errlen) {
+  logger fallback;
+  if (!log) {
+    log_init(&fallback, LOG_INFO);
+    log = &fallback;
   }
-  if (strcmp(kind, "image") != 0) {
-    snprintf(err, errlen, "dataset %s: unknown kind '%s' (expected image)", name, kind);
+  dataset_keys k = {.name = name, .kind = "image", .kv = kv, .nkv = nkv};
+  const dataset_kv *kind = dataset_key(&k, "kind"), *path = dataset_key(&k, "path");
+  if (kind) k.kind = kind->value;
+  int kid = -1;
+  for (int i = 0; i < 4; i++)
+    if (strcmp(k.kind, kind_names[i]) == 0) kid = i;
+  if (kid < 0) {
+    snprintf(err, errlen, "%s: dataset %s: unknown kind '%s' (expected image, text, npy or manifest)",
+             kind ? kind->where : "dataset", name, k.kind);
     return NULL;
   }
   if (!path) {
@@ -193,17 +196,36 @@ dataset *dataset_load(const char *name, const dataset_kv *kv, size_t nkv, char *
     return NULL;
   }
   dataset *d = calloc(1, sizeof *d);
-  if (!d) {
+  if (!d || !(d->name = strdup(name)) || !(d->root = strdup(path->value))) {
     snprintf(err, errlen, "dataset %s: out of memory", name);
+    if (d) dataset_free(d);
     return NULL;
   }
   d->refs = 1;
-  if (load_image_folder(d, name, path, err, errlen) < 0) {
+  d->kind = (dataset_kind)kid;
+  static const char *const no_keys[] = {NULL};
+  int rc;
+  err[0] = 0;
+  switch (d->kind) {
+    case DATASET_IMAGE:
+      rc = dataset_keys_check(&k, no_keys, err, errlen);
+      if (rc == 0) rc = load_image_folder(d, path->value, err, errlen);
+      break;
+    case DATASET_TEXT: rc = dataset_load_text(d, &k, log, err, errlen); break;
+    case DATASET_NPY: rc = load_npy(d, &k, log, err, errlen); break;
+    default: rc = dataset_load_manifest(d, &k, log, err, errlen); break;
+  }
+  if (rc < 0) {
     size_t n = strlen(err);
-    if (n + 1 < errlen) snprintf(err + n, errlen - n, " (%s)", where);
+    if (n + 1 < errlen && !strstr(err, path->where)) snprintf(err + n, errlen - n, " (%s)", path->where);
+    dataset_free(d);
     return NULL;
   }
   return d;
+}
+
+dataset *dataset_load(const char *name, const dataset_kv *kv, size_t nkv, char *err, size_t errlen) {
+  return dataset_open(name, kv, nkv, NULL, err, errlen);
 }
 
 dataset *dataset_ref(dataset *d) {

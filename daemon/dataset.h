@@ -1,19 +1,35 @@
 /*
- * dataset.h -- an image dataset laid out as torchvision's ImageFolder.
+ * dataset.h -- what a stream serves: a dataset of one of four kinds.
  *
- * ROOT/CLASS/FILE.jpg (or deeper below CLASS): one sub-folder per class, labels are the indices of
- * the sorted folder names, samples are ordered by (class, path) so that the
- * sample index means the same thing to bfeedd and to torchvision. Files are
- * listed once, at load; they are read when a batch needs them. A dataset is
- * immutable after dataset_load and shared read-only by all threads, except
+ *   image     ROOT/CLASS/FILE.jpg (or deeper below CLASS), as torchvision's
+ *             ImageFolder: labels are the indices of the sorted folder
+ *             names, samples are ordered by (class, path) so that a sample
+ *             index means the same thing to bfeedd and to torchvision.
+ *             Files are listed at load and read when a batch needs them.
+ *   text      labelled text (fastText lines, TSV, or folders of .txt files,
+ *             text_source.h) over an embedding table (wordvec.h); the text
+ *             is tokenized at load (textset.h), batches copy table rows.
+ *   npy       precomputed float32 features in a .npy file, with optional
+ *             labels in another (npy_source.h), memory-mapped.
+ *   manifest  image + text records from a TSV manifest (manifest.h): both
+ *             modalities in one batch, under one shuffle.
+ *
+ * A dataset is immutable after loading and shared read-only by all threads
+ * (reference counted: the server's table and every stream hold one), except
  * for the `bad` flags, which are atomics (a file found undecodable once is
- * logged at warning level once, then quietly).
+ * logged at warning level once, then quietly). Its embedding table is part
+ * of it: loaded once, freed with the last reference.
  */
 #ifndef BFEED_DATASET_H
 #define BFEED_DATASET_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "log.h"
+#include "npy_source.h"
+#include "textset.h"
+#include "wordvec.h"
 
 /* A dataset as configured: its name and key = value settings (kind, path,
  * and the kind's options), from a [dataset NAME] section or a --dataset
@@ -22,28 +38,55 @@ typedef struct dataset_kv {
   const char *key, *value, *where;
 } dataset_kv;
 
+typedef enum dataset_kind {
+  DATASET_IMAGE = 0,
+  DATASET_TEXT = 1,
+  DATASET_NPY = 2,
+  DATASET_MANIFEST = 3
+} dataset_kind;
+
 typedef struct dataset {
   int refs; /* atomic: held by the server's table and by each stream */
+  dataset_kind kind;
   char *name;
-  char *root;
+  char *root;         /* the path it was loaded from */
   size_t nsamples;
-  char **paths;      /* nsamples absolute paths */
-  int32_t *labels;   /* nsamples class indices */
+  char **paths;       /* image, manifest: nsamples image files; NULL otherwise */
+  int32_t *labels;    /* nsamples class indices; NULL for npy without labels */
   size_t nclasses;
-  char **classes;    /* sorted class folder names */
-  unsigned char *bad; /* nsamples flags, accessed atomically */
+  char **classes;     /* nclasses names, or NULL (npy) */
+  unsigned char *bad; /* image, manifest: nsamples flags, accessed atomically */
+  /* text, manifest */
+  wordvec vectors;
+  textset text;
+  uint32_t max_len;   /* tokens per sample served when a stream does not say (0: all) */
+  /* npy */
+  npysrc features;
 } dataset;
 
-/* Load a dataset from its settings (kind = image, the default: path = an
- * ImageFolder). Fails with a message naming the setting, folder or file:
- * unknown key, missing path, a folder that cannot be read, has no class
- * folders, or holds no JPEG. The result has one reference. */
+static inline int dataset_has_images(const dataset *d) {
+  return d->kind == DATASET_IMAGE || d->kind == DATASET_MANIFEST;
+}
+static inline int dataset_has_text(const dataset *d) {
+  return d->kind == DATASET_TEXT || d->kind == DATASET_MANIFEST;
+}
+/* "image", "text", "npy", "manifest" */
+const char *dataset_kind_name(dataset_kind k);
+
+/* Load a dataset from its settings (kind = image, the default). Fails with
+ * a message naming the setting, folder, file and line: unknown key, missing
+ * path, unreadable or malformed files, no samples. Progress and warnings
+ * (cache rebuilt, duplicate words, out-of-vocabulary share) go to log; NULL
+ * logs to stderr at the default level. The result has one reference. */
+dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const logger *log, char *err,
+                      size_t errlen);
+/* dataset_open with log NULL. */
 dataset *dataset_load(const char *name, const dataset_kv *kv, size_t nkv, char *err, size_t errlen);
 dataset *dataset_ref(dataset *d);
 void dataset_unref(dataset *d);
 
-/* Read sample i's file into *buf (grown as needed, *cap its size). Files
- * larger than DATASET_MAX_FILE are refused. */
+/* Read sample i's image file into *buf (grown as needed, *cap its size).
+ * Files larger than DATASET_MAX_FILE are refused. */
 #define DATASET_MAX_FILE (256u << 20)
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                  size_t errlen);

@@ -44,6 +44,7 @@ stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *
                     batch_pool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, int *code,
                     char *err, size_t errlen) {
   *code = msg_opts_check(o, err, errlen);
+  if (*code == 0) *code = batch_spec_check(ds, o, err, errlen);
   if (*code < 0) return NULL;
   uint64_t n = epoch_shard_size(ds->nsamples, o->shard_count);
   uint64_t bpe = o->keep_partial ? (n + o->batch - 1) / o->batch : n / o->batch;
@@ -90,7 +91,7 @@ stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *
 static epoch_order *order_for(stream *st, uint64_t epoch) {
   for (int i = 0; i < 2; i++)
     if (st->orders[i] && st->orders[i]->epoch == epoch) return epoch_order_ref(st->orders[i]);
-  epoch_order *e = epoch_order_make(st->spec.ds->nsamples, &st->spec.opts, st->shuffle, epoch);
+  epoch_order *e = epoch_order_make(&st->spec, st->shuffle, epoch);
   if (!e) return NULL;
   int slot = !st->orders[0] ? 0 : !st->orders[1] ? 1 : st->orders[0]->epoch < st->orders[1]->epoch ? 0 : 1;
   epoch_order_unref(st->orders[slot]);

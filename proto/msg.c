@@ -29,6 +29,11 @@ enum {
   OPT_SHUFFLE = 17,
   OPT_KEEP_PARTIAL = 18,
   OPT_EPOCHS = 19,
+  /* Text options: a block of their own, from 32. */
+  OPT_POOL = 32,
+  OPT_MAX_LEN = 33,
+  OPT_FIXED_LEN = 34,
+  OPT_BUCKET = 35,
 };
 #define C(tag) ((uint16_t)(TLV_CRITICAL | (tag)))
 
@@ -120,6 +125,10 @@ BFEED_API void bfeed_stream_opts_init(bfeed_stream_opts *o) {
   o->codec_level = 3;
   o->window = 4;
   o->shuffle = BFEED_SHUFFLE_AUTO;
+  o->pool = BFEED_POOL_NONE;
+  o->max_len = 0;
+  o->fixed_len = 0;
+  o->bucket = 0;
 }
 
 void msg_open_encode(wbuf *w, const msg_open *m) {
@@ -143,6 +152,12 @@ void msg_open_encode(wbuf *w, const msg_open *m) {
   tlv_put_u8(w, C(OPT_SHUFFLE), (uint8_t)o->shuffle);
   tlv_put_u8(w, C(OPT_KEEP_PARTIAL), (uint8_t)(o->keep_partial != 0));
   tlv_put_u64(w, C(OPT_EPOCHS), o->epochs);
+  /* The text options are sent only when set, so that a client of this
+   * version still opens image streams on daemons that predate them. */
+  if (o->pool != BFEED_POOL_NONE) tlv_put_u8(w, C(OPT_POOL), (uint8_t)o->pool);
+  if (o->max_len) tlv_put_u32(w, C(OPT_MAX_LEN), o->max_len);
+  if (o->fixed_len) tlv_put_u8(w, C(OPT_FIXED_LEN), 1);
+  if (o->bucket) tlv_put_u32(w, C(OPT_BUCKET), o->bucket);
 }
 
 static int open_item(const tlv_item *it, msg_open *m, int *have_dataset) {
@@ -170,6 +185,10 @@ static int open_item(const tlv_item *it, msg_open *m, int *have_dataset) {
     case OPT_SHUFFLE: rc = tlv_u8(it, &b); o->shuffle = (bfeed_shuffle)b; return rc;
     case OPT_KEEP_PARTIAL: rc = tlv_u8(it, &b); o->keep_partial = b; return rc;
     case OPT_EPOCHS: return tlv_u64(it, &o->epochs);
+    case OPT_POOL: rc = tlv_u8(it, &b); o->pool = (bfeed_pool)b; return rc;
+    case OPT_MAX_LEN: return tlv_u32(it, &o->max_len);
+    case OPT_FIXED_LEN: rc = tlv_u8(it, &b); o->fixed_len = b != 0; return rc;
+    case OPT_BUCKET: return tlv_u32(it, &o->bucket);
     default: return (it->tag & TLV_CRITICAL) ? BFEED_EINVAL : 0;
   }
 }
@@ -223,6 +242,9 @@ int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap) {
     BAD("zstd level %d out of range 1..19", o->codec_level);
   if (o->window < 1 || o->window > 64) BAD("window %u out of range 1..64", o->window);
   if ((unsigned)o->shuffle > BFEED_SHUFFLE_OFF) BAD("unknown shuffle setting %d", (int)o->shuffle);
+  if ((unsigned)o->pool > BFEED_POOL_MEAN) BAD("unknown pooling %d", (int)o->pool);
+  if (o->max_len > MSG_MAX_LEN_LIMIT) BAD("max_len %u out of range 0..%u", o->max_len, MSG_MAX_LEN_LIMIT);
+  if (o->bucket > 65536) BAD("bucket %u out of range 0..65536", o->bucket);
   /* The image tensor must fit one frame. */
   uint64_t image = (uint64_t)o->batch * o->size * o->size * 3 * 2;
   if (image + (uint64_t)o->batch * 12 + 4096 > FRAME_MAX_PAYLOAD)

@@ -1,0 +1,123 @@
+/* batch_text.c -- see batch_text.h */
+#include "batch_text.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bf16.h"
+#include "rng.h"
+
+/* The tables hold bf16 and the files float32 in host order, and tensors
+ * are little-endian: rows are copied as they are. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "text and feature batches assume a little-endian host"
+#endif
+
+uint32_t batch_text_len(const batch_spec *s, const uint32_t *sel, uint32_t B) {
+  if (s->opts.fixed_len) return s->max_len;
+  uint32_t T = 1;
+  for (uint32_t i = 0; i < B; i++) {
+    uint32_t n = batch_sample_len(s, sel[i]);
+    if (n > T) T = n;
+  }
+  return T;
+}
+
+void batch_put_tokens(const batch_spec *s, const uint32_t *sel, uint32_t B, uint32_t T, uint8_t *dst) {
+  const dataset *ds = s->ds;
+  size_t row = (size_t)ds->vectors.dim * 2;
+  for (uint32_t i = 0; i < B; i++, dst += row * T) {
+    uint32_t n = batch_sample_len(s, sel[i]);
+    if (n > T) n = T;
+    const uint32_t *ids = textset_ids(&ds->text, sel[i]);
+    for (uint32_t t = 0; t < n; t++) {
+      if (ids[t] == TEXTSET_ZERO) memset(dst + row * t, 0, row);
+      else memcpy(dst + row * t, wordvec_row(&ds->vectors, ids[t]), row);
+    }
+    memset(dst + row * n, 0, row * (T - n));
+  }
+}
+
+void batch_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, float *acc, uint8_t *dst) {
+  const dataset *ds = s->ds;
+  uint32_t D = ds->vectors.dim;
+  uint16_t *out = (uint16_t *)dst;
+  for (uint32_t i = 0; i < B; i++, out += D) {
+    uint32_t n = batch_sample_len(s, sel[i]);
+    const uint32_t *ids = textset_ids(&ds->text, sel[i]);
+    for (uint32_t d = 0; d < D; d++) acc[d] = 0.0f;
+    for (uint32_t t = 0; t < n; t++) {
+      if (ids[t] == TEXTSET_ZERO) continue; /* adds +0.0 to a sum that started at +0.0 */
+      const uint16_t *v = wordvec_row(&ds->vectors, ids[t]);
+      for (uint32_t d = 0; d < D; d++) acc[d] += bf16_to_f32(v[d]);
+    }
+    if (n == 0) {
+      memset(out, 0, (size_t)D * 2);
+      continue;
+    }
+    float count = (float)n;
+    for (uint32_t d = 0; d < D; d++) out[d] = bf16_from_f32(acc[d] / count);
+  }
+}
+
+void batch_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst) {
+  const npysrc *f = &s->ds->features;
+  size_t nf = (size_t)f->row_floats;
+  uint16_t *out = (uint16_t *)dst;
+  for (uint32_t i = 0; i < B; i++, out += nf) {
+    const uint8_t *row = (const uint8_t *)f->rows + (size_t)sel[i] * nf * 4;
+    if (((uintptr_t)row & 3) == 0) {
+      bf16_from_f32_array(out, (const float *)row, nf);
+    } else {
+      memcpy(tmp, row, nf * 4);
+      bf16_from_f32_array(out, tmp, nf);
+    }
+  }
+}
+
+typedef struct bucket_key {
+  uint32_t len, pos, idx;
+} bucket_key;
+
+static int cmp_key(const void *a, const void *b) {
+  const bucket_key *x = a, *y = b;
+  if (x->len != y->len) return x->len < y->len ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+int batch_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, uint64_t epoch) {
+  uint64_t B = s->opts.batch, run = B * s->opts.bucket;
+  size_t span = run < n ? (size_t)run : n;
+  bucket_key *k = malloc((span ? span : 1) * sizeof *k);
+  uint32_t *order = malloc((span / B + 1) * sizeof *order), *tmp = malloc((span ? span : 1) * sizeof *tmp);
+  if (!k || !order || !tmp) {
+    free(k), free(order), free(tmp);
+    return -1;
+  }
+  uint64_t r = 0;
+  for (uint64_t start = 0; start < n; start += run, r++) {
+    uint32_t len = (uint32_t)(n - start < run ? n - start : run);
+    for (uint32_t p = 0; p < len; p++)
+      k[p] = (bucket_key){batch_sample_len(s, idx[start + p]), p, idx[start + p]};
+    qsort(k, len, sizeof *k, cmp_key);
+    /* Whole batches of the run, permuted (Fisher-Yates); the short batch
+     * at the end of the last run, if any, is not moved. */
+    uint32_t nb = (uint32_t)(len / B);
+    for (uint32_t b = 0; b < nb; b++) order[b] = b;
+    if (shuffle && nb > 1) {
+      rng_t g;
+      rng_init(&g, s->opts.seed, BATCH_RNG_DOMAIN_BUCKET, epoch, r);
+      for (uint32_t b = nb - 1; b > 0; b--) {
+        uint32_t j = (uint32_t)rng_below(&g, (uint64_t)b + 1), t = order[b];
+        order[b] = order[j];
+        order[j] = t;
+      }
+    }
+    for (uint32_t b = 0; b < nb; b++)
+      for (uint64_t q = 0; q < B; q++) tmp[b * B + q] = k[order[b] * B + q].idx;
+    for (uint32_t p = (uint32_t)(nb * B); p < len; p++) tmp[p] = k[p].idx;
+    memcpy(idx + start, tmp, len * sizeof *tmp);
+  }
+  free(k), free(order), free(tmp);
+  return 0;
+}

@@ -1,0 +1,34 @@
+/*
+ * batch_text.h -- the parts of a batch that come from tables rather than
+ * images: word vectors (tokens, pooled), float32 features, and the length
+ * bucketing of an epoch's order. Pure functions of the spec and the chosen
+ * samples, like the rest of batch_build().
+ */
+#ifndef BFEED_BATCH_TEXT_H
+#define BFEED_BATCH_TEXT_H
+
+#include <stdint.h>
+
+#include "batch.h"
+
+/* T of a tokens tensor for samples sel[0..B): max_len with fixed_len,
+ * else the longest sample's served length; at least 1, so the tensor is
+ * never empty. */
+uint32_t batch_text_len(const batch_spec *s, const uint32_t *sel, uint32_t B);
+/* tokens bf16 [B, T, D]: each sample's first rows, then zeros. */
+void batch_put_tokens(const batch_spec *s, const uint32_t *sel, uint32_t B, uint32_t T, uint8_t *dst);
+/* pooled bf16 [B, D]: per sample the float32 mean of its served token
+ * vectors, summed in token order, divided by their count, rounded to bf16
+ * (zeros for an empty sample). acc holds D floats. */
+void batch_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, float *acc, uint8_t *dst);
+/* features bf16 [B, ...]: each sample's float32 row cast to bf16. tmp holds
+ * one row (for rows not aligned to 4 bytes in the mapped file). */
+void batch_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst);
+/* Reorder idx[0..n) (an epoch's shard order) for length bucketing: each
+ * run of opts.bucket batches is sorted by served length (ties by
+ * position), and with shuffle its whole batches are permuted by
+ * Philox(seed, BATCH_RNG_DOMAIN_BUCKET, epoch, run); a short last batch
+ * stays last. -1 when out of memory. */
+int batch_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, uint64_t epoch);
+
+#endif

@@ -1,0 +1,108 @@
+/* folder.c -- see folder.h */
+#include "folder.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#define FOLDER_MAX_DEPTH 32
+
+int strlist_push(strlist *l, char *s) {
+  if (!s) return -1;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    char **v = realloc(l->v, cap * sizeof *v);
+    if (!v) {
+      free(s);
+      return -1;
+    }
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n++] = s;
+  return 0;
+}
+
+void strlist_free(strlist *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int folder_has_ext(const char *name, const char *const *exts) {
+  const char *dot = strrchr(name, '.');
+  if (!dot) return 0;
+  for (int i = 0; exts[i]; i++)
+    if (strcasecmp(dot, exts[i]) == 0) return 1;
+  return 0;
+}
+
+static char *join(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  char *s = malloc(la + lb + 2);
+  if (!s) return NULL;
+  memcpy(s, a, la);
+  s[la] = '/';
+  memcpy(s + la + 1, b, lb + 1);
+  return s;
+}
+
+int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, char *err,
+                size_t errlen) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    snprintf(err, errlen, "cannot open folder %s: %s", dir, strerror(errno));
+    return -1;
+  }
+  struct dirent *e;
+  int rc = 0;
+  while (rc == 0 && (e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    char *path = join(dir, e->d_name);
+    struct stat st;
+    if (!path) rc = -1;
+    else if (stat(path, &st) != 0) free(path); /* dangling link: not a sample */
+    else if (S_ISDIR(st.st_mode) && dirs) rc = strlist_push(dirs, path);
+    else if (S_ISREG(st.st_mode) && files && folder_has_ext(e->d_name, exts)) rc = strlist_push(files, path);
+    else free(path);
+  }
+  closedir(d);
+  if (rc < 0) {
+    snprintf(err, errlen, "out of memory listing %s", dir);
+    return -1;
+  }
+  if (dirs && dirs->n > 1) qsort(dirs->v, dirs->n, sizeof *dirs->v, cmp_str); /* qsort(NULL, 0) is UB */
+  if (files && files->n > 1) qsort(files->v, files->n, sizeof *files->v, cmp_str);
+  return 0;
+}
+
+static int walk(const char *dir, strlist *out, const char *const *exts, int depth, char *err, size_t errlen) {
+  strlist dirs = {0}, files = {0};
+  if (depth > FOLDER_MAX_DEPTH) {
+    snprintf(err, errlen, "folder %s nests too deep (symlink loop?)", dir);
+    return -1;
+  }
+  if (folder_list(dir, &dirs, &files, exts, err, errlen) < 0) return -1;
+  int rc = 0;
+  for (size_t i = 0; i < files.n && rc == 0; i++) {
+    rc = strlist_push(out, files.v[i]);
+    files.v[i] = NULL;
+  }
+  if (rc < 0) snprintf(err, errlen, "out of memory listing %s", dir);
+  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = walk(dirs.v[i], out, exts, depth + 1, err, errlen);
+  strlist_free(&dirs);
+  strlist_free(&files);
+  return rc;
+}
+
+int folder_walk(const char *dir, strlist *out, const char *const *exts, char *err, size_t errlen) {
+  return walk(dir, out, exts, 0, err, errlen);
+}

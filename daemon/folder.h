@@ -1,0 +1,34 @@
+/*
+ * folder.h -- listing the files of ImageFolder-like trees.
+ *
+ * ROOT/CLASS/.../FILE: class folders sorted by name, files below each
+ * found depth first in sorted order (as sorted(os.walk) would), dot files
+ * skipped, symlinks followed (as torchvision does) with a depth limit
+ * against loops. Used for JPEG folders and for folders of .txt files.
+ */
+#ifndef BFEED_FOLDER_H
+#define BFEED_FOLDER_H
+
+#include <stddef.h>
+
+/* A growable list of malloc'd strings. */
+typedef struct strlist {
+  char **v;
+  size_t n, cap;
+} strlist;
+
+/* Append s (taking it); -1 and s freed when out of memory or s is NULL. */
+int strlist_push(strlist *l, char *s);
+void strlist_free(strlist *l);
+
+/* 1 if name ends in one of exts (a NULL-terminated list such as
+ * {".jpg", ".jpeg", NULL}), ignoring case. */
+int folder_has_ext(const char *name, const char *const *exts);
+/* The entries of dir, sorted: sub-folders into dirs and files with one of
+ * exts into files (either list may be NULL to skip that kind). */
+int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, char *err,
+                size_t errlen);
+/* Every file with one of exts below dir, depth first in sorted order. */
+int folder_walk(const char *dir, strlist *out, const char *const *exts, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,55 @@
+/* manifest.c -- see manifest.h */
+#include "manifest.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "mapfile.h"
+#include "text_source.h"
+
+static int blank(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != ' ' && (p[i] < '\t' || p[i] > '\r')) return 0;
+  return 1;
+}
+
+static int record(manifest_record *r, const char *p, size_t n, char *err, size_t errlen) {
+  const char *t1 = memchr(p, '\t', n);
+  const char *t2 = t1 ? memchr(t1 + 1, '\t', n - (size_t)(t1 + 1 - p)) : NULL;
+  if (!t2)
+    return snprintf(err, errlen, "%s:%llu: expected image_path<TAB>label<TAB>text", r->file,
+                    (unsigned long long)r->line), -1;
+  r->image = p;
+  r->image_len = (size_t)(t1 - p);
+  r->label = t1 + 1;
+  r->label_len = (size_t)(t2 - t1 - 1);
+  r->text = t2 + 1;
+  r->text_len = n - (size_t)(t2 + 1 - p);
+  if (r->image_len == 0 || memchr(r->image, 0, r->image_len))
+    return snprintf(err, errlen, "%s:%llu: the image path is empty or holds a NUL byte", r->file,
+                    (unsigned long long)r->line), -1;
+  return text_source_check_label(r->label, r->label_len, r->file, r->line, err, errlen);
+}
+
+int manifest_parse(const char *data, size_t size, const char *name, manifest_fn fn, void *ctx, char *err,
+                   size_t errlen) {
+  const char *p = data, *end = data + size;
+  manifest_record r = {.file = name};
+  while (p < end) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
+    size_t n = (size_t)(le - p);
+    if (n > 0 && p[n - 1] == '\r') n--;
+    r.line++;
+    if (!blank(p, n) && (record(&r, p, n, err, errlen) < 0 || fn(ctx, &r, err, errlen) < 0)) return -1;
+    p = le + (nl != NULL);
+  }
+  return 0;
+}
+
+int manifest_read(const char *path, manifest_fn fn, void *ctx, char *err, size_t errlen) {
+  mapfile m;
+  if (mapfile_open(&m, path, UINT64_MAX, err, errlen) < 0) return -1;
+  int rc = manifest_parse((const char *)m.data, m.size, path, fn, ctx, err, errlen);
+  mapfile_close(&m);
+  return rc;
+}

@@ -1,0 +1,49 @@
+/*
+ * npy_source.h -- precomputed features in NumPy .npy files, memory-mapped.
+ *
+ * Features: little-endian float32 ('<f4'), C order, shape [N, D] or
+ * [N, T, D]. Labels (optional): '<i4' or '<i8', shape [N], values in
+ * 0..2^31-1. Anything else -- other dtypes, big-endian, Fortran order,
+ * other ranks, a file whose size disagrees with its header -- is refused
+ * with a message naming the file and what was found. Versions 1.0, 2.0
+ * and 3.0 of the format are read.
+ */
+#ifndef BFEED_NPY_SOURCE_H
+#define BFEED_NPY_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mapfile.h"
+
+#define NPYSRC_MAX_DIMS 3
+
+typedef struct npysrc_header {
+  char descr[8];        /* "<f4", "<i4", "<i8" */
+  int fortran_order;
+  int ndim;
+  uint64_t shape[NPYSRC_MAX_DIMS];
+  size_t data_offset;   /* where the array data starts */
+  uint64_t data_bytes;  /* product of the shape x item size */
+} npysrc_header;
+
+/* Parse and check the header of a whole .npy file p[0..n) (the data must
+ * be exactly as long as the header says). Accepts any descr and rank up to
+ * NPYSRC_MAX_DIMS; the callers decide what they serve. 0, or -1 with a
+ * message naming `name` and the byte offset of the problem. */
+int npysrc_parse_header(const uint8_t *p, size_t n, const char *name, npysrc_header *h, char *err, size_t errlen);
+
+typedef struct npysrc {
+  mapfile file;
+  npysrc_header h;
+  const float *rows;  /* N rows of row_floats; may be unaligned: read with memcpy */
+  uint64_t nrows, row_floats;
+} npysrc;
+
+/* Map a features file and check it ('<f4', 2 or 3 dimensions). */
+int npysrc_open_features(npysrc *s, const char *path, char *err, size_t errlen);
+/* Read a labels file ('<i4' or '<i8', [n]) into a new int32 array. */
+int npysrc_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *nclasses, char *err, size_t errlen);
+void npysrc_close(npysrc *s);
+
+#endif

@@ -1,0 +1,39 @@
+/*
+ * tokenize.h -- how text becomes words, for the text datasets.
+ *
+ * The rule, documented in PROTOCOL.md and reimplemented by the tests'
+ * Python oracle:
+ *
+ *  - tokens are separated by ASCII whitespace (space, \t, \n, \v, \f, \r);
+ *    other bytes, UTF-8 included, belong to tokens;
+ *  - with split_punct, each ASCII punctuation character
+ *    !"#$%&'()*+,-./:;<=>?@[\]^_`{|}~ is a token of its own ("don't." is
+ *    don ' t .), as GloVe's and word2vec's vocabularies list them;
+ *  - with lowercase, A-Z and the capitals of Latin-1 (U+00C0..U+00DE but
+ *    U+00D7), Greek (U+0391..U+03A9) and Cyrillic (U+0400..U+042F) become
+ *    their small letters; every other byte is kept. Such a mapping keeps a
+ *    token's byte length, so it is done in place of a copy.
+ */
+#ifndef BFEED_TOKENIZE_H
+#define BFEED_TOKENIZE_H
+
+#include <stddef.h>
+
+typedef struct tok_opts {
+  int lowercase;
+  int split_punct;
+} tok_opts;
+
+typedef struct tok_iter {
+  const char *p, *end;
+  tok_opts o;
+} tok_iter;
+
+void tok_init(tok_iter *it, const char *text, size_t len, const tok_opts *o);
+/* The next token as [*tok, *tok + *len) of the text (not lowercased):
+ * 1, or 0 at the end. */
+int tok_next(tok_iter *it, const char **tok, size_t *len);
+/* dst[0..len) = src[0..len) lowercased by the rule above. */
+void tok_lower(char *dst, const char *src, size_t len);
+
+#endif

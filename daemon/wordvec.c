@@ -1,0 +1,149 @@
+/* wordvec.c -- lookup, loading and the cache decision (see wordvec.h). */
+#include "wordvec.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "mapfile.h"
+
+uint64_t wordvec_hash(const char *word, size_t len) { return XXH3_64bits(word, len); }
+
+uint32_t wordvec_probe(const uint32_t *slots, uint32_t nslots, const uint64_t *word_off, const char *words,
+                       const char *word, size_t len, uint32_t *free_slot) {
+  uint32_t mask = nslots - 1, s = (uint32_t)wordvec_hash(word, len) & mask;
+  /* nslots exceeds the number of words, so an empty slot ends every probe. */
+  for (;; s = (s + 1) & mask) {
+    uint32_t v = slots[s];
+    if (v == 0) {
+      if (free_slot) *free_slot = s;
+      return WORDVEC_NONE;
+    }
+    uint64_t a = word_off[v - 1], b = word_off[v];
+    if (b - a == len && memcmp(words + a, word, len) == 0) return v - 1;
+  }
+}
+
+uint32_t wordvec_find(const wordvec *w, const char *word, size_t len) {
+  if (len == 0 || len > w->max_word_len) return WORDVEC_NONE;
+  return wordvec_probe(w->slots, w->nslots, w->word_off, w->words, word, len, NULL);
+}
+
+const char *wordvec_format_name(wordvec_format f) {
+  switch (f) {
+    case WORDVEC_W2V_BINARY: return "word2vec binary";
+    case WORDVEC_W2V_TEXT: return "word2vec text";
+    case WORDVEC_GLOVE: return "GloVe text";
+  }
+  return "unknown";
+}
+
+uint64_t wordvec_table_bytes(const wordvec *w) { return (uint64_t)w->nwords * w->dim * 2; }
+
+void wordvec_free(wordvec *w) {
+  if (w->map) munmap(w->map, w->map_size);
+  for (int i = 0; i < 4; i++) free(w->own[i]);
+  memset(w, 0, sizeof *w);
+}
+
+int wordvec_cache_path(const char *path, const char *cache_dir, char *out, size_t cap) {
+  int n;
+  if (!cache_dir) {
+    n = snprintf(out, cap, "%s.bfwv", path);
+  } else {
+    char abs[PATH_MAX];
+    if (!realpath(path, abs)) return -1;
+    const char *base = strrchr(abs, '/');
+    base = base ? base + 1 : abs;
+    n = snprintf(out, cap, "%s/%s.%016llx.bfwv", cache_dir, base,
+                 (unsigned long long)XXH3_64bits(abs, strlen(abs)));
+  }
+  return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void source_of(const struct stat *st, wordvec_source *src) {
+  src->size = (uint64_t)st->st_size;
+  src->mtime_s = (int64_t)st->st_mtim.tv_sec;
+  src->mtime_ns = (int64_t)st->st_mtim.tv_nsec;
+}
+
+/* Parse the source; with a cache wanted, write it and serve from its
+ * mapping, so that every user of that file shares one copy. */
+static int load_source(const char *path, const wordvec_opts *o, uint64_t max_bytes, wordvec *out,
+                       wordvec_report *rep, char *err, size_t errlen) {
+  mapfile mf;
+  if (mapfile_open(&mf, path, UINT64_MAX, err, errlen) < 0) return -1;
+  if (mf.data) madvise((void *)mf.data, mf.size, MADV_SEQUENTIAL);
+  wordvec_source src;
+  source_of(&mf.st, &src);
+  int rc = wordvec_parse(mf.data, mf.size, path, max_bytes, out, err, errlen);
+  mapfile_close(&mf);
+  if (rc < 0 || !o->cache) return rc;
+  char why[512];
+  wordvec mapped;
+  if (wordvec_cache_write(out, &src, rep->cache_path, why, sizeof why) < 0) {
+    rep->cache = WORDVEC_CACHE_FAILED;
+    snprintf(rep->note, sizeof rep->note, "%s", why);
+    return 0;
+  }
+  rc = wordvec_cache_map(rep->cache_path, &src, &mapped, why, sizeof why);
+  if (rc == 1) {
+    wordvec_free(out);
+    *out = mapped;
+    rep->cache = WORDVEC_CACHE_WRITTEN;
+  } else {
+    rep->cache = WORDVEC_CACHE_FAILED;
+    snprintf(rep->note, sizeof rep->note, "the cache just written does not map: %s", why);
+  }
+  return 0;
+}
+
+int wordvec_load(const char *path, const wordvec_opts *o, wordvec *out, wordvec_report *rep, char *err,
+                 size_t errlen) {
+  double t0 = now_s();
+  uint64_t max_bytes = o->max_bytes ? o->max_bytes : WORDVEC_DEFAULT_MAX_BYTES;
+  memset(out, 0, sizeof *out);
+  memset(rep, 0, sizeof *rep);
+  if (o->cache) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+      snprintf(err, errlen, "%s: %s", path, strerror(errno));
+      return -1;
+    }
+    wordvec_source src;
+    source_of(&st, &src);
+    if (wordvec_cache_path(path, o->cache_dir, rep->cache_path, sizeof rep->cache_path) < 0) {
+      snprintf(err, errlen, "%s: cannot name its cache file (path too long or unresolvable)", path);
+      return -1;
+    }
+    int hit = wordvec_cache_map(rep->cache_path, &src, out, rep->note, sizeof rep->note);
+    if (hit < 0) {
+      snprintf(err, errlen, "%s: %s", rep->cache_path, rep->note);
+      return -1;
+    }
+    if (hit == 1) {
+      rep->cache = WORDVEC_CACHE_HIT;
+      rep->seconds = now_s() - t0;
+      return 0;
+    }
+  }
+  char note[sizeof rep->note];
+  memcpy(note, rep->note, sizeof note);
+  int rc = load_source(path, o, max_bytes, out, rep, err, errlen);
+  /* Keep why the old cache was not used when the new one was written. */
+  if (rc == 0 && rep->cache == WORDVEC_CACHE_WRITTEN) memcpy(rep->note, note, sizeof note);
+  rep->seconds = now_s() - t0;
+  return rc;
+}
