@@ -1,13 +1,13 @@
 /* metrics.c -- see metrics.h; also the histogram helpers of stats.h. */
 #include "metrics.h"
 
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "addr.h"
+#include "net.h"
 #include "stats.h"
 #include "stream.h"
 
@@ -257,35 +257,22 @@ int metrics_start(metrics **out, server *s, const char *addr, char *err, size_t 
   *out = NULL;
   if (addr_parse(addr, &a, err, errlen) < 0) return UV_EINVAL;
   if (a.kind != ADDR_TCP) return snprintf(err, errlen, "metrics_listen %s: expected HOST:PORT", addr), UV_EINVAL;
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
-  char port[8];
-  snprintf(port, sizeof port, "%u", a.port);
-  int grc = getaddrinfo(a.host, port, &hints, &res);
-  if (grc != 0) return snprintf(err, errlen, "metrics_listen %s: %s", addr, gai_strerror(grc)), UV_EINVAL;
   metrics *m = calloc(1, sizeof *m);
-  if (!m) {
-    freeaddrinfo(res);
-    return snprintf(err, errlen, "out of memory"), UV_ENOMEM;
-  }
+  if (!m) return snprintf(err, errlen, "out of memory"), UV_ENOMEM;
   m->s = s;
-  uv_tcp_init(s->loop, &m->tcp);
+  char what[300], name[300];
+  int inited;
+  snprintf(what, sizeof what, "metrics_listen %s", addr);
+  int rc = net_tcp_bind(s->loop, &m->tcp, a.host, a.port, what, name, sizeof name, &inited, err, errlen);
   m->tcp.data = m;
-  int rc = uv_tcp_bind(&m->tcp, res->ai_addr, 0);
-  freeaddrinfo(res);
-  if (rc == 0) rc = uv_listen((uv_stream_t *)&m->tcp, 16, on_http_connection);
-  if (rc < 0) {
+  if (rc == 0 && (rc = uv_listen((uv_stream_t *)&m->tcp, 16, on_http_connection)) < 0)
     snprintf(err, errlen, "cannot serve metrics on %s: %s", addr, uv_strerror(rc));
-    uv_close((uv_handle_t *)&m->tcp, (uv_close_cb)free);
+  if (rc < 0) {
+    if (inited) uv_close((uv_handle_t *)&m->tcp, (uv_close_cb)free);
+    else free(m);
     return rc;
   }
-  struct sockaddr_storage ss;
-  int len = sizeof ss;
-  char host[64] = "?";
-  uv_tcp_getsockname(&m->tcp, (struct sockaddr *)&ss, &len);
-  if (ss.ss_family == AF_INET) uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof host);
-  else uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof host);
-  log_info(s->log, "metrics on http://%s%s%s:%u/metrics", ss.ss_family == AF_INET6 ? "[" : "", host,
-           ss.ss_family == AF_INET6 ? "]" : "", ntohs(((struct sockaddr_in *)&ss)->sin_port));
+  log_info(s->log, "metrics on http://%s/metrics", name);
   *out = m;
   return 0;
 }

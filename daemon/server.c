@@ -2,7 +2,6 @@
 #include "server.h"
 
 #include <errno.h>
-#include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include "addr.h"
 #include "frame.h"
 #include "msg.h"
+#include "net.h"
 #include "report.h"
 #include "stream.h"
 
@@ -24,12 +24,7 @@
 #define CONN_READ_BUF 65536
 
 struct listener {
-  union {
-    uv_handle_t handle;
-    uv_stream_t stream;
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-  } h;
+  net_stream h;
   server *s;
   listener *next;
   char name[300];
@@ -37,12 +32,7 @@ struct listener {
 };
 
 struct conn {
-  union {
-    uv_handle_t handle;
-    uv_stream_t stream;
-    uv_tcp_t tcp;
-    uv_pipe_t pipe;
-  } h;
+  net_stream h;
   server *s;
   conn *prev, *next;
   uint32_t id;
@@ -483,30 +473,10 @@ static int listen_unix(listener *l, const addr_spec *a, char *err, size_t errlen
 }
 
 static int listen_tcp(listener *l, const addr_spec *a, char *err, size_t errlen) {
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *res;
-  char port[8];
-  snprintf(port, sizeof port, "%u", a->port);
-  int grc = getaddrinfo(a->host, port, &hints, &res);
-  if (grc != 0) return snprintf(err, errlen, "%s: %s", l->name, gai_strerror(grc)), UV_EINVAL;
-  int rc = uv_tcp_init(l->s->loop, &l->h.tcp);
-  if (rc == 0) rc = uv_tcp_bind(&l->h.tcp, res->ai_addr, 0);
-  freeaddrinfo(res);
-  if (rc == 0) {
-    struct sockaddr_storage ss;
-    int len = sizeof ss;
-    char host[64] = "?";
-    uv_tcp_getsockname(&l->h.tcp, (struct sockaddr *)&ss, &len);
-    if (ss.ss_family == AF_INET6) {
-      uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof host);
-      snprintf(l->name, sizeof l->name, "[%s]:%u", host, ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
-    } else {
-      uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof host);
-      snprintf(l->name, sizeof l->name, "%s:%u", host, ntohs(((struct sockaddr_in *)&ss)->sin_port));
-    }
-  } else {
-    snprintf(err, errlen, "cannot listen on %s: %s", l->name, uv_strerror(rc));
-  }
-  return rc;
+  int inited;
+  char what[300];
+  snprintf(what, sizeof what, "%s", l->name);
+  return net_tcp_bind(l->s->loop, &l->h.tcp, a->host, a->port, what, l->name, sizeof l->name, &inited, err, errlen);
 }
 
 static void on_listener_closed(uv_handle_t *h) { free(h->data); }
