@@ -6,8 +6,9 @@ pkgs="build-essential cmake pkg-config libjpeg62-turbo-dev libturbojpeg0-dev lib
       libxxhash-dev libinih-dev libcmocka-dev libsystemd-dev"
 if [ "${1:-}" = "--test" ]; then
   # Independent oracles: Pillow and numpy for images and arithmetic, torch and
-  # torchvision for the bf16 cast and the crop algorithm.
-  pkgs="$pkgs python3 python3-pil python3-numpy python3-torch python3-torchvision"
+  # torchvision for the bf16 cast and the crop algorithm; systemd for
+  # systemd-analyze and systemd-socket-activate in the service tests.
+  pkgs="$pkgs python3 python3-pil python3-numpy python3-torch python3-torchvision systemd"
 fi
 missing=""
 for p in $pkgs; do
