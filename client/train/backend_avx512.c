@@ -29,57 +29,84 @@
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
 /*
- * Packing walks the source along whichever index is contiguous there (a
- * transposed operand read across its rows would touch a new cache line
- * per element), after zeroing the padding's worth of destination.
- *
- *   A(i,p) goes to ap[i*kp + p];
- *   B(p,j) to panel j/NR: bf16 at [p/2][j%NR][p%2], f32 at [p][j%NR].
+ * Packing: A(i,p) goes to ap[i*kp + p]; B(p,j) to panel j/NR, bf16 at
+ * [p/2][j%NR][p%2], f32 at [p][j%NR]. The source is walked along whichever
+ * index is contiguous there (every op has one operand with unit stride in
+ * p and one in j), and the destination is zeroed first only when it has
+ * padding to fill.
  */
-#define PACK_WALK(rows, cols, row_unit, set)                      \
-  do {                                                            \
-    if (row_unit)                                                 \
-      for (size_t x_ = 0; x_ < (cols); x_++)                      \
-        for (size_t y_ = 0; y_ < (rows); y_++) set(y_, x_);       \
-    else                                                          \
-      for (size_t y_ = 0; y_ < (rows); y_++)                      \
-        for (size_t x_ = 0; x_ < (cols); x_++) set(y_, x_);       \
-  } while (0)
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
 static void pack_a_bf16(void *dst, const void *src, backend_strides s, size_t m, size_t k, size_t mp, size_t kp) {
   uint16_t *ap = dst;
   const uint16_t *a = src;
-  memset(ap, 0, mp * kp * sizeof *ap);
-#define SET(i, p) ap[(i) * kp + (p)] = a[(i) * s.ai + (p) * s.ak]
-  PACK_WALK(m, k, s.ai == 1, SET);
-#undef SET
+  if (mp != m || kp != k) memset(ap, 0, mp * kp * sizeof *ap);
+  if (s.ak == 1)
+    for (size_t i = 0; i < m; i++) memcpy(ap + i * kp, a + i * s.ai, k * sizeof *ap);
+  else
+    for (size_t p = 0; p < k; p++)
+      for (size_t i = 0; i < m; i++) ap[i * kp + p] = a[i * s.ai + p * s.ak];
 }
 
 static void pack_a_f32(void *dst, const void *src, backend_strides s, size_t m, size_t k, size_t mp, size_t kp) {
   float *ap = dst;
   const float *a = src;
-  memset(ap, 0, mp * kp * sizeof *ap);
-#define SET(i, p) ap[(i) * kp + (p)] = a[(i) * s.ai + (p) * s.ak]
-  PACK_WALK(m, k, s.ai == 1, SET);
-#undef SET
+  if (mp != m || kp != k) memset(ap, 0, mp * kp * sizeof *ap);
+  if (s.ak == 1)
+    for (size_t i = 0; i < m; i++) memcpy(ap + i * kp, a + i * s.ai, k * sizeof *ap);
+  else
+    for (size_t p = 0; p < k; p++)
+      for (size_t i = 0; i < m; i++) ap[i * kp + p] = a[i * s.ai + p * s.ak];
 }
 
 static void pack_b_bf16(void *dst, const void *src, backend_strides s, size_t k, size_t n, size_t kp, size_t np) {
   uint16_t *bp = dst;
   const uint16_t *b = src;
-  memset(bp, 0, np * kp * sizeof *bp);
-#define SET(p, j) bp[(j) / NR * kp * NR + (p) / 2 * NR * 2 + (j) % NR * 2 + (p) % 2] = b[(p) * s.bk + (j) * s.bj]
-  PACK_WALK(k, n, s.bk == 1, SET);
-#undef SET
+  if (np != n || kp != k) memset(bp, 0, np * kp * sizeof *bp);
+  if (s.bk == 1) {
+    /* B's columns are contiguous: a k pair is one 32-bit copy. */
+    for (size_t j = 0; j < n; j++) {
+      const uint16_t *col = b + j * s.bj;
+      uint16_t *d = bp + j / NR * kp * NR + j % NR * 2;
+      size_t p = 0;
+      for (; p + 1 < k; p += 2, d += NR * 2) memcpy(d, col + p, 2 * sizeof *d);
+      if (p < k) d[0] = col[p];
+    }
+    return;
+  }
+  /* B's rows are contiguous: interleave rows p and p+1 (zeros past k). */
+  for (size_t p = 0; p < k; p += 2) {
+    const uint16_t *r0 = b + p * s.bk, *r1 = p + 1 < k ? r0 + s.bk : NULL;
+    for (size_t j0 = 0; j0 < n; j0 += NR) {
+      uint16_t *d = bp + j0 / NR * kp * NR + p / 2 * NR * 2;
+      size_t w = min_size(NR, n - j0);
+      for (size_t jj = 0; jj < w; jj++) {
+        d[2 * jj] = r0[(j0 + jj) * s.bj];
+        d[2 * jj + 1] = r1 ? r1[(j0 + jj) * s.bj] : 0;
+      }
+    }
+  }
 }
 
 static void pack_b_f32(void *dst, const void *src, backend_strides s, size_t k, size_t n, size_t kp, size_t np) {
   float *bp = dst;
   const float *b = src;
-  memset(bp, 0, np * kp * sizeof *bp);
-#define SET(p, j) bp[(j) / NR * kp * NR + (p) * NR + (j) % NR] = b[(p) * s.bk + (j) * s.bj]
-  PACK_WALK(k, n, s.bk == 1, SET);
-#undef SET
+  if (np != n || kp != k) memset(bp, 0, np * kp * sizeof *bp);
+  if (s.bk == 1) {
+    for (size_t j = 0; j < n; j++) {
+      const float *col = b + j * s.bj;
+      float *d = bp + j / NR * kp * NR + j % NR;
+      for (size_t p = 0; p < k; p++) d[p * NR] = col[p];
+    }
+    return;
+  }
+  for (size_t p = 0; p < k; p++)
+    for (size_t j0 = 0; j0 < n; j0 += NR) {
+      float *d = bp + j0 / NR * kp * NR + p * NR;
+      const float *row = b + p * s.bk + j0 * s.bj;
+      size_t w = min_size(NR, n - j0);
+      for (size_t jj = 0; jj < w; jj++) d[jj] = row[jj * s.bj];
+    }
 }
 
 /* The tile's first rows x cols into C (row stride ldc), added to what is

@@ -48,9 +48,14 @@ memplan_bytes memplan_compute(const memplan_model *m, optim_kind kind, const opt
   b.working = m->precision == OPS_BF16 ? params * 2 : 0;
   b.gradients = params * 4;
   b.activations = memplan_activation_per_sample(m) * m->batch;
-  for (int l = 0; l < m->nlayers; l++)
+  size_t widest = 0; /* the longest parameter row: a matrix's is dims[l], a bias's dims[l+1] */
+  for (int l = 0; l < m->nlayers; l++) {
     b.optimizer += 4 * (optim_state_floats(kind, hp, m->dims[l + 1], m->dims[l]) +
                         optim_state_floats(kind, hp, 1, m->dims[l + 1]));
+    widest = m->dims[l] > widest ? m->dims[l] : widest;
+    widest = m->dims[l + 1] > widest ? m->dims[l + 1] : widest;
+  }
+  b.optimizer += 4 * optim_scratch_floats(kind, widest);
   return b;
 }
 

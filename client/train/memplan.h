@@ -11,7 +11,7 @@
  *   activations  for one batch: every layer's input (the model input too),
  *                the widest product's float32 output, one activation
  *                gradient buffer and the float32 logits
- *   optimizer    the optimizer's state
+ *   optimizer    the optimizer's state (and Adafactor's one-row scratch)
  *
  * Only activations grow with the batch, so the largest batch that fits a
  * budget is (budget - the rest) / activation bytes per sample.

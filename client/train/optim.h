@@ -43,6 +43,8 @@ int optim_parse(const char *name, optim_kind *out);
 
 /* Floats of state for one rows x cols parameter (a vector has rows 1). */
 size_t optim_state_floats(optim_kind kind, const optim_hparams *hp, size_t rows, size_t cols);
+/* Floats of scratch for parameters at most max_cols wide (adafactor's row). */
+size_t optim_scratch_floats(optim_kind kind, size_t max_cols);
 
 typedef struct optim_param {
   float *w;          /* the master weights, updated in place */
@@ -61,7 +63,10 @@ typedef struct optim {
   uint64_t t; /* steps taken */
   size_t nparams;
   optim_param p[OPTIM_MAX_PARAMS];
-  size_t state_bytes; /* allocated for all parameters' state */
+  size_t state_bytes; /* allocated for all parameters' state, and row */
+  float *row;         /* adafactor: one row of 1/sqrt(V), as wide as the
+                         widest parameter (optim_scratch_floats) */
+  size_t row_cap;
 } optim;
 
 void optim_init(optim *o, optim_kind kind, const optim_hparams *hp);

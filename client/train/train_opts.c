@@ -57,7 +57,7 @@ static int parse_float(const char *opt, const char *value, double lo, double hi,
   return 0;
 }
 
-static int parse_hidden(train_opts *o, const char *value) {
+int train_parse_widths(const char *value, size_t *widths, int *n) {
   const char *p = value;
   for (;;) {
     char *end;
@@ -68,11 +68,11 @@ static int parse_hidden(train_opts *o, const char *value) {
               1u << 20);
       return -1;
     }
-    if (o->nhidden == TRAIN_MAX_HIDDEN) {
+    if (*n == TRAIN_MAX_HIDDEN) {
       fprintf(stderr, "bfeed-train: --hidden: at most %d hidden layers\n", TRAIN_MAX_HIDDEN);
       return -1;
     }
-    o->hidden[o->nhidden++] = (size_t)v;
+    widths[(*n)++] = (size_t)v;
     if (!*end) return 0;
     p = end + 1;
   }
@@ -98,7 +98,7 @@ static int own_opt(train_opts *o, const char *name, const char *value, int *lr_s
   if (strcmp(name, "json") == 0) return o->json = 1, 1;
   if (strcmp(name, "epochs") == 0) return cli_u64(name, value, 1, 1000000, &o->epochs) < 0 ? -1 : 1;
   if (strcmp(name, "accumulate") == 0) return cli_u64(name, value, 1, 65536, &o->accumulate) < 0 ? -1 : 1;
-  if (strcmp(name, "hidden") == 0) return parse_hidden(o, value) < 0 ? -1 : 1;
+  if (strcmp(name, "hidden") == 0) return train_parse_widths(value, o->hidden, &o->nhidden) < 0 ? -1 : 1;
   if (strcmp(name, "lr") == 0) return parse_float(name, value, 1e-12, 10, lr) < 0 ? -1 : (*lr_set = 1);
   if (strcmp(name, "momentum") == 0) return parse_float(name, value, 0, 0.9999, mom) < 0 ? -1 : (*mom_set = 1);
   if (strcmp(name, "precision") == 0) {

@@ -38,6 +38,10 @@ typedef struct train_opts {
 /* 0: parsed; 1: --help was printed; -1: usage error (message printed). */
 int train_opts_parse(int argc, char **argv, train_opts *o);
 
+/* Append the widths of "256" or "512,128" (--hidden) to widths[*n...],
+ * at most TRAIN_MAX_HIDDEN in all; -1 (message printed) if bad. */
+int train_parse_widths(const char *value, size_t *widths, int *n);
+
 /* "512M", "2G", "1500000": bytes (K, M, G, T are powers of 1024), or -1. */
 int train_parse_bytes(const char *s, uint64_t *out);
 

@@ -88,7 +88,8 @@ def expected_memory(j, precision, optimizer):
     elif optimizer == "sgd":
         opt = params
     else:
-        opt = sum((dims[l] + dims[l + 1]) + dims[l + 1] for l in range(len(dims) - 1))
+        # r + c per matrix, full vectors for biases, one scratch row
+        opt = sum((dims[l] + dims[l + 1]) + dims[l + 1] for l in range(len(dims) - 1)) + max(dims)
     return {"weights": 4 * params, "working": 2 * params if precision == "bf16" else 0,
             "gradients": 4 * params, "activations": act, "optimizer": 4 * opt}
 
