@@ -226,6 +226,11 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (note[0]) fprintf(stderr, "bfeed-train: %s\n", note);
+  /* Measured: on 2 cores shared with bfeedd, oneDNN's default of one
+   * spinning OpenMP thread per core made a step 20 times slower. */
+  if (strcmp(r->be.name, "onednn") == 0 && !getenv("OMP_NUM_THREADS"))
+    fprintf(stderr, "bfeed-train: note: oneDNN starts an OpenMP thread per core, which compete with a bfeedd on "
+                    "the same machine; set OMP_NUM_THREADS to the cores the daemon leaves free\n");
   r->sum.backend = r->be.name;
   int rc = run(r);
   if (rc < 0) fprintf(stderr, "bfeed-train: %s\n", r->err);

@@ -62,7 +62,7 @@ void train_report_memory(FILE *f, const train_summary *s) {
     snprintf(what, sizeof what, "largest batch in %s", human(s->o->memory_budget, b, sizeof b));
     fprintf(f, "  %-24s %14llu %14llu%s\n", what, (unsigned long long)s->max_batch,
             (unsigned long long)s->baseline_max_batch,
-            s->max_batch == TRAIN_BATCH_CAP ? " (the stream's limit)" : "");
+            s->max_batch == TRAIN_BATCH_CAP || s->baseline_max_batch == TRAIN_BATCH_CAP ? " (the stream's limit)" : "");
   }
 }
 
