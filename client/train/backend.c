@@ -56,10 +56,9 @@ int backend_open(backend *be, const char *name, int need_bf16, char *why, size_t
 }
 
 int backend_open_or_ref(backend *be, const char *name, int need_bf16, char *note, size_t len) {
-  char why[256] = "";
+  char why[512] = "";
   note[0] = 0;
-  int is_auto = strcmp(name, "auto") == 0;
-  if (is_auto) name = "avx512bf16";
+  if (strcmp(name, "auto") == 0) name = "avx512bf16";
   else if (strcmp(name, "ref") && strcmp(name, "avx512bf16") && strcmp(name, "onednn")) {
     snprintf(note, len, "unknown backend '%s' (expected auto, ref, avx512bf16 or onednn)", name);
     return -1;
