@@ -3,7 +3,10 @@
  *
  * Consumes a stream as a trainer would, as fast as batches come, and times
  * the wait for each batch. Shows progress on a terminal, ends with one
- * summary, and with --json its last line is a JSON object.
+ * summary, and with --json its last line is a JSON object. Works on every
+ * dataset kind: samples are counted from the `index` tensor; batches with
+ * a `length` tensor (text) also report tokens/s -- the tokens served, not
+ * the padding -- and how much of the tokens tensor padding takes.
  */
 #include <math.h>
 #include <stdio.h>
@@ -70,19 +73,46 @@ static uint64_t counter(const bfeed_counter *c, size_t n, const char *name) {
 
 typedef struct bench_result {
   uint64_t batches, samples, wire, raw, skipped;
+  uint64_t tokens, slots; /* text: tokens served, and token slots of the tokens tensors (B x T) */
+  int text;
   double seconds, first_ms, p50, p99;
 } bench_result;
+
+/* Count a batch; -1 when it lacks the tensors every kind serves. */
+static int tally(const bfeed_batch *batch, bench_result *r) {
+  bfeed_tensor ix, len, tok;
+  if (bfeed_batch_find(batch, "index", &ix) < 0 || ix.dtype != BFEED_DTYPE_I64 || ix.ndim != 1) return -1;
+  r->samples += (uint64_t)ix.shape[0];
+  if (bfeed_batch_find(batch, "length", &len) == 0 && len.dtype == BFEED_DTYPE_I32 && len.ndim == 1) {
+    const int32_t *l = len.data;
+    r->text = 1;
+    for (int64_t i = 0; i < len.shape[0]; i++) r->tokens += (uint64_t)(l[i] > 0 ? l[i] : 0);
+    if (bfeed_batch_find(batch, "tokens", &tok) == 0 && tok.ndim == 3) r->slots += (uint64_t)(tok.shape[0] * tok.shape[1]);
+  }
+  return 0;
+}
 
 static void report(const bench_args *b, const bench_result *r) {
   const bfeed_stream_opts *o = &b->c.o;
   const char *mode = o->mode == BFEED_MODE_EVAL ? "eval" : "train";
   const char *codec = o->codec == BFEED_CODEC_ZSTD ? "zstd" : "none";
   double sps = r->seconds > 0 ? r->samples / r->seconds : 0;
-  printf("bfeed bench: %s on %s, %s %ux%u, batch %u, %s, codec %s\n", b->c.dataset, b->c.connect, mode, o->size,
-         o->size, o->batch, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW", codec);
+  double tps = r->seconds > 0 ? r->tokens / r->seconds : 0;
+  if (r->text)
+    printf("bfeed bench: %s on %s, text, batch %u, %s, max-len %u%s, bucket %u, codec %s\n", b->c.dataset,
+           b->c.connect, o->batch, o->pool == BFEED_POOL_MEAN ? "pooled (mean)" : "tokens", o->max_len,
+           o->fixed_len ? " (fixed)" : "", o->bucket, codec);
+  else
+    printf("bfeed bench: %s on %s, %s %ux%u, batch %u, %s, codec %s\n", b->c.dataset, b->c.connect, mode, o->size,
+           o->size, o->batch, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW", codec);
   printf("  %llu batches, %llu samples in %.3f s: %.1f samples/s (%.1f MB/s of bf16)\n",
          (unsigned long long)r->batches, (unsigned long long)r->samples, r->seconds, sps,
          r->seconds > 0 ? r->raw / r->seconds / 1e6 : 0);
+  if (r->text) {
+    printf("  %llu tokens: %.1f tokens/s", (unsigned long long)r->tokens, tps);
+    if (r->slots) printf("; tokens fill %.1f%% of the padded [B,T] slots", 100.0 * (double)r->tokens / (double)r->slots);
+    printf("\n");
+  }
   printf("  batch wait: p50 %.2f ms, p99 %.2f ms; first batch after %.1f ms\n", r->p50, r->p99, r->first_ms);
   printf("  wire %.1f MB for %.1f MB of tensors (ratio %.3f); skipped files: %llu\n", r->wire / 1e6, r->raw / 1e6,
          r->raw ? (double)r->wire / r->raw : 0, (unsigned long long)r->skipped);
@@ -91,10 +121,14 @@ static void report(const bench_args *b, const bench_result *r) {
   cli_json_str(stdout, b->c.dataset);
   printf(",\"mode\":\"%s\",\"size\":%u,\"batch\":%u,\"codec\":\"%s\",\"samples\":%llu,\"batches\":%llu,"
          "\"seconds\":%.4f,\"samples_per_s\":%.2f,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"p50_batch_ms\":%.3f,"
-         "\"p99_batch_ms\":%.3f,\"first_batch_ms\":%.2f,\"skipped\":%llu}\n",
+         "\"p99_batch_ms\":%.3f,\"first_batch_ms\":%.2f,\"skipped\":%llu",
          mode, o->size, o->batch, codec, (unsigned long long)r->samples, (unsigned long long)r->batches, r->seconds,
          sps, (unsigned long long)r->wire, (unsigned long long)r->raw, r->p50, r->p99, r->first_ms,
          (unsigned long long)r->skipped);
+  if (r->text)
+    printf(",\"tokens\":%llu,\"tokens_per_s\":%.2f,\"token_slots\":%llu", (unsigned long long)r->tokens, tps,
+           (unsigned long long)r->slots);
+  printf("}\n");
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -129,18 +163,16 @@ int cmd_bench(int argc, char **argv) {
       rc = 1;
       break;
     }
-    bfeed_tensor img;
-    if (bfeed_batch_find(batch, "image", &img) < 0 || img.dtype != BFEED_DTYPE_BF16 || img.ndim != 4) {
-      fprintf(stderr, "bfeed bench: batch %llu has no bf16 [B,...] image tensor\n", (unsigned long long)n);
-      bfeed_batch_release(batch);
-      rc = 1;
-      break;
-    }
     if (n == 0) r.first_ms = (t - t_open) * 1e3;
     if (n == b.warmup) t0 = prev; /* the clock starts when the first measured wait begins */
     if (n >= b.warmup) {
+      if (tally(batch, &r) < 0) {
+        fprintf(stderr, "bfeed bench: batch %llu has no i64 [B] index tensor\n", (unsigned long long)n);
+        bfeed_batch_release(batch);
+        rc = 1;
+        break;
+      }
       lat[r.batches++] = (t - prev) * 1e3;
-      r.samples += (uint64_t)img.shape[0];
       r.wire += bfeed_batch_wire_bytes(batch);
       r.raw += bfeed_batch_raw_bytes(batch);
     }

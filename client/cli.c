@@ -21,6 +21,9 @@ static void usage(FILE *f) {
           "  stats      --connect ADDR [--json]   the daemon's counters: daemon, datasets, streams\n"
           "  make-demo  DIR [--train N] [--val N] [--seed N] [--force]\n"
           "             write a small learnable ImageFolder dataset to DIR/train and DIR/val\n"
+          "  make-demo  DIR --text VECTORS [--classes N] [--train N] [--val N] [--seed N] [--force]\n"
+          "             write a labelled text dataset (fastText lines) with words from VECTORS\n"
+          "             to DIR/train.txt and DIR/val.txt\n"
           "  version\n"
           "ADDR is unix:PATH or HOST:PORT.\n\n%s",
           cli_stream_opts_help);
@@ -28,31 +31,55 @@ static void usage(FILE *f) {
 
 static int demo_takes_value(const char *name, void *ctx) {
   (void)ctx;
-  return strcmp(name, "train") == 0 || strcmp(name, "val") == 0 || strcmp(name, "seed") == 0;
+  return strcmp(name, "train") == 0 || strcmp(name, "val") == 0 || strcmp(name, "seed") == 0 ||
+         strcmp(name, "text") == 0 || strcmp(name, "classes") == 0;
 }
 
+static const char demo_usage[] =
+    "usage: bfeed make-demo DIR [--train N] [--val N] [--seed N] [--force]\n"
+    "       bfeed make-demo DIR --text VECTORS [--classes N] [--train N] [--val N] [--seed N] [--force]\n";
+
 static int cmd_make_demo(int argc, char **argv) {
-  if (argc < 1 || strncmp(argv[0], "--", 2) == 0) {
-    fprintf(stderr, "usage: bfeed make-demo DIR [--train N] [--val N] [--seed N] [--force]\n");
-    return 2;
-  }
-  const char *dir = argv[0];
-  make_demo_opts o;
-  make_demo_opts_init(&o);
+  if (argc < 1 || strncmp(argv[0], "--", 2) == 0) return fputs(demo_usage, stderr), 2;
+  const char *dir = argv[0], *vectors = NULL;
+  uint64_t train = 0, val = 0, seed = 1, classes = 0;
+  int force = 0, have_val = 0;
   cli_args a = {.argc = argc, .argv = argv, .i = 1};
   int r;
-  uint64_t v;
   while ((r = cli_next(&a, demo_takes_value, NULL)) == 1) {
-    if (strcmp(a.name, "force") == 0) o.overwrite = 1;
-    else if (strcmp(a.name, "train") == 0 && cli_u64(a.name, a.value, 1, 100000, &v) == 0) o.train_per_class = (int)v;
-    else if (strcmp(a.name, "val") == 0 && cli_u64(a.name, a.value, 1, 100000, &v) == 0) o.val_per_class = (int)v;
-    else if (strcmp(a.name, "seed") == 0 && cli_u64(a.name, a.value, 0, UINT64_MAX, &v) == 0) o.seed = v;
-    else if (!demo_takes_value(a.name, NULL)) return fprintf(stderr, "bfeed make-demo: unknown option --%s\n", a.name), 2;
-    else return 2;
+    int bad = 0;
+    if (strcmp(a.name, "force") == 0) force = 1;
+    else if (strcmp(a.name, "text") == 0) vectors = a.value;
+    else if (strcmp(a.name, "train") == 0) bad = cli_u64(a.name, a.value, 1, 100000, &train);
+    else if (strcmp(a.name, "val") == 0) bad = cli_u64(a.name, a.value, 1, 100000, &val), have_val = 1;
+    else if (strcmp(a.name, "seed") == 0) bad = cli_u64(a.name, a.value, 0, UINT64_MAX, &seed);
+    else if (strcmp(a.name, "classes") == 0) bad = cli_u64(a.name, a.value, 2, MAKE_DEMO_TEXT_MAX_CLASSES, &classes);
+    else return fprintf(stderr, "bfeed make-demo: unknown option --%s\n%s", a.name, demo_usage), 2;
+    if (bad) return 2;
   }
   if (r < 0) return 2;
-  char err[512];
+  if (classes && !vectors) return fprintf(stderr, "bfeed make-demo: --classes applies to --text\n"), 2;
+  char err[768];
   make_demo_stats st;
+  if (vectors) {
+    make_demo_text_opts o;
+    make_demo_text_opts_init(&o);
+    o.overwrite = force;
+    o.seed = seed;
+    if (train) o.train_per_class = (int)train;
+    if (have_val) o.val_per_class = (int)val;
+    if (classes) o.nclasses = (int)classes;
+    if (make_demo_text(dir, vectors, &o, &st, err, sizeof err) < 0) return fprintf(stderr, "bfeed make-demo: %s\n", err), 1;
+    printf("wrote %d lines per class in %d classes (%.1f KB) to %s/train.txt and %d per class to %s/val.txt\n",
+           o.train_per_class, o.nclasses, st.bytes / 1e3, dir, o.val_per_class, dir);
+    return 0;
+  }
+  make_demo_opts o;
+  make_demo_opts_init(&o);
+  o.overwrite = force;
+  o.seed = seed;
+  if (train) o.train_per_class = (int)train;
+  if (have_val) o.val_per_class = (int)val;
   if (make_demo(dir, &o, &st, err, sizeof err) < 0) {
     fprintf(stderr, "bfeed make-demo: %s\n", err);
     return 1;

@@ -20,7 +20,12 @@ const char cli_stream_opts_help[] =
     "  --codec none|zstd[:L]   wire compression, zstd level L 1..19 (none)\n"
     "  --window N              batches in flight ahead of the consumer (4)\n"
     "  --shuffle auto|on|off   epoch order: shuffled in train, dataset order in eval (auto)\n"
-    "  --keep-partial          also serve the short last batch of each epoch\n";
+    "  --keep-partial          also serve the short last batch of each epoch\n"
+    "text datasets:\n"
+    "  --pool none|mean        tokens [B,T,D], or their mean per sample: pooled [B,D] (none)\n"
+    "  --max-len N             tokens served per sample, 0 = the dataset's max_len (0)\n"
+    "  --fixed-len             pad every batch to T = max-len, not to its longest sample\n"
+    "  --bucket N              length bucketing over runs of N batches, 0 = off (0)\n";
 
 int cli_u64(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64_t *out) {
   char *end;
@@ -35,8 +40,9 @@ int cli_u64(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64
   return 0;
 }
 
-static const char *const valued[] = {"batch", "size",   "mode",  "layout", "normalize", "seed",    "epoch",
-                                     "start-batch", "shard", "codec", "window", "shuffle", NULL};
+static const char *const valued[] = {"batch",  "size",    "mode",   "layout", "normalize", "seed",
+                                     "epoch",  "start-batch", "shard", "codec", "window", "shuffle",
+                                     "pool",   "max-len", "bucket", NULL};
 
 int cli_stream_opt_takes_value(const char *name) {
   for (int i = 0; valued[i]; i++)
@@ -56,10 +62,11 @@ static int choice(const char *opt, const char *value, const char *const *names, 
 int cli_stream_opt(const char *name, const char *value, bfeed_stream_opts *o) {
   static const char *const modes[] = {"train", "eval", NULL}, *const layouts[] = {"nchw", "nhwc", NULL},
                            *const norms[] = {"imagenet", "none", NULL},
-                           *const shuffles[] = {"auto", "on", "off", NULL};
+                           *const shuffles[] = {"auto", "on", "off", NULL}, *const pools[] = {"none", "mean", NULL};
   uint64_t v;
   int k;
   if (strcmp(name, "keep-partial") == 0) return o->keep_partial = 1, 1;
+  if (strcmp(name, "fixed-len") == 0) return o->fixed_len = 1, 1;
   if (!cli_stream_opt_takes_value(name)) return 0;
   if (strcmp(name, "batch") == 0) return cli_u64(name, value, 1, 65536, &v) < 0 ? -1 : (o->batch = (uint32_t)v, 1);
   if (strcmp(name, "size") == 0) return cli_u64(name, value, 8, 4096, &v) < 0 ? -1 : (o->size = (uint32_t)v, 1);
@@ -73,6 +80,10 @@ int cli_stream_opt(const char *name, const char *value, bfeed_stream_opts *o) {
     return choice(name, value, norms, &k) < 0 ? -1 : (o->normalize = (bfeed_norm)k, 1);
   if (strcmp(name, "shuffle") == 0)
     return choice(name, value, shuffles, &k) < 0 ? -1 : (o->shuffle = (bfeed_shuffle)k, 1);
+  if (strcmp(name, "pool") == 0) return choice(name, value, pools, &k) < 0 ? -1 : (o->pool = (bfeed_pool)k, 1);
+  if (strcmp(name, "max-len") == 0)
+    return cli_u64(name, value, 0, 1u << 20, &v) < 0 ? -1 : (o->max_len = (uint32_t)v, 1);
+  if (strcmp(name, "bucket") == 0) return cli_u64(name, value, 0, 65536, &v) < 0 ? -1 : (o->bucket = (uint32_t)v, 1);
   if (strcmp(name, "shard") == 0) {
     unsigned idx, count;
     char extra;

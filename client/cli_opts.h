@@ -4,7 +4,8 @@
  * Stream options are spelled the same for bench, fetch and (later) any
  * other command: --batch N --size S --mode train|eval --layout nchw|nhwc
  * --normalize imagenet|none --seed N --epoch N --start-batch N --shard I/N
- * --codec none|zstd[:LEVEL] --window N --shuffle auto|on|off --keep-partial.
+ * --codec none|zstd[:LEVEL] --window N --shuffle auto|on|off --keep-partial,
+ * and for text datasets --pool none|mean --max-len N --fixed-len --bucket N.
  * Both "--name value" and "--name=value" are accepted.
  */
 #ifndef BFEED_CLI_OPTS_H

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "bfeed.h"
+#include "demo_files.h"
+#include "demo_rng.h"
 
 #define DEMO_MAX_PER_CLASS 10000 /* file names are %04d */
 #define DEMO_SIDE_MIN 32         /* below this the stripes stop being stripes */
@@ -40,7 +42,7 @@ static const float demo_colours[4][3] = {
 
 static const char *const demo_splits[2] = {"train", "val"};
 
-static int demo_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
+int demo_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
   if (err && errlen) {
     va_list ap;
     va_start(ap, fmt);
@@ -50,43 +52,7 @@ static int demo_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
   return code;
 }
 
-/* ------------------------------------------------------------------ */
-/* splitmix64 (Steele, Lea, Flood 2014): tiny, and good enough to draw
- * image parameters and noise. */
-
-typedef struct demo_rng {
-  uint64_t s;
-} demo_rng;
-
-static uint64_t demo_mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-static uint64_t demo_next(demo_rng *r) {
-  r->s += 0x9e3779b97f4a7c15ULL;
-  return demo_mix(r->s);
-}
-
-/* Uniform in [lo, hi). */
-static float demo_uniform(demo_rng *r, float lo, float hi) {
-  return lo + (hi - lo) * (float)(demo_next(r) >> 40) * (1.0f / 16777216.0f);
-}
-
-/* Uniform integer in [lo, hi]. */
-static int demo_int(demo_rng *r, int lo, int hi) {
-  return lo + (int)(demo_next(r) % (uint64_t)(hi - lo + 1));
-}
-
-/* Chaining the mix keeps e.g. (class 1, index 0) and (class 0, index 1)
- * apart, which adding the numbers would not. */
-static void demo_rng_init(demo_rng *r, uint64_t seed, int split, int cls, int index) {
-  uint64_t z = demo_mix(seed ^ 0x6d616b652d64656dULL); /* "make-dem" */
-  z = demo_mix(z ^ (uint64_t)split);
-  z = demo_mix(z ^ (uint64_t)cls);
-  r->s = demo_mix(z ^ (uint64_t)index);
-}
+#define DEMO_SALT 0x6d616b652d64656dULL /* "make-dem" */
 
 /* ------------------------------------------------------------------ */
 /* Rendering */
@@ -186,7 +152,7 @@ static void demo_render(const demo_image *im, demo_rng *r, unsigned char *px) {
 /* Files */
 
 /* mkdir -p: each missing component of path, with mode 0777 (less umask). */
-static int demo_mkdirs(const char *path, char *err, size_t errlen) {
+int demo_mkdirs(const char *path, char *err, size_t errlen) {
   char buf[PATH_MAX];
   size_t n = strlen(path);
   if (n >= sizeof buf) return demo_fail(err, errlen, BFEED_EINVAL, "%s: path too long", path);
@@ -209,7 +175,7 @@ static int demo_mkdirs(const char *path, char *err, size_t errlen) {
 }
 
 /* 1 if dir exists and holds anything, 0 if not, negative on error. */
-static int demo_dir_nonempty(const char *dir, char *err, size_t errlen) {
+int demo_dir_nonempty(const char *dir, char *err, size_t errlen) {
   DIR *d = opendir(dir);
   if (!d) {
     if (errno == ENOENT) return 0;
@@ -225,7 +191,7 @@ static int demo_dir_nonempty(const char *dir, char *err, size_t errlen) {
 }
 
 /* Write buf to path via path.tmp and a rename. */
-static int demo_write_file(const char *path, const unsigned char *buf, size_t len, char *err,
+int demo_write_file(const char *path, const unsigned char *buf, size_t len, char *err,
                            size_t errlen) {
   char tmp[PATH_MAX];
   if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
@@ -305,7 +271,7 @@ static int demo_one(demo_ctx *x, const char *cls_dir, int split, int cls, int in
                     size_t errlen) {
   demo_rng r;
   demo_image im;
-  demo_rng_init(&r, x->o->seed, split, cls, index);
+  demo_rng_init(&r, DEMO_SALT, x->o->seed, split, cls, index);
   demo_draw_params(&r, cls, x->o, &im);
   demo_render(&im, &r, x->px);
 

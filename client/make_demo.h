@@ -66,4 +66,48 @@ const char *make_demo_class_name(int i);
 int make_demo(const char *dir, const make_demo_opts *o, make_demo_stats *stats, char *err,
               size_t errlen);
 
+/* ------------------------------------------------------------------ */
+/* A labelled text dataset                                             */
+
+/*
+ * `bfeed make-demo DIR --text VECTORS` writes DIR/train.txt and DIR/val.txt
+ * in fastText's format ("__label__2 word word ..."), for the daemon's text
+ * datasets. Its words come from the embeddings file VECTORS (any format
+ * the daemon reads), so nearly every word has a vector:
+ *
+ *  - the candidate words are the table's first MAKE_DEMO_TEXT_MAX_VOCAB
+ *    words that survive any tokenization setting unchanged (no ASCII
+ *    punctuation or blanks, already lowercase);
+ *  - nclasses topics: anchor words spread out by cosine similarity
+ *    (farthest-point), every candidate joins its nearest anchor's topic;
+ *  - a line of class c has min_words..max_words words, each drawn from
+ *    topic c with probability 0.55, from all candidates with 0.39, and
+ *    with 0.06 a made-up word ("zq" and hex digits) no table holds.
+ *
+ * So the mean of a line's vectors leans towards its topic: a bag-of-words
+ * model over the pooled vectors tells the classes apart (the oracle test
+ * checks this with a nearest-centroid classifier), while the shared noise
+ * words keep it from being trivial. Labels are the numbers 0..nclasses-1.
+ * Deterministic: each line is a pure function of (seed, split, class,
+ * index) and the vectors file.
+ */
+#define MAKE_DEMO_TEXT_MAX_CLASSES 16
+#define MAKE_DEMO_TEXT_MAX_VOCAB 20000
+
+typedef struct make_demo_text_opts {
+  int train_per_class;      /* lines per class in train.txt (default 200) */
+  int val_per_class;        /* lines per class in val.txt (default 50) */
+  int nclasses;             /* 2..MAKE_DEMO_TEXT_MAX_CLASSES (default 4) */
+  int min_words, max_words; /* words per line, 1 <= min <= max <= 1000 (6, 24) */
+  uint64_t seed;            /* default 1 */
+  int overwrite;            /* write into a non-empty DIR */
+} make_demo_text_opts;
+
+void make_demo_text_opts_init(make_demo_text_opts *o);
+/* Write the text dataset into dir. Fails (BFEED_EINVAL) on bad options, a
+ * non-empty dir, or a table with fewer candidate words than 2 per class;
+ * BFEED_EIO / BFEED_ENOMEM otherwise, with a message. stats->files is 2. */
+int make_demo_text(const char *dir, const char *vectors, const make_demo_text_opts *o, make_demo_stats *stats,
+                   char *err, size_t errlen);
+
 #endif

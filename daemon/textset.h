@@ -18,7 +18,7 @@
 #include "wordvec.h"
 
 enum textset_oov { TEXTSET_OOV_SKIP = 0, TEXTSET_OOV_ZERO = 1, TEXTSET_OOV_UNK = 2 };
-#define TEXTSET_ZERO UINT32_MAX       /* a token served as a zero vector */
+#define TEXTSET_ZERO (UINT32_MAX - 1) /* a token served as a zero vector (not a row: rows are < 2^30) */
 #define TEXTSET_MAX_SAMPLE_TOKENS (1u << 30)
 
 typedef struct textset_opts {

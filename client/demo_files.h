@@ -1,0 +1,20 @@
+/*
+ * demo_files.h -- file-system helpers the demo dataset writers share
+ * (defined in make_demo.c).
+ */
+#ifndef BFEED_DEMO_FILES_H
+#define BFEED_DEMO_FILES_H
+
+#include <stddef.h>
+
+/* Put the message in err (if any) and return code. */
+int demo_fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* mkdir -p: each missing component of path, with mode 0777 (less umask). */
+int demo_mkdirs(const char *path, char *err, size_t errlen);
+/* 1 if dir exists and holds anything, 0 if not, negative on error. */
+int demo_dir_nonempty(const char *dir, char *err, size_t errlen);
+/* Write buf to path via path.tmp and a rename, so a reader never sees a
+ * partial file. */
+int demo_write_file(const char *path, const unsigned char *buf, size_t len, char *err, size_t errlen);
+
+#endif
