@@ -22,6 +22,8 @@ int addr_parse(const char *s, addr_spec *out, char *why, size_t cap) {
   const char *colon = strrchr(s, ':');
   const char *host = s, *host_end = colon;
   if (!colon) return snprintf(why, cap, "%s: expected unix:PATH or HOST:PORT", s), BFEED_EINVAL;
+  if (s[0] != '[' && memchr(s, ':', (size_t)(colon - s)))
+    return snprintf(why, cap, "%s: an IPv6 address needs brackets: [ADDR]:PORT", s), BFEED_EINVAL;
   if (s[0] == '[') {
     const char *close = strchr(s, ']');
     if (!close || close + 1 != colon)
@@ -32,9 +34,11 @@ int addr_parse(const char *s, addr_spec *out, char *why, size_t cap) {
   size_t hl = (size_t)(host_end - host);
   if (hl == 0 || hl >= sizeof out->host)
     return snprintf(why, cap, "%s: missing or overlong host", s), BFEED_EINVAL;
+  /* Digits only: strtol alone would take " 80" or "+80". */
+  const char *digits = colon + 1;
   char *end;
-  long port = strtol(colon + 1, &end, 10);
-  if (!colon[1] || *end || port < 0 || port > 65535)
+  long port = strtol(digits, &end, 10);
+  if (!*digits || strspn(digits, "0123456789") != strlen(digits) || strlen(digits) > 5 || *end || port > 65535)
     return snprintf(why, cap, "%s: port must be a number 0..65535", s), BFEED_EINVAL;
   out->kind = ADDR_TCP;
   memcpy(out->host, host, hl);

@@ -183,7 +183,7 @@ static int open_item(const tlv_item *it, msg_open *m, int *have_dataset) {
     case OPT_CODEC_LEVEL: rc = tlv_u32(it, &u); o->codec_level = (int32_t)u; return rc;
     case OPT_WINDOW: return tlv_u32(it, &o->window);
     case OPT_SHUFFLE: rc = tlv_u8(it, &b); o->shuffle = (bfeed_shuffle)b; return rc;
-    case OPT_KEEP_PARTIAL: rc = tlv_u8(it, &b); o->keep_partial = b; return rc;
+    case OPT_KEEP_PARTIAL: rc = tlv_u8(it, &b); o->keep_partial = b != 0; return rc;
     case OPT_EPOCHS: return tlv_u64(it, &o->epochs);
     case OPT_POOL: rc = tlv_u8(it, &b); o->pool = (bfeed_pool)b; return rc;
     case OPT_MAX_LEN: return tlv_u32(it, &o->max_len);
@@ -318,6 +318,7 @@ int msg_stats_decode(const void *p, size_t n, msg_counter *c, size_t max, size_t
                      const char **why) {
   rbuf r;
   rbuf_init(&r, p, n);
+  *count = 0;
   uint32_t k = rbuf_u32(&r);
   if (k > MSG_MAX_COUNTERS) {
     *why = "STATS has too many counters";
@@ -354,13 +355,16 @@ void msg_batch_encode_head(wbuf *w, const msg_batch *m) {
   }
 }
 
-/* A tensor descriptor is sane when its shape gives exactly nbytes and it
- * lies inside the raw data; all products are overflow-checked. */
+/* A tensor descriptor is sane when its shape gives exactly nbytes, it lies
+ * inside the raw data and, unless empty, starts on a 64-byte boundary
+ * (bfeed.h promises aligned tensors), and each dimension fits the int64_t
+ * of bfeed_tensor; all products are overflow-checked. */
 static int tensor_check(const msg_tensor *t, uint64_t raw_size) {
   size_t es = bfeed_dtype_size(t->dtype);
-  if (es == 0 || t->ndim > BFEED_MAX_DIMS) return -1;
+  if (es == 0 || t->ndim > BFEED_MAX_DIMS || (t->nbytes != 0 && t->offset % 64 != 0)) return -1;
   uint64_t count = 1;
   for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] > INT64_MAX) return -1;
     if (t->shape[d] != 0 && count > UINT64_MAX / t->shape[d]) return -1;
     count *= t->shape[d];
   }

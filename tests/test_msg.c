@@ -1245,12 +1245,12 @@ static void test_batch_ndim(void **state) {
 }
 
 static void test_batch_tensor_count(void **state) {
-  spec_batch b = {.ntensors = MSG_MAX_TENSORS, .raw_size = 20, .data_size = 20};
+  spec_batch b = {.ntensors = MSG_MAX_TENSORS, .raw_size = 20 * 64, .data_size = 20 * 64};
   static const char *names[] = {"t0", "t1", "t2",  "t3",  "t4",  "t5",  "t6",  "t7",  "t8", "t9",
                                 "ta", "tb", "tc", "td", "te", "tf", "tg", "th", "ti", "tj"};
   for (int i = 0; i < 20; i++)
     b.t[i] = (spec_tensor){.name = names[i], .dtype = BFEED_DTYPE_U8, .ndim = 1, .shape = {1},
-                           .offset = (uint64_t)i, .nbytes = 1};
+                           .offset = (uint64_t)i * 64, .nbytes = 1};
   assert_int_equal(decode_spec(&b, UINT64_MAX), 0);
   /* Otherwise valid (zstd: no data size to disagree), so the count alone
    * is what must be refused. */
@@ -1325,6 +1325,18 @@ static void test_batch_extent(void **state) {
   assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
   b.t[2].offset = 256;
   assert_int_equal(decode_spec(&b, UINT64_MAX), 0);
+  /* Inside the data but not on a 64-byte boundary: refused. */
+  b.t[2].offset = 200;
+  assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
+  b.t[2].offset = 256;
+  /* A dimension past INT64_MAX cannot be a bfeed_tensor shape, even in an
+   * empty tensor. */
+  b.t[2].ndim = 2;
+  b.t[2].shape[0] = 0;
+  b.t[2].shape[1] = (uint64_t)INT64_MAX + 1;
+  b.t[2].nbytes = 0;
+  assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
+  b.t[2].ndim = 1;
   /* An empty tensor may sit at the very end, not past it. */
   b.t[2].shape[0] = 0;
   b.t[2].nbytes = 0;
