@@ -18,6 +18,7 @@ endif()
 if(TARGET bfeed_train)
   add_test(NAME train_acceptance
     COMMAND ${BFEED_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/train_accept.py
-      $<TARGET_FILE:bfeed_cli> $<TARGET_FILE:bfeedd> $<TARGET_FILE:bfeed_train>)
+      $<TARGET_FILE:bfeed_cli> $<TARGET_FILE:bfeedd> $<TARGET_FILE:bfeed_train>
+      ${BFEED_SHARED_DATA}/wordvec/test_glove.txt)
   set_tests_properties(train_acceptance PROPERTIES TIMEOUT 240)
 endif()

@@ -11,7 +11,11 @@ Checks, from the --json last line of each run:
   - --accumulate and --memory-budget are accepted and reported;
   - a bad option is a usage error (exit 2), an unknown dataset an error (1).
 
-usage: train_accept.py BFEED BFEEDD BFEED_TRAIN
+Then the text half: a labelled text demo dataset (bfeed make-demo --text)
+whose words come from GloVe vectors (test_glove.txt), served as mean-pooled
+bf16 word vectors, trained in bf16 and f32 to the same threshold.
+
+usage: train_accept.py BFEED BFEEDD BFEED_TRAIN GLOVE_TXT
 """
 import json
 import os
@@ -51,8 +55,8 @@ def wait_for_socket(path, proc, log, timeout=20):
     fail("bfeedd did not listen on %s within %d s" % (path, timeout))
 
 
-def train(exe, addr, *extra):
-    cmd = [exe, "--connect", addr, "--dataset", "train", "--eval-dataset", "val", "--size", "32",
+def train(exe, addr, *extra, data=("train", "val"), shape=("--size", "32")):
+    cmd = [exe, "--connect", addr, "--dataset", data[0], "--eval-dataset", data[1], *shape,
            "--batch", "32", "--seed", "3", "--epochs", str(EPOCHS), "--json", *extra]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     print("$", " ".join(cmd[1:]))
@@ -106,18 +110,25 @@ def check_memory(j, precision, optimizer):
 
 
 def main():
-    bfeed, bfeedd, trainer = sys.argv[1:4]
+    bfeed, bfeedd, trainer, glove = sys.argv[1:5]
+    if not os.path.isfile(glove):
+        fail("no GloVe vectors at %s (the text half needs ../shared/data/wordvec)" % glove)
     tmp = tempfile.mkdtemp(prefix="bfeed-train-")
     daemon = None
     try:
-        demo = os.path.join(tmp, "demo")
+        demo, text = os.path.join(tmp, "demo"), os.path.join(tmp, "text")
         subprocess.run([bfeed, "make-demo", demo, "--train", "40", "--val", "10"], check=True,
                        capture_output=True, timeout=120)
+        subprocess.run([bfeed, "make-demo", text, "--text", glove], check=True, capture_output=True, timeout=120)
         sock, log = os.path.join(tmp, "d.sock"), os.path.join(tmp, "bfeedd.log")
+        vec = ",vectors=" + glove + ",cache_dir=" + tmp
         with open(log, "w") as lf:
             daemon = subprocess.Popen([bfeedd, "--listen", "unix:" + sock, "--dataset",
                                        "train=" + os.path.join(demo, "train"), "--dataset",
-                                       "val=" + os.path.join(demo, "val")], stdout=lf, stderr=lf)
+                                       "val=" + os.path.join(demo, "val"), "--dataset",
+                                       "text-train=text:" + os.path.join(text, "train.txt") + vec, "--dataset",
+                                       "text-val=text:" + os.path.join(text, "val.txt") + vec],
+                                      stdout=lf, stderr=lf)
         wait_for_socket(sock, daemon, log)
         addr = "unix:" + sock
 
@@ -145,6 +156,18 @@ def main():
         if not (af["memory_budget"] == 16 << 20 and af["max_batch"] > af["baseline_max_batch"] > 0):
             fail("bf16 + adafactor should fit a larger batch than f32 + adam in the budget")
 
+        # The text half: pooled word vectors, a bag-of-words MLP.
+        EPOCHS = 10
+        runs = {p: train(trainer, addr, "--precision", p, data=("text-train", "text-val"), shape=("--pool", "mean"))
+                for p in ("bf16", "f32")}
+        print("text eval accuracy: bf16 %.4f, f32 %.4f" % (runs["bf16"]["eval_accuracy"], runs["f32"]["eval_accuracy"]))
+        if runs["bf16"]["inputs"] != 50:
+            fail("the text model should see 50-d pooled vectors, saw %s" % runs["bf16"]["inputs"])
+        if runs["bf16"]["eval_accuracy"] < THRESHOLD:
+            fail("text: bf16 eval accuracy %.4f < %.2f" % (runs["bf16"]["eval_accuracy"], THRESHOLD))
+        if abs(runs["bf16"]["eval_accuracy"] - runs["f32"]["eval_accuracy"]) > SLACK:
+            fail("text: bf16 and f32 differ by more than %.0f points" % (100 * SLACK))
+
         r = subprocess.run([trainer, "--connect", addr, "--dataset", "train", "--epochs", "1",
                             "--precision", "f16"], capture_output=True, text=True, timeout=30)
         if r.returncode != 2 or "--precision f16" not in r.stderr:
@@ -159,7 +182,7 @@ def main():
         daemon = None
         if rc != 0:
             fail("bfeedd exited with %d after SIGTERM" % rc)
-        print("1 passed, 0 failed")
+        print("2 passed, 0 failed")
     finally:
         if daemon is not None:
             daemon.kill()
