@@ -350,14 +350,24 @@ void batch_build(batch_job *job, batch_worker *w) {
 
   /* The whole frame is sized up front, so the pooled buffer never grows. */
   size_t need = frame_overhead(m) + (o->codec == BFEED_CODEC_NONE ? m->raw_size : ZSTD_compressBound(m->raw_size));
-  job->frame.data = batch_pool_get(job->pool, need, &job->frame.cap);
+  job->buf = batch_pool_get(job->pool, need + 64, &job->buf_cap);
+  job->frame.data = job->buf;
+  job->frame.cap = job->buf ? job->buf_cap : 0;
   job->frame.failed = job->frame.data == NULL;
   size_t at = msg_begin(&job->frame);
   msg_batch_encode_head(&job->frame, m);
   /* Uncompressed, the tensors are built in place in the frame; for zstd
-   * they are built in the worker's buffer and compressed into the frame. */
+   * they are built in the worker's buffer and compressed into the frame.
+   * In place, the frame is shifted so that the tensors start 64-byte
+   * aligned in memory, as the code filling them may assume. */
   uint8_t *raw;
   if (o->codec == BFEED_CODEC_NONE) {
+    size_t pad = job->frame.failed ? 0 : (64 - ((uintptr_t)(job->frame.data + job->frame.len) & 63)) & 63;
+    if (pad) {
+      memmove(job->frame.data + pad, job->frame.data, job->frame.len);
+      job->frame.data += pad;
+      job->frame.cap -= pad;
+    }
     raw = wbuf_grow(&job->frame, m->raw_size);
   } else {
     raw = grow(&w->raw, &w->raw_cap, m->raw_size) == 0 ? w->raw : NULL;
@@ -406,7 +416,7 @@ void batch_worker_free(batch_worker *w) {
 
 void batch_job_free(batch_job *job) {
   if (!job) return;
-  batch_pool_put(job->pool, job->frame.data, job->frame.cap);
+  batch_pool_put(job->pool, job->buf, job->buf_cap);
   epoch_order_unref(job->order);
   free(job);
 }

@@ -105,7 +105,9 @@ typedef struct batch_job {
   uint64_t epoch, index, seq;
   uint32_t first, count; /* positions [first, first+count) of the order */
   /* output */
-  wbuf frame;            /* the complete BATCH frame */
+  wbuf frame;            /* the complete BATCH frame, inside buf */
+  uint8_t *buf;          /* the pooled buffer holding it */
+  size_t buf_cap;
   int rc;                /* 0, or BFEED_E* with err */
   char err[256];
   uint32_t skipped;
