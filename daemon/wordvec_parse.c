@@ -264,9 +264,12 @@ static int parse_header(const char *line, size_t len, uint64_t *v, uint64_t *d) 
   size_t tl;
   uint64_t x[2];
   for (int i = 0; i < 2; i++) {
-    if (!next_token(&p, end, &tok, &tl) || tl > 18 || strspn(tok, "0123456789") < tl) return 0;
+    if (!next_token(&p, end, &tok, &tl) || tl > 18) return 0;
     x[i] = 0;
-    for (size_t k = 0; k < tl; k++) x[i] = x[i] * 10 + (uint64_t)(tok[k] - '0');
+    for (size_t k = 0; k < tl; k++) {
+      if (tok[k] < '0' || tok[k] > '9') return 0;
+      x[i] = x[i] * 10 + (uint64_t)(tok[k] - '0');
+    }
   }
   if (next_token(&p, end, &tok, &tl)) return 0;
   *v = x[0], *d = x[1];

@@ -30,3 +30,45 @@ add_test(NAME wordvec_fetch_oracle
                  $<TARGET_FILE:bfeedd> $<TARGET_FILE:bfeed_cli> ${BFEED_SHARED_DATA}/wordvec
                  ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/images)
 set_tests_properties(wordvec_fetch_oracle PROPERTIES TIMEOUT 300)
+
+# A text dataset through the real daemon: order, padding, lengths and
+# labels against expectations worked out from the files, bucketing,
+# pooling, fixed length, refusals, and byte-identical batches from 1 and 2
+# workers.
+bfeed_cmocka_test(test_text_integration
+  SOURCES test_text_integration.c itest_util.c
+  LIBS bfeed_static bfeed_cliutil Threads::Threads
+  TIMEOUT 180)
+target_compile_definitions(test_text_integration PRIVATE ITEST_BFEEDD="$<TARGET_FILE:bfeedd>"
+                           TEXT_SHARED_DATA="${BFEED_SHARED_DATA}")
+add_dependencies(test_text_integration bfeedd)
+
+# make-demo --text: deterministic, about 6% unknown words, and learnable by
+# a nearest-centroid classifier on mean word vectors (numpy).
+add_test(NAME wordvec_demo_oracle
+         COMMAND ${BFEED_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/oracle/wordvec_demo_oracle.py
+                 $<TARGET_FILE:bfeed_cli> ${BFEED_SHARED_DATA}/wordvec)
+set_tests_properties(wordvec_demo_oracle PROPERTIES TIMEOUT 300)
+
+# Fuzz targets for each text-side parser (fuzz/fuzz_wordvec*.c). In every
+# build the replay runs them over seeds and deterministic mutations; with
+# -DBFEED_FUZZ=ON under clang each is also a libFuzzer binary, its sources
+# compiled in so that libFuzzer's coverage sees them.
+add_executable(fuzz_wordvec_replay fuzz/fuzz_wordvec_replay.c fuzz/fuzz_wordvec.c fuzz/fuzz_wordvec_cache.c
+                                   fuzz/fuzz_wordvec_npy.c fuzz/fuzz_wordvec_text.c)
+target_link_libraries(fuzz_wordvec_replay PRIVATE bfeed_text)
+add_test(NAME fuzz_wordvec_replay COMMAND fuzz_wordvec_replay ${BFEED_SHARED_DATA}/wordvec)
+set_tests_properties(fuzz_wordvec_replay PROPERTIES TIMEOUT 300)
+
+option(BFEED_FUZZ "Build the libFuzzer targets (clang only)" OFF)
+if(BFEED_FUZZ AND CMAKE_C_COMPILER_ID STREQUAL "Clang")
+  get_target_property(BFEED_TEXT_SOURCES bfeed_text SOURCES)
+  list(TRANSFORM BFEED_TEXT_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/daemon/)
+  foreach(t fuzz_wordvec fuzz_wordvec_cache fuzz_wordvec_npy fuzz_wordvec_text)
+    add_executable(${t} fuzz/${t}.c ${BFEED_TEXT_SOURCES})
+    target_compile_definitions(${t} PRIVATE BFEED_LIBFUZZER)
+    target_compile_options(${t} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_options(${t} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(${t} PRIVATE bfeed_proto PkgConfig::XXHASH)
+  endforeach()
+endif()
