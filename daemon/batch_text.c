@@ -87,24 +87,24 @@ static int cmp_key(const void *a, const void *b) {
 
 int batch_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, uint64_t epoch) {
   uint64_t B = s->opts.batch, run = B * s->opts.bucket;
-  size_t span = run < n ? (size_t)run : n;
+  /* Only whole batches are bucketed: the n mod B positions at the end, the
+   * short batch, stay as the shuffle left them, so the samples a stream
+   * drops without keep_partial are not always the longest. */
+  uint32_t whole = (uint32_t)(n - n % B);
+  size_t span = run < whole ? (size_t)run : whole;
   bucket_key *k = malloc((span ? span : 1) * sizeof *k);
-  uint32_t *order = malloc((span / B + 1) * sizeof *order), *tmp = malloc((span ? span : 1) * sizeof *tmp);
-  if (!k || !order || !tmp) {
-    free(k), free(order), free(tmp);
+  uint32_t *order = malloc((span / B + 1) * sizeof *order);
+  if (!k || !order) {
+    free(k), free(order);
     return -1;
   }
   uint64_t r = 0;
-  for (uint64_t start = 0; start < n; start += run, r++) {
-    uint32_t len = (uint32_t)(n - start < run ? n - start : run);
-    for (uint32_t p = 0; p < len; p++)
-      k[p] = (bucket_key){batch_sample_len(s, idx[start + p]), p, idx[start + p]};
+  for (uint64_t start = 0; start < whole; start += run, r++) {
+    uint32_t len = (uint32_t)(whole - start < run ? whole - start : run), nb = (uint32_t)(len / B);
+    for (uint32_t p = 0; p < len; p++) k[p] = (bucket_key){batch_sample_len(s, idx[start + p]), p, idx[start + p]};
     qsort(k, len, sizeof *k, cmp_key);
-    /* Whole batches of the run, permuted (Fisher-Yates); the short batch
-     * at the end of the last run, if any, is not moved. */
-    uint32_t nb = (uint32_t)(len / B);
     for (uint32_t b = 0; b < nb; b++) order[b] = b;
-    if (shuffle && nb > 1) {
+    if (shuffle && nb > 1) { /* Fisher-Yates over the run's batches */
       rng_t g;
       rng_init(&g, s->opts.seed, BATCH_RNG_DOMAIN_BUCKET, epoch, r);
       for (uint32_t b = nb - 1; b > 0; b--) {
@@ -114,10 +114,8 @@ int batch_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, ui
       }
     }
     for (uint32_t b = 0; b < nb; b++)
-      for (uint64_t q = 0; q < B; q++) tmp[b * B + q] = k[order[b] * B + q].idx;
-    for (uint32_t p = (uint32_t)(nb * B); p < len; p++) tmp[p] = k[p].idx;
-    memcpy(idx + start, tmp, len * sizeof *tmp);
+      for (uint64_t q = 0; q < B; q++) idx[start + b * B + q] = k[order[b] * B + q].idx;
   }
-  free(k), free(order), free(tmp);
+  free(k), free(order);
   return 0;
 }

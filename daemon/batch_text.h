@@ -24,11 +24,12 @@ void batch_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, floa
 /* features bf16 [B, ...]: each sample's float32 row cast to bf16. tmp holds
  * one row (for rows not aligned to 4 bytes in the mapped file). */
 void batch_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst);
-/* Reorder idx[0..n) (an epoch's shard order) for length bucketing: each
- * run of opts.bucket batches is sorted by served length (ties by
- * position), and with shuffle its whole batches are permuted by
- * Philox(seed, BATCH_RNG_DOMAIN_BUCKET, epoch, run); a short last batch
- * stays last. -1 when out of memory. */
+/* Reorder idx[0..n) (an epoch's shard order) for length bucketing: the
+ * whole batches' positions are cut into runs of opts.bucket batches, each
+ * run sorted by served length (ties by position) and, with shuffle, its
+ * batches permuted by Philox(seed, BATCH_RNG_DOMAIN_BUCKET, epoch, run).
+ * The last n mod B positions (the short batch) are left alone. -1 when out
+ * of memory. */
 int batch_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, uint64_t epoch);
 
 #endif

@@ -75,16 +75,24 @@ static int parse_settings(const dataset_keys *k, text_settings *s, char *err, si
   return 0;
 }
 
+static const char *size_str(uint64_t bytes, char *buf, size_t cap) {
+  if (bytes >= 1000000) snprintf(buf, cap, "%.1f MB", (double)bytes / 1e6);
+  else if (bytes >= 1000) snprintf(buf, cap, "%.1f KB", (double)bytes / 1e3);
+  else snprintf(buf, cap, "%llu bytes", (unsigned long long)bytes);
+  return buf;
+}
+
 static int load_vectors(dataset *d, text_settings *s, const logger *log, char *err, size_t errlen) {
   wordvec_report rep;
   wordvec *v = &d->vectors;
   char why[1024];
   if (wordvec_load(s->vectors, &s->wv, v, &rep, why, sizeof why) < 0)
     return snprintf(err, errlen, "dataset %s: vectors: %s", d->name, why), -1;
-  double mb = (double)wordvec_table_bytes(v) / 1e6;
+  char bf[32], f32[32];
   const char *how = rep.cache == WORDVEC_CACHE_HIT ? "mapped from the cache" : "parsed";
-  log_info(log, "dataset %s: vectors %s: %u words x %u (%s), %.1f MB as bf16 (%.1f MB as float32), %s in %.3f s",
-           d->name, s->vectors, v->nwords, v->dim, wordvec_format_name(v->format), mb, 2 * mb, how, rep.seconds);
+  log_info(log, "dataset %s: vectors %s: %u words x %u (%s), %s as bf16 (%s as float32), %s in %.3f s", d->name,
+           s->vectors, v->nwords, v->dim, wordvec_format_name(v->format), size_str(wordvec_table_bytes(v), bf, sizeof bf),
+           size_str(2 * wordvec_table_bytes(v), f32, sizeof f32), how, rep.seconds);
   if (rep.cache == WORDVEC_CACHE_WRITTEN)
     log_info(log, "dataset %s: vectors cache %s written (%s)", d->name, rep.cache_path, rep.note);
   else if (rep.cache == WORDVEC_CACHE_FAILED)

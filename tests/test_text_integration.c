@@ -266,12 +266,16 @@ static void test_same_bytes_any_workers(void **state) {
   }
 }
 
-/* Bucketing: each epoch still serves distinct samples; in every run of 4
- * batches the batches hold consecutive stretches of the run's lengths;
- * padding drops; epochs differ; a resumed stream continues exactly. */
+/* Bucketing: each epoch serves the same samples as without it (only whole
+ * batches are reordered, the dropped short batch is the same); in every
+ * run of 4 batches the batches hold consecutive stretches of the run's
+ * lengths; padding drops; epochs differ; a resumed stream continues
+ * exactly. */
 static void test_bucketing(void **state) {
   uint64_t padding[2] = {0, 0};
   itest_run runs[2] = {{0}};
+  unsigned char *served[2][2];
+  for (int i = 0; i < 4; i++) served[i / 2][i % 2] = calloc(S.n, 1);
   for (int bucket = 0; bucket < 2; bucket++) {
     bfeed_stream_opts o;
     text_opts(&o);
@@ -302,6 +306,7 @@ static void test_bucketing(void **state) {
       for (int64_t i = 0; i < idx.shape[0]; i++) {
         int64_t x = ((const int64_t *)idx.data)[i];
         if (seen[x]++) fail_msg("sample %lld twice in one epoch", (long long)x);
+        served[bucket][bfeed_batch_epoch(b)][x] = 1;
         if (l[i] < lo[slot]) lo[slot] = l[i];
         if (l[i] > hi[slot]) hi[slot] = l[i];
       }
@@ -317,6 +322,11 @@ static void test_bucketing(void **state) {
     bfeed_close(c);
   }
   assert_int_equal(runs[0].n, runs[1].n);
+  for (int e = 0; e < 2; e++) {
+    assert_memory_equal(served[0][e], served[1][e], S.n);
+    free(served[0][e]);
+    free(served[1][e]);
+  }
   if (!(padding[1] * 2 < padding[0])) fail_msg("bucketing left %llu padding slots, unbucketed %llu", (unsigned long long)padding[1], (unsigned long long)padding[0]);
   /* Epoch 1's order is not epoch 0's. */
   size_t bpe = S.n / 16;
