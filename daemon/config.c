@@ -13,6 +13,7 @@ const config_key config_keys[] = {
     {"listen", "ADDR", "unix:PATH or HOST:PORT to serve on (repeatable)"},
     {"metrics_listen", "HOST:PORT", "serve Prometheus metrics at http://HOST:PORT/metrics"},
     {"workers", "N", "decoding threads, 0 = one per core (0)"},
+    {"cache_dir", "DIR", "where converted word-vector tables are kept (default: beside each table)"},
     {"max_clients", "N", "connections at once (64)"},
     {"max_streams", "N", "streams per connection (16)"},
     {"max_window", "N", "largest prefetch window a stream may ask for, 1..64 (64)"},
@@ -80,6 +81,7 @@ static void dataset_clear(config_dataset *d) {
 void config_free(config *c) {
   config_clear_listen(c);
   free(c->metrics_listen);
+  free(c->cache_dir);
   for (size_t i = 0; i < c->ndatasets; i++) {
     dataset_clear(&c->datasets[i]);
     free(c->datasets[i].name);
@@ -176,11 +178,11 @@ int config_set(config *c, const char *key, const char *value, const char *where,
     c->nlisten++;
     return 0;
   }
-  if (strcmp(key, "metrics_listen") == 0) {
-    char *v = strdup(value);
+  if (strcmp(key, "metrics_listen") == 0 || strcmp(key, "cache_dir") == 0) {
+    char **slot = key[0] == 'm' ? &c->metrics_listen : &c->cache_dir, *v = strdup(value);
     if (!v) return snprintf(err, errlen, "out of memory"), -1;
-    free(c->metrics_listen);
-    c->metrics_listen = v;
+    free(*slot);
+    *slot = v;
     return 0;
   }
   if (strcmp(key, "max_window") == 0) {

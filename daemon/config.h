@@ -24,6 +24,7 @@ typedef struct config {
   char **listen;
   size_t nlisten;
   char *metrics_listen; /* HOST:PORT, or NULL */
+  char *cache_dir;      /* for converted word-vector tables, or NULL */
   int workers;     /* 0: one per core */
   int max_clients;
   int max_streams;

@@ -129,10 +129,18 @@ static dataset **load_datasets(const config *cfg, const config *old_cfg, dataset
     for (size_t j = 0; old_cfg && j < nold && !ds[i]; j++)
       if (strcmp(old[j]->name, cd->name) == 0 && config_dataset_same(cfg, old_cfg, cd->name)) ds[i] = dataset_ref(old[j]);
     if (ds[i]) continue;
-    dataset_kv kv[64];
+    dataset_kv kv[65];
     size_t nkv = cd->nkv < 64 ? cd->nkv : 64;
-    for (size_t k = 0; k < nkv; k++) kv[k] = (dataset_kv){cd->keys[k], cd->values[k], cd->wheres[k]};
-    if (!(ds[i] = dataset_load(cd->name, kv, nkv, err, errlen))) {
+    int has_vectors = 0, has_cache_dir = 0;
+    for (size_t k = 0; k < nkv; k++) {
+      kv[k] = (dataset_kv){cd->keys[k], cd->values[k], cd->wheres[k]};
+      has_vectors |= strcmp(cd->keys[k], "vectors") == 0;
+      has_cache_dir |= strcmp(cd->keys[k], "cache_dir") == 0;
+    }
+    /* The daemon-wide cache folder, for datasets with a word-vector table
+     * that do not name their own. */
+    if (cfg->cache_dir && has_vectors && !has_cache_dir) kv[nkv++] = (dataset_kv){"cache_dir", cfg->cache_dir, "cache_dir"};
+    if (!(ds[i] = dataset_open(cd->name, kv, nkv, lg, err, errlen))) {
       for (size_t j = 0; j < i; j++) dataset_unref(ds[j]);
       free(ds);
       return NULL;

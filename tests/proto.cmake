@@ -15,7 +15,7 @@ set_tests_properties(fuzz_proto_replay PROPERTIES TIMEOUT 300)
 # instrumentation libFuzzer steers by.
 option(BFEED_FUZZ "Build the libFuzzer target fuzz_proto (clang only)" OFF)
 if(BFEED_FUZZ AND CMAKE_C_COMPILER_ID STREQUAL "Clang")
-  get_target_property(BFEED_PROTO_SOURCES bfeed_proto SOURCES)
+  get_target_property(BFEED_PROTO_SOURCES bfeed_proto_objs SOURCES)
   list(TRANSFORM BFEED_PROTO_SOURCES PREPEND ${PROJECT_SOURCE_DIR}/proto/)
   add_executable(fuzz_proto fuzz/fuzz_proto.c ${BFEED_PROTO_SOURCES})
   target_include_directories(fuzz_proto PRIVATE ${PROJECT_SOURCE_DIR}/proto ${PROJECT_SOURCE_DIR}/client)

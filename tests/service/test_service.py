@@ -209,6 +209,10 @@ def test_config():
     h = Hasher(addr, "a", "--window", "4")
     check(h.first == "open", "--max-window on the command line overrides the file")
     h.close()
+    h = Hasher(addr, "a", "--batch", "65536", "--size", "224")
+    check(h.first.startswith("error -1 ") and "frame limit" in h.first,
+          f"an image batch too large for one frame is refused at open, saying why ({h.first[:120]})")
+    h.p.wait(timeout=10)
     dm.stop()
 
 
