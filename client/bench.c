@@ -18,6 +18,7 @@
 #include "bfeed.h"
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_util.h"
 
 typedef struct bench_args {
   cli_stream_cmd c;
@@ -45,17 +46,6 @@ static int parse(int argc, char **argv, bench_args *b) {
   if (b->batches && b->epochs) return fprintf(stderr, "bfeed bench: give --batches or --epochs, not both\n"), -1;
   if (!b->batches && !b->epochs) b->epochs = 1;
   return 0;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* Nearest-rank percentile of sorted v[0..n). */
@@ -138,7 +128,7 @@ int cmd_bench(int argc, char **argv) {
   bfeed_client *c;
   bfeed_stream *s;
   if (b.epochs) b.c.o.epochs = b.epochs;
-  double t_open = now_s();
+  double t_open = cli_now_s();
   if (cli_open_stream(&b.c, &c, &s) < 0) return 1;
   bfeed_stream_info info;
   bfeed_stream_get_info(s, &info);
@@ -152,11 +142,11 @@ int cmd_bench(int argc, char **argv) {
   }
   int tty = isatty(STDERR_FILENO) && !b.json, rc = 0;
   bench_result r = {0};
-  double t0 = now_s(), last_print = 0, prev = t0;
+  double t0 = cli_now_s(), last_print = 0, prev = t0;
   for (uint64_t n = 0; n < total; n++) {
     bfeed_batch *batch;
     int got = bfeed_stream_next(s, &batch, &err);
-    double t = now_s();
+    double t = cli_now_s();
     if (got == BFEED_EEOF) break;
     if (got < 0) {
       fprintf(stderr, "%sbfeed bench: batch %llu: %s\n", tty ? "\n" : "", (unsigned long long)n, err.message);
@@ -196,7 +186,7 @@ int cmd_bench(int argc, char **argv) {
   r.skipped = counter(ctr, nctr, "skipped");
   bfeed_stream_close(s);
   bfeed_close(c);
-  qsort(lat, r.batches, sizeof *lat, cmp_double);
+  qsort(lat, r.batches, sizeof *lat, cli_cmp_double);
   r.p50 = percentile(lat, r.batches, 50);
   r.p99 = percentile(lat, r.batches, 99);
   free(lat);

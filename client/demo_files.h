@@ -8,7 +8,6 @@
 #include <stddef.h>
 
 /* Put the message in err (if any) and return code. */
-int demo_fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* mkdir -p: each missing component of path, with mode 0777 (less umask). */
 int demo_mkdirs(const char *path, char *err, size_t errlen);
 /* 1 if dir exists and holds anything, 0 if not, negative on error. */

@@ -6,6 +6,7 @@
  * luminance noise. Everything random is drawn from a splitmix64 stream keyed
  * by (seed, split, class, index), so no image depends on any other.
  */
+#include "cli_util.h"
 #include "make_demo.h"
 
 #include <dirent.h>
@@ -42,15 +43,6 @@ static const float demo_colours[4][3] = {
 
 static const char *const demo_splits[2] = {"train", "val"};
 
-int demo_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 #define DEMO_SALT 0x6d616b652d64656dULL /* "make-dem" */
 
@@ -155,22 +147,22 @@ static void demo_render(const demo_image *im, demo_rng *r, unsigned char *px) {
 int demo_mkdirs(const char *path, char *err, size_t errlen) {
   char buf[PATH_MAX];
   size_t n = strlen(path);
-  if (n >= sizeof buf) return demo_fail(err, errlen, BFEED_EINVAL, "%s: path too long", path);
+  if (n >= sizeof buf) return cli_fail(err, errlen, BFEED_EINVAL, "%s: path too long", path);
   memcpy(buf, path, n + 1);
   for (size_t i = 1; i <= n; i++) {
     if (buf[i] != '/' && buf[i] != '\0') continue;
     char keep = buf[i];
     buf[i] = '\0';
     if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-      return demo_fail(err, errlen, BFEED_EIO, "%s: cannot create directory: %s", buf,
+      return cli_fail(err, errlen, BFEED_EIO, "%s: cannot create directory: %s", buf,
                        strerror(errno));
     buf[i] = keep;
   }
   struct stat st;
   if (stat(path, &st) != 0)
-    return demo_fail(err, errlen, BFEED_EIO, "%s: %s", path, strerror(errno));
+    return cli_fail(err, errlen, BFEED_EIO, "%s: %s", path, strerror(errno));
   if (!S_ISDIR(st.st_mode))
-    return demo_fail(err, errlen, BFEED_EIO, "%s: exists and is not a directory", path);
+    return cli_fail(err, errlen, BFEED_EIO, "%s: exists and is not a directory", path);
   return 0;
 }
 
@@ -179,7 +171,7 @@ int demo_dir_nonempty(const char *dir, char *err, size_t errlen) {
   DIR *d = opendir(dir);
   if (!d) {
     if (errno == ENOENT) return 0;
-    return demo_fail(err, errlen, BFEED_EIO, "%s: cannot open directory: %s", dir,
+    return cli_fail(err, errlen, BFEED_EIO, "%s: cannot open directory: %s", dir,
                      strerror(errno));
   }
   struct dirent *e;
@@ -195,10 +187,10 @@ int demo_write_file(const char *path, const unsigned char *buf, size_t len, char
                            size_t errlen) {
   char tmp[PATH_MAX];
   if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
-    return demo_fail(err, errlen, BFEED_EINVAL, "%s: path too long", path);
+    return cli_fail(err, errlen, BFEED_EINVAL, "%s: path too long", path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0)
-    return demo_fail(err, errlen, BFEED_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    return cli_fail(err, errlen, BFEED_EIO, "%s: cannot create: %s", tmp, strerror(errno));
   size_t done = 0;
   while (done < len) {
     ssize_t w = write(fd, buf + done, len - done);
@@ -213,12 +205,12 @@ int demo_write_file(const char *path, const unsigned char *buf, size_t len, char
   }
   if (done != len) {
     unlink(tmp);
-    return demo_fail(err, errlen, BFEED_EIO, "%s: write failed: %s", tmp, strerror(saved));
+    return cli_fail(err, errlen, BFEED_EIO, "%s: write failed: %s", tmp, strerror(saved));
   }
   if (rename(tmp, path) != 0) {
     saved = errno;
     unlink(tmp);
-    return demo_fail(err, errlen, BFEED_EIO, "%s: cannot rename into place: %s", path,
+    return cli_fail(err, errlen, BFEED_EIO, "%s: cannot rename into place: %s", path,
                      strerror(saved));
   }
   return 0;
@@ -242,16 +234,16 @@ const char *make_demo_class_name(int i) {
 
 static int demo_check_opts(const make_demo_opts *o, char *err, size_t errlen) {
   if (o->train_per_class < 1 || o->train_per_class > DEMO_MAX_PER_CLASS)
-    return demo_fail(err, errlen, BFEED_EINVAL, "make-demo: train images per class %d is outside 1..%d",
+    return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: train images per class %d is outside 1..%d",
                      o->train_per_class, DEMO_MAX_PER_CLASS);
   if (o->val_per_class < 0 || o->val_per_class > DEMO_MAX_PER_CLASS)
-    return demo_fail(err, errlen, BFEED_EINVAL, "make-demo: val images per class %d is outside 0..%d",
+    return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: val images per class %d is outside 0..%d",
                      o->val_per_class, DEMO_MAX_PER_CLASS);
   if (o->quality < 1 || o->quality > 100)
-    return demo_fail(err, errlen, BFEED_EINVAL, "make-demo: JPEG quality %d is outside 1..100",
+    return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: JPEG quality %d is outside 1..100",
                      o->quality);
   if (o->min_side < DEMO_SIDE_MIN || o->min_side > o->max_side || o->max_side > DEMO_SIDE_MAX)
-    return demo_fail(err, errlen, BFEED_EINVAL,
+    return cli_fail(err, errlen, BFEED_EINVAL,
                      "make-demo: image sides %d..%d must satisfy %d <= min <= max <= %d",
                      o->min_side, o->max_side, DEMO_SIDE_MIN, DEMO_SIDE_MAX);
   return 0;
@@ -281,14 +273,14 @@ static int demo_one(demo_ctx *x, const char *cls_dir, int split, int cls, int in
   int pf = im.ncomp == 1 ? TJPF_GRAY : TJPF_RGB;
   char path[PATH_MAX];
   if ((size_t)snprintf(path, sizeof path, "%s/%04d.jpg", cls_dir, index) >= sizeof path)
-    return demo_fail(err, errlen, BFEED_EINVAL, "%s: path too long", cls_dir);
+    return cli_fail(err, errlen, BFEED_EINVAL, "%s: path too long", cls_dir);
   tjhandle tj = tjInitCompress();
   if (!tj)
-    return demo_fail(err, errlen, BFEED_ECODEC, "%s: cannot start TurboJPEG: %s", path,
+    return cli_fail(err, errlen, BFEED_ECODEC, "%s: cannot start TurboJPEG: %s", path,
                      tjGetErrorStr2(NULL));
   if (tjCompress2(tj, x->px, im.w, 0, im.h, pf, &jpeg, &jpeg_len, im.subsamp, x->o->quality,
                   flags) != 0) {
-    int rc = demo_fail(err, errlen, BFEED_ECODEC, "%s: JPEG encoding failed: %s", path,
+    int rc = cli_fail(err, errlen, BFEED_ECODEC, "%s: JPEG encoding failed: %s", path,
                        tjGetErrorStr2(tj));
     tjFree(jpeg);
     tjDestroy(tj);
@@ -310,7 +302,7 @@ static int demo_split(demo_ctx *x, const char *dir, int split, int count, char *
   for (int cls = 0; cls < MAKE_DEMO_NCLASSES; cls++) {
     if ((size_t)snprintf(cls_dir, sizeof cls_dir, "%s/%s/%s", dir, demo_splits[split],
                          demo_class_names[cls]) >= sizeof cls_dir)
-      return demo_fail(err, errlen, BFEED_EINVAL, "%s: path too long", dir);
+      return cli_fail(err, errlen, BFEED_EINVAL, "%s: path too long", dir);
     int rc = demo_mkdirs(cls_dir, err, errlen);
     for (int i = 0; rc == 0 && i < count; i++) rc = demo_one(x, cls_dir, split, cls, i, err, errlen);
     if (rc != 0) return rc;
@@ -325,18 +317,18 @@ int make_demo(const char *dir, const make_demo_opts *o, make_demo_stats *stats, 
     make_demo_opts_init(&defaults);
     o = &defaults;
   }
-  if (!dir || !*dir) return demo_fail(err, errlen, BFEED_EINVAL, "make-demo: no directory given");
+  if (!dir || !*dir) return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: no directory given");
   int rc = demo_check_opts(o, err, errlen);
   if (rc != 0) return rc;
   int nonempty = demo_dir_nonempty(dir, err, errlen);
   if (nonempty < 0) return nonempty;
   if (nonempty && !o->overwrite)
-    return demo_fail(err, errlen, BFEED_EINVAL,
+    return cli_fail(err, errlen, BFEED_EINVAL,
                      "%s: directory is not empty; refusing to write a dataset into it", dir);
 
   demo_ctx x = {.o = o};
   x.px = malloc((size_t)o->max_side * (size_t)o->max_side * 3);
-  if (!x.px) rc = demo_fail(err, errlen, BFEED_ENOMEM, "make-demo: out of memory");
+  if (!x.px) rc = cli_fail(err, errlen, BFEED_ENOMEM, "make-demo: out of memory");
   int counts[2] = {o->train_per_class, o->val_per_class};
   for (int split = 0; rc == 0 && split < 2; split++)
     if (counts[split] > 0) rc = demo_split(&x, dir, split, counts[split], err, errlen);

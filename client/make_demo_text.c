@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_util.h"
 #include "bfeed.h"
 #include "bf16.h"
 #include "demo_files.h"
@@ -72,7 +73,7 @@ static int make_topics(const wordvec *v, int k, uint64_t seed, topics *t, char *
   int anchors[MAKE_DEMO_TEXT_MAX_CLASSES];
   if (!t->word || !t->unit || !t->topic || !t->members || !best) {
     free(best);
-    return demo_fail(err, errlen, BFEED_ENOMEM, "make-demo: out of memory");
+    return cli_fail(err, errlen, BFEED_ENOMEM, "make-demo: out of memory");
   }
   for (uint32_t i = 0; i < v->nwords && t->n < cap; i++) {
     const char *w = v->words + v->word_off[i];
@@ -88,7 +89,7 @@ static int make_topics(const wordvec *v, int k, uint64_t seed, topics *t, char *
   }
   if (t->n < 2 * (uint32_t)k) {
     free(best);
-    return demo_fail(err, errlen, BFEED_EINVAL,
+    return cli_fail(err, errlen, BFEED_EINVAL,
                      "make-demo: the vectors hold %u usable words (no punctuation, lowercase), fewer than 2 per class",
                      t->n);
   }
@@ -180,12 +181,12 @@ static int line(text_buf *b, const wordvec *v, const topics *t, const make_demo_
 
 static int check_opts(const make_demo_text_opts *o, char *err, size_t errlen) {
   if (o->nclasses < 2 || o->nclasses > MAKE_DEMO_TEXT_MAX_CLASSES)
-    return demo_fail(err, errlen, BFEED_EINVAL, "make-demo: %d classes is outside 2..%d", o->nclasses,
+    return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: %d classes is outside 2..%d", o->nclasses,
                      MAKE_DEMO_TEXT_MAX_CLASSES);
   if (o->train_per_class < 1 || o->train_per_class > 1000000 || o->val_per_class < 0 || o->val_per_class > 1000000)
-    return demo_fail(err, errlen, BFEED_EINVAL, "make-demo: lines per class must be 1..1000000 (train), 0..1000000 (val)");
+    return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: lines per class must be 1..1000000 (train), 0..1000000 (val)");
   if (o->min_words < 1 || o->min_words > o->max_words || o->max_words > 1000)
-    return demo_fail(err, errlen, BFEED_EINVAL, "make-demo: words per line %d..%d must satisfy 1 <= min <= max <= 1000",
+    return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: words per line %d..%d must satisfy 1 <= min <= max <= 1000",
                      o->min_words, o->max_words);
   return 0;
 }
@@ -198,20 +199,20 @@ int make_demo_text(const char *dir, const char *vectors, const make_demo_text_op
     o = &defaults;
   }
   if (stats) memset(stats, 0, sizeof *stats);
-  if (!dir || !*dir || !vectors) return demo_fail(err, errlen, BFEED_EINVAL, "make-demo: no directory or vectors given");
+  if (!dir || !*dir || !vectors) return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: no directory or vectors given");
   int rc = check_opts(o, err, errlen);
   if (rc != 0) return rc;
   int nonempty = demo_dir_nonempty(dir, err, errlen);
   if (nonempty < 0) return nonempty;
   if (nonempty && !o->overwrite)
-    return demo_fail(err, errlen, BFEED_EINVAL, "%s: directory is not empty; refusing to write a dataset into it", dir);
+    return cli_fail(err, errlen, BFEED_EINVAL, "%s: directory is not empty; refusing to write a dataset into it", dir);
   /* No cache: a command-line tool leaves nothing next to the user's file. */
   wordvec v;
   wordvec_opts wo = {0};
   wordvec_report rep;
   char why[512];
   if (wordvec_load(vectors, &wo, &v, &rep, why, sizeof why) < 0)
-    return demo_fail(err, errlen, BFEED_EINVAL, "make-demo: %s", why);
+    return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: %s", why);
   topics t;
   rc = make_topics(&v, o->nclasses, o->seed, &t, err, errlen);
   if (rc == 0) rc = demo_mkdirs(dir, err, errlen);
@@ -222,9 +223,9 @@ int make_demo_text(const char *dir, const char *vectors, const make_demo_text_op
     for (int c = 0; rc == 0 && c < o->nclasses; c++)
       for (int i = 0; rc == 0 && i < counts[split]; i++) rc = line(&b, &v, &t, o, split, c, i);
     char path[PATH_MAX];
-    if (rc < 0) rc = demo_fail(err, errlen, BFEED_ENOMEM, "make-demo: out of memory");
+    if (rc < 0) rc = cli_fail(err, errlen, BFEED_ENOMEM, "make-demo: out of memory");
     else if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, names[split]) >= sizeof path)
-      rc = demo_fail(err, errlen, BFEED_EINVAL, "%s: path too long", dir);
+      rc = cli_fail(err, errlen, BFEED_EINVAL, "%s: path too long", dir);
     else rc = demo_write_file(path, (const unsigned char *)b.p, b.len, err, errlen);
     if (rc == 0 && stats) stats->files++, stats->bytes += b.len;
     free(b.p);

@@ -6,6 +6,7 @@
  * where the header is a Python dict literal padded with spaces and ended by
  * '\n' so that the data begins at a multiple of 64 bytes.
  */
+#include "cli_util.h"
 #include "npy.h"
 
 #include <errno.h>
@@ -22,15 +23,6 @@
  * 19-digit sizes fit in well under this. */
 #define NPY_HEADER_MAX 1024
 
-static int npy_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
 
 const char *npy_descr(int dtype) {
   switch (dtype) {
@@ -78,20 +70,20 @@ static size_t npy_header(char *buf, size_t cap, const char *descr, int ndim,
 int npy_write(const char *path, int dtype, int ndim, const int64_t *shape,
               const void *data, char *err, size_t errlen) {
   const char *descr = npy_descr(dtype);
-  if (!path) return npy_fail(err, errlen, BFEED_EINVAL, "npy: no path given");
+  if (!path) return cli_fail(err, errlen, BFEED_EINVAL, "npy: no path given");
   if (!descr)
-    return npy_fail(err, errlen, BFEED_EINVAL, "%s: unknown dtype %d", path, dtype);
+    return cli_fail(err, errlen, BFEED_EINVAL, "%s: unknown dtype %d", path, dtype);
   if (ndim < 0 || ndim > NPY_MAX_DIMS)
-    return npy_fail(err, errlen, BFEED_EINVAL, "%s: ndim %d is outside 0..%d", path,
+    return cli_fail(err, errlen, BFEED_EINVAL, "%s: ndim %d is outside 0..%d", path,
                     ndim, NPY_MAX_DIMS);
-  if (ndim > 0 && !shape) return npy_fail(err, errlen, BFEED_EINVAL, "%s: no shape given", path);
+  if (ndim > 0 && !shape) return cli_fail(err, errlen, BFEED_EINVAL, "%s: no shape given", path);
 
   size_t esize = npy_elem_size(descr);
   size_t count = 1;
   int empty = 0;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)
-      return npy_fail(err, errlen, BFEED_EINVAL, "%s: shape[%d] = %lld is negative", path, i,
+      return cli_fail(err, errlen, BFEED_EINVAL, "%s: shape[%d] = %lld is negative", path, i,
                       (long long)shape[i]);
     if (shape[i] == 0) empty = 1;
   }
@@ -99,22 +91,22 @@ int npy_write(const char *path, int dtype, int ndim, const int64_t *shape,
    * is a valid empty array rather than an overflow. */
   for (int i = 0; i < ndim && !empty; i++) {
     if ((uint64_t)shape[i] > SIZE_MAX / esize / count)
-      return npy_fail(err, errlen, BFEED_EINVAL, "%s: shape is too large for memory", path);
+      return cli_fail(err, errlen, BFEED_EINVAL, "%s: shape is too large for memory", path);
     count *= (size_t)shape[i];
   }
   size_t nbytes = empty ? 0 : count * esize;
   if (nbytes && !data)
-    return npy_fail(err, errlen, BFEED_EINVAL, "%s: no data for %zu bytes", path, nbytes);
+    return cli_fail(err, errlen, BFEED_EINVAL, "%s: no data for %zu bytes", path, nbytes);
 
   unsigned char pre[NPY_PREAMBLE] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
   char hdr[NPY_HEADER_MAX];
   size_t hlen = npy_header(hdr, sizeof hdr, descr, ndim, shape);
-  if (hlen == 0) return npy_fail(err, errlen, BFEED_EINVAL, "%s: header too long", path);
+  if (hlen == 0) return cli_fail(err, errlen, BFEED_EINVAL, "%s: header too long", path);
   pre[8] = (unsigned char)(hlen & 0xff);
   pre[9] = (unsigned char)(hlen >> 8);
 
   FILE *f = fopen(path, "wb");
-  if (!f) return npy_fail(err, errlen, BFEED_EIO, "%s: cannot create: %s", path, strerror(errno));
+  if (!f) return cli_fail(err, errlen, BFEED_EIO, "%s: cannot create: %s", path, strerror(errno));
   /* Only a regular file of ours is removed on failure: the path may be a
    * device such as /dev/stdout, which must survive a failed write. */
   struct stat st;
@@ -129,7 +121,7 @@ int npy_write(const char *path, int dtype, int ndim, const int64_t *shape,
   }
   if (!ok) {
     if (regular) remove(path);
-    return npy_fail(err, errlen, BFEED_EIO, "%s: write failed: %s", path, strerror(write_errno));
+    return cli_fail(err, errlen, BFEED_EIO, "%s: write failed: %s", path, strerror(write_errno));
   }
   return 0;
 }

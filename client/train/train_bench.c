@@ -20,6 +20,7 @@
 
 #include "backend.h"
 #include "cli_opts.h"
+#include "cli_util.h"
 #include "mlp.h"
 #include "optim.h"
 #include "train_opts.h"
@@ -31,17 +32,6 @@ typedef struct bench_opts {
   optim_kind optimizer;
   const char *backend; /* NULL: all */
 } bench_opts;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static int takes_value(const char *name, void *ctx) { return strcmp(name, "help") != 0; }
 
@@ -109,7 +99,7 @@ static double bench_one(const bench_opts *o, backend *be, ops_dtype p) {
   ops_convert(mlp_input(&m), p, x, OPS_F32, o->batch * o->inputs);
   /* Three warm-up steps: page faults, oneDNN's JIT, the caches. */
   for (uint64_t i = 0; i < o->steps + 3; i++) {
-    double t0 = now_s(), loss;
+    double t0 = cli_now_s(), loss;
     if (mlp_forward(&m, be, o->batch) < 0 ||
         mlp_backward(&m, be, labels, o->batch, 1.0f / (float)o->batch, 0, &loss) < 0) {
       fprintf(stderr, "bfeed-train-bench: %s\n", be->err);
@@ -117,9 +107,9 @@ static double bench_one(const bench_opts *o, backend *be, ops_dtype p) {
     }
     optim_step(&opt);
     mlp_sync_working(&m);
-    t[i] = now_s() - t0;
+    t[i] = cli_now_s() - t0;
   }
-  qsort(t + 3, o->steps, sizeof *t, cmp_double);
+  qsort(t + 3, o->steps, sizeof *t, cli_cmp_double);
   result = t[3 + o->steps / 2];
 done:
   free(labels), free(x), free(t);
