@@ -22,6 +22,7 @@
 
 #include "addr.h"
 #include "bf16.h"
+#include "bufpool.h"
 #include "bfeed.h"
 #include "frame.h"
 #include "msg.h"
@@ -33,82 +34,11 @@
  * (epoch, index, seq, codec, ntensors, reserved, raw_size). */
 #define BATCH_PREFIX 36
 
-/* Batch buffers for reuse. A batch is tens of megabytes; a fresh
- * allocation for each costs page faults (the kernel zeroing new pages) on
- * every batch. Released buffers wait here for the next batch. The cache is
- * shared by the client and its batches, which may outlive it, so it is
- * reference counted. */
-#define BUFCACHE_MAX 8
-typedef struct bufcache {
-  pthread_mutex_t mu;
-  int refs, n;
-  struct {
-    uint8_t *p;
-    size_t cap;
-  } v[BUFCACHE_MAX];
-} bufcache;
-
-static bufcache *bufcache_new(void) {
-  bufcache *bc = calloc(1, sizeof *bc);
-  if (!bc) return NULL;
-  pthread_mutex_init(&bc->mu, NULL);
-  bc->refs = 1;
-  return bc;
-}
-
-static bufcache *bufcache_ref(bufcache *bc) {
-  pthread_mutex_lock(&bc->mu);
-  bc->refs++;
-  pthread_mutex_unlock(&bc->mu);
-  return bc;
-}
-
-static void bufcache_unref(bufcache *bc) {
-  if (!bc) return;
-  pthread_mutex_lock(&bc->mu);
-  int last = --bc->refs == 0;
-  pthread_mutex_unlock(&bc->mu);
-  if (!last) return;
-  for (int i = 0; i < bc->n; i++) free(bc->v[i].p);
-  pthread_mutex_destroy(&bc->mu);
-  free(bc);
-}
-
-/* A 64-byte aligned buffer of at least need bytes; *cap gets its size. */
-static uint8_t *bufcache_get(bufcache *bc, size_t need, size_t *cap) {
-  need = (need + 63) / 64 * 64;
-  pthread_mutex_lock(&bc->mu);
-  for (int i = bc->n - 1; i >= 0; i--)
-    if (bc->v[i].cap >= need && bc->v[i].cap <= 2 * need) {
-      uint8_t *p = bc->v[i].p;
-      *cap = bc->v[i].cap;
-      bc->v[i] = bc->v[--bc->n];
-      pthread_mutex_unlock(&bc->mu);
-      return p;
-    }
-  pthread_mutex_unlock(&bc->mu);
-  *cap = need ? need : 64;
-  return aligned_alloc(64, *cap);
-}
-
-static void bufcache_put(bufcache *bc, uint8_t *p, size_t cap) {
-  if (!p) return;
-  pthread_mutex_lock(&bc->mu);
-  if (bc->n < BUFCACHE_MAX) {
-    bc->v[bc->n].p = p;
-    bc->v[bc->n].cap = cap;
-    bc->n++;
-    p = NULL;
-  }
-  pthread_mutex_unlock(&bc->mu);
-  free(p);
-}
-
 struct bfeed_batch {
   uint64_t epoch, index, seq;
   int ntensors;
   msg_tensor t[MSG_MAX_TENSORS];
-  bufcache *cache;    /* where mem goes back */
+  bufpool *cache;    /* where mem goes back */
   uint8_t *mem;       /* what to give back */
   size_t mem_cap;
   const uint8_t *raw; /* tensors, 64-byte aligned */
@@ -144,7 +74,7 @@ struct bfeed_client {
   char server[MSG_NAME_MAX];
   uint32_t next_id;
   bfeed_stream *streams;
-  bufcache *cache;
+  bufpool *cache;
   int dead, dead_code;
   char dead_msg[MSG_ERROR_MAX];
   /* daemon-wide statistics: one request at a time */
@@ -258,8 +188,8 @@ static bfeed_stream *find_stream(bfeed_client *c, uint32_t id) {
 
 static void batch_free(bfeed_batch *b) {
   if (!b) return;
-  bufcache_put(b->cache, b->mem, b->mem_cap);
-  bufcache_unref(b->cache);
+  bufpool_put(b->cache, b->mem, b->mem_cap);
+  bufpool_unref(b->cache);
   free(b);
 }
 
@@ -276,8 +206,8 @@ static int read_batch(bfeed_client *c, const frame_header *h, bfeed_batch **out,
   size_t pad = (64 - head % 64) % 64;
   bfeed_batch *b = calloc(1, sizeof *b);
   if (!b) return snprintf(why, cap, "out of memory"), BFEED_ENOMEM;
-  b->cache = bufcache_ref(c->cache);
-  uint8_t *mem = bufcache_get(c->cache, pad + h->length, &b->mem_cap);
+  b->cache = bufpool_ref(c->cache);
+  uint8_t *mem = bufpool_get(c->cache, pad + h->length, &b->mem_cap);
   if (!mem) {
     batch_free(b);
     return snprintf(why, cap, "out of memory for a %u-byte batch", h->length), BFEED_ENOMEM;
@@ -316,17 +246,17 @@ static int read_batch(bfeed_client *c, const frame_header *h, bfeed_batch **out,
   } else {
     unsigned long long declared = ZSTD_getFrameContentSize(m.data, m.data_size);
     size_t raw_cap = 0;
-    uint8_t *raw = declared == m.raw_size ? bufcache_get(c->cache, m.raw_size, &raw_cap) : NULL;
+    uint8_t *raw = declared == m.raw_size ? bufpool_get(c->cache, m.raw_size, &raw_cap) : NULL;
     size_t got = raw && declared == m.raw_size ? ZSTD_decompress(raw, m.raw_size, m.data, m.data_size) : 0;
     if (!raw || declared != m.raw_size || ZSTD_isError(got) || got != m.raw_size) {
-      bufcache_put(c->cache, raw, raw_cap);
+      bufpool_put(c->cache, raw, raw_cap);
       rc = raw || declared != m.raw_size ? BFEED_ECODEC : BFEED_ENOMEM;
       snprintf(why, cap, "BATCH %llu: zstd data does not decompress to its declared %llu bytes%s%s",
                (unsigned long long)m.seq, (unsigned long long)m.raw_size, ZSTD_isError(got) ? ": " : "",
                ZSTD_isError(got) ? ZSTD_getErrorName(got) : "");
       goto fail;
     }
-    bufcache_put(c->cache, mem, b->mem_cap); /* the compressed bytes are done with */
+    bufpool_put(c->cache, mem, b->mem_cap); /* the compressed bytes are done with */
     b->mem = raw;
     b->mem_cap = raw_cap;
     b->raw = raw;
@@ -531,7 +461,7 @@ BFEED_API int bfeed_connect(const char *addr, bfeed_client **out, bfeed_error *e
   }
   c->fd = fd;
   c->max_frame = FRAME_MAX_CONTROL;
-  if (!(c->cache = bufcache_new())) {
+  if (!(c->cache = bufpool_new(8))) {
     close(fd);
     free(c);
     return set_err(err, BFEED_ENOMEM, "out of memory");
@@ -576,7 +506,7 @@ BFEED_API void bfeed_close(bfeed_client *c) {
   pthread_mutex_destroy(&c->wmu);
   pthread_mutex_destroy(&c->stats_mu);
   free(c->report);
-  bufcache_unref(c->cache);
+  bufpool_unref(c->cache);
   free(c);
 }
 

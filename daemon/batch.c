@@ -53,49 +53,8 @@ void epoch_order_unref(epoch_order *e) {
   if (e && __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) free(e);
 }
 
-void batch_pool_init(batch_pool *p) {
-  memset(p, 0, sizeof *p);
-  pthread_mutex_init(&p->mu, NULL);
-}
-
-void batch_pool_destroy(batch_pool *p) {
-  for (int i = 0; i < p->n; i++) free(p->v[i].p);
-  p->n = 0;
-  pthread_mutex_destroy(&p->mu);
-}
-
-uint8_t *batch_pool_get(batch_pool *p, size_t need, size_t *cap) {
-  uint8_t *buf = NULL;
-  pthread_mutex_lock(&p->mu);
-  for (int i = p->n - 1; i >= 0; i--)
-    if (p->v[i].cap >= need) {
-      buf = p->v[i].p;
-      *cap = p->v[i].cap;
-      p->v[i] = p->v[--p->n];
-      break;
-    }
-  pthread_mutex_unlock(&p->mu);
-  if (!buf && (buf = malloc(need))) *cap = need;
-  return buf;
-}
-
-void batch_pool_put(batch_pool *p, uint8_t *buf, size_t cap) {
-  if (!buf) return;
-  if (p) {
-    pthread_mutex_lock(&p->mu);
-    if (p->n < BATCH_POOL_MAX) {
-      p->v[p->n].p = buf;
-      p->v[p->n].cap = cap;
-      p->n++;
-      buf = NULL;
-    }
-    pthread_mutex_unlock(&p->mu);
-  }
-  free(buf);
-}
-
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
-                     const logger *log, batch_pool *pool) {
+                     const logger *log, bufpool *pool) {
   static const float unit_mean[3] = {0, 0, 0}, unit_std[3] = {1, 1, 1};
   memset(s, 0, sizeof *s);
   s->ds = ds;
@@ -350,7 +309,7 @@ void batch_build(batch_job *job, batch_worker *w) {
 
   /* The whole frame is sized up front, so the pooled buffer never grows. */
   size_t need = frame_overhead(m) + (o->codec == BFEED_CODEC_NONE ? m->raw_size : ZSTD_compressBound(m->raw_size));
-  job->buf = batch_pool_get(job->pool, need + 64, &job->buf_cap);
+  job->buf = bufpool_get(job->pool, need + 64, &job->buf_cap);
   job->frame.data = job->buf;
   job->frame.cap = job->buf ? job->buf_cap : 0;
   job->frame.failed = job->frame.data == NULL;
@@ -416,7 +375,7 @@ void batch_worker_free(batch_worker *w) {
 
 void batch_job_free(batch_job *job) {
   if (!job) return;
-  batch_pool_put(job->pool, job->buf, job->buf_cap);
+  bufpool_put(job->pool, job->buf, job->buf_cap);
   epoch_order_unref(job->order);
   free(job);
 }

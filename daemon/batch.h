@@ -23,6 +23,7 @@
 #include <zstd.h>
 
 #include "bfeed.h"
+#include "bufpool.h"
 #include "dataset.h"
 #include "log.h"
 #include "sample.h"
@@ -54,25 +55,6 @@ void epoch_order_unref(epoch_order *e);
  * seed, this domain (distinct from rng.h's), the epoch and the bucket. */
 #define BATCH_RNG_DOMAIN_BUCKET 3u
 
-/* Frame buffers for reuse. A batch frame is tens of megabytes; allocating
- * it fresh for every batch costs more in page faults (the kernel zeroing new
- * pages) than building the batch. Buffers come back here after the frame is
- * written and go to the next batch. Thread-safe. */
-#define BATCH_POOL_MAX 16
-typedef struct batch_pool {
-  pthread_mutex_t mu;
-  int n;
-  struct {
-    uint8_t *p;
-    size_t cap;
-  } v[BATCH_POOL_MAX];
-} batch_pool;
-void batch_pool_init(batch_pool *p);
-void batch_pool_destroy(batch_pool *p);
-/* A buffer of at least need bytes (malloc'd if none fits); *cap its size. */
-uint8_t *batch_pool_get(batch_pool *p, size_t need, size_t *cap);
-/* Give a buffer back (freed when the pool is full or p is NULL). */
-void batch_pool_put(batch_pool *p, uint8_t *buf, size_t cap);
 
 /* What every batch of a stream shares; immutable while jobs run. */
 typedef struct batch_spec {
@@ -83,11 +65,11 @@ typedef struct batch_spec {
   uint32_t max_len;     /* text: tokens served per sample (opts, else the dataset's); 0 = all */
   uint32_t stream_id;
   const logger *log;
-  batch_pool *pool;
+  bufpool *pool;
 } batch_spec;
 
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
-                     const logger *log, batch_pool *pool);
+                     const logger *log, bufpool *pool);
 /* Whether o suits ds (after msg_opts_check): text options only on text
  * kinds, fixed_len with a length, and the largest batch the stream can
  * produce within the frame limit. 0, or BFEED_EINVAL with the reason. */
@@ -112,7 +94,7 @@ typedef struct batch_job {
   char err[256];
   uint32_t skipped;
   uint64_t raw_bytes, busy_ns;
-  batch_pool *pool;      /* where frame's buffer goes back; outlives streams */
+  bufpool *pool;      /* where frame's buffer goes back; outlives streams */
   /* owned by whoever queues the job */
   void *owner;
   struct batch_job *next;

@@ -88,7 +88,8 @@ int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dat
   s->datasets = datasets;
   s->ndatasets = ndatasets;
   s->limits = *limits;
-  batch_pool_init(&s->buffers);
+  /* Enough for every stream's window to cycle without allocating. */
+  if (!(s->buffers = bufpool_new(32))) return UV_ENOMEM;
   return workers_start(&s->pool, nworkers, loop, on_job_done, s);
 }
 
@@ -295,7 +296,7 @@ static void handle_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
                            c->s->limits.max_window);
   ds_stats *stats = server_ds_stats(c->s, ds->name);
   if (!stats) return conn_send_error(c, id, BFEED_ENOMEM, "out of memory");
-  stream *st = stream_open(c, id, ds, &m.opts, c->s->pool, &c->s->buffers, stats, c->s->log, &ok, &code, err,
+  stream *st = stream_open(c, id, ds, &m.opts, c->s->pool, c->s->buffers, stats, c->s->log, &ok, &code, err,
                            sizeof err);
   if (!st) return conn_send_error(c, id, code, "%s", err);
   c->streams[c->nstreams++] = st;
@@ -624,7 +625,8 @@ void server_report(server *s, wbuf *w) {
 
 void server_free(server *s) {
   server_set_datasets(s, NULL, 0);
-  batch_pool_destroy(&s->buffers);
+  bufpool_unref(s->buffers);
+  s->buffers = NULL;
   while (s->stats) {
     ds_stats *d = s->stats;
     s->stats = d->next;

@@ -34,7 +34,7 @@ typedef struct server {
   uv_loop_t *loop;
   const logger *log;
   workers *pool;
-  batch_pool buffers;
+  bufpool *buffers;
   dataset **datasets; /* the server holds a reference to each */
   size_t ndatasets;
   server_limits limits;

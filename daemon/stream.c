@@ -41,7 +41,7 @@ static uint64_t now_ns(void) {
 }
 
 stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
-                    batch_pool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, int *code,
+                    bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, int *code,
                     char *err, size_t errlen) {
   *code = msg_opts_check(o, err, errlen);
   if (*code == 0) *code = batch_spec_check(ds, o, err, errlen);

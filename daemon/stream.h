@@ -22,7 +22,7 @@ typedef struct stream stream;
 /* Validate options and open. On failure returns NULL with a code and a
  * message for the client. */
 stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
-                    batch_pool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, int *code,
+                    bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, int *code,
                     char *err, size_t errlen);
 uint32_t stream_id(const stream *st);
 /* Begin scheduling batches (after OPEN_OK is queued). */

@@ -1,0 +1,75 @@
+/* bufpool.c -- see bufpool.h */
+#include "bufpool.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#define BUFPOOL_MAX 64
+
+struct bufpool {
+  pthread_mutex_t mu;
+  int refs, n, keep;
+  struct {
+    uint8_t *p;
+    size_t cap;
+  } v[BUFPOOL_MAX];
+};
+
+bufpool *bufpool_new(int keep) {
+  bufpool *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  pthread_mutex_init(&p->mu, NULL);
+  p->refs = 1;
+  p->keep = keep < 0 ? 0 : keep > BUFPOOL_MAX ? BUFPOOL_MAX : keep;
+  return p;
+}
+
+bufpool *bufpool_ref(bufpool *p) {
+  pthread_mutex_lock(&p->mu);
+  p->refs++;
+  pthread_mutex_unlock(&p->mu);
+  return p;
+}
+
+void bufpool_unref(bufpool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  int last = --p->refs == 0;
+  pthread_mutex_unlock(&p->mu);
+  if (!last) return;
+  for (int i = 0; i < p->n; i++) free(p->v[i].p);
+  pthread_mutex_destroy(&p->mu);
+  free(p);
+}
+
+uint8_t *bufpool_get(bufpool *p, size_t need, size_t *cap) {
+  need = need ? (need + 63) / 64 * 64 : 64;
+  pthread_mutex_lock(&p->mu);
+  /* Newest first (warm in cache); not one far larger than asked, which a
+   * small stream would otherwise hold on to. */
+  for (int i = p->n - 1; i >= 0; i--)
+    if (p->v[i].cap >= need && p->v[i].cap / 2 <= need) {
+      uint8_t *buf = p->v[i].p;
+      *cap = p->v[i].cap;
+      p->v[i] = p->v[--p->n];
+      pthread_mutex_unlock(&p->mu);
+      return buf;
+    }
+  pthread_mutex_unlock(&p->mu);
+  *cap = need;
+  return aligned_alloc(64, need);
+}
+
+void bufpool_put(bufpool *p, uint8_t *buf, size_t cap) {
+  if (!buf) return;
+  if (!p) return free(buf);
+  pthread_mutex_lock(&p->mu);
+  if (p->n < p->keep) {
+    p->v[p->n].p = buf;
+    p->v[p->n].cap = cap;
+    p->n++;
+    buf = NULL;
+  }
+  pthread_mutex_unlock(&p->mu);
+  free(buf);
+}
