@@ -3,7 +3,7 @@
 # Usage: scripts/deps.sh [--test]   (--test adds what the oracle tests need)
 set -eu
 pkgs="build-essential cmake pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libuv1-dev libzstd-dev
-      libxxhash-dev libinih-dev libcmocka-dev libsystemd-dev libdnnl-dev"
+      libxxhash-dev libinih-dev libcmocka-dev libsystemd-dev libdnnl-dev librandom123-dev"
 if [ "${1:-}" = "--test" ]; then
   # Independent oracles: Pillow and numpy for images and arithmetic, torch and
   # torchvision for the bf16 cast and the crop algorithm; systemd for
