@@ -10,20 +10,15 @@
 
 #include <stdint.h>
 
+#include "splitmix.h"
+
 typedef struct demo_rng {
   uint64_t s;
 } demo_rng;
 
-static inline uint64_t demo_mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+static inline uint64_t demo_mix(uint64_t z) { return splitmix64_mix(z); }
 
-static inline uint64_t demo_next(demo_rng *r) {
-  r->s += 0x9e3779b97f4a7c15ULL;
-  return demo_mix(r->s);
-}
+static inline uint64_t demo_next(demo_rng *r) { return splitmix64_next(&r->s); }
 
 /* Uniform in [lo, hi). */
 static inline float demo_uniform(demo_rng *r, float lo, float hi) {

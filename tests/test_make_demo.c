@@ -20,31 +20,13 @@
 
 #include <cmocka.h>
 
+#include "test_tmpdir.h"
+
 #include "bfeed.h"
 #include "make_demo.h"
 
 static const char *const splits[2] = {"train", "val"};
 
-typedef struct tmpdir {
-  char path[64];
-} tmpdir;
-
-static int setup(void **state) {
-  tmpdir *t = malloc(sizeof *t);
-  snprintf(t->path, sizeof t->path, "/tmp/bfeed-demo-XXXXXX");
-  if (!mkdtemp(t->path)) return -1;
-  *state = t;
-  return 0;
-}
-
-static int teardown(void **state) {
-  tmpdir *t = *state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->path);
-  int rc = system(cmd);
-  free(t);
-  return rc == 0 ? 0 : -1;
-}
 
 /* Small images keep the test quick; the oracle covers the defaults. */
 static void small_opts(make_demo_opts *o) {

@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "test_tmpdir.h"
+
 #include "bfeed.h"
 #include "npy.h"
 
@@ -94,26 +96,6 @@ static unsigned char *slurp(const char *path, size_t *len) {
   return buf;
 }
 
-typedef struct tmpdir {
-  char path[64];
-} tmpdir;
-
-static int setup(void **state) {
-  tmpdir *t = malloc(sizeof *t);
-  snprintf(t->path, sizeof t->path, "/tmp/bfeed-npy-XXXXXX");
-  if (!mkdtemp(t->path)) return -1;
-  *state = t;
-  return 0;
-}
-
-static int teardown(void **state) {
-  tmpdir *t = *state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->path);
-  int rc = system(cmd);
-  free(t);
-  return rc == 0 ? 0 : -1;
-}
 
 /* Layout of every case: magic, version, a header length that puts the data
  * at a multiple of 64, a header ending in '\n', then exactly the data. */

@@ -28,6 +28,8 @@
 
 #include <cmocka.h>
 
+#include "splitmix.h"
+
 #include "backend.h"
 #include "bf16.h"
 
@@ -42,12 +44,7 @@ static const shape shapes[] = {{1, 1, 1},    {3, 5, 7},      {4, 64, 32},   {17,
                                {31, 65, 129}, {100, 3, 1000}, {5, 130, 2},   {64, 256, 3072 / 8},
                                {7, 16, 31},  {1, 200, 65},   {33, 1, 47},   {4, 5, 0}};
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rng_next(uint64_t *s) { return splitmix64_next(s); }
 
 static float uniform(uint64_t *s) { return (float)((rng_next(s) >> 40) * (2.0 / 16777216.0) - 1.0); }
 

@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "splitmix.h"
+
 #include "backend.h"
 #include "bf16.h"
 #include "memplan.h"
@@ -34,12 +36,7 @@
 static const size_t dims[] = {37, 24, 19, CLASSES}; /* two hidden layers, ragged widths */
 #define NLAYERS 3
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rng_next(uint64_t *s) { return splitmix64_next(s); }
 static double uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * (2.0 / 9007199254740992.0) - 1.0; }
 
 static double rnd(double x, int bf16) { return bf16 ? bf16_to_f32(bf16_from_f32((float)x)) : x; }

@@ -23,18 +23,15 @@
 
 #include <cmocka.h>
 
+#include "splitmix.h"
+
 #include "optim.h"
 
 #define N 64 /* samples */
 #define D 8  /* inputs */
 #define R 5  /* outputs */
 
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rng_next(uint64_t *s) { return splitmix64_next(s); }
 
 static double uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * (2.0 / 9007199254740992.0) - 1.0; }
 

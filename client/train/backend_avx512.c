@@ -37,27 +37,21 @@ static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
  */
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
-static void pack_a_bf16(void *dst, const void *src, backend_strides s, size_t m, size_t k, size_t mp, size_t kp) {
-  uint16_t *ap = dst;
-  const uint16_t *a = src;
-  if (mp != m || kp != k) memset(ap, 0, mp * kp * sizeof *ap);
-  if (s.ak == 1)
-    for (size_t i = 0; i < m; i++) memcpy(ap + i * kp, a + i * s.ai, k * sizeof *ap);
-  else
-    for (size_t p = 0; p < k; p++)
-      for (size_t i = 0; i < m; i++) ap[i * kp + p] = a[i * s.ai + p * s.ak];
-}
-
-static void pack_a_f32(void *dst, const void *src, backend_strides s, size_t m, size_t k, size_t mp, size_t kp) {
-  float *ap = dst;
-  const float *a = src;
-  if (mp != m || kp != k) memset(ap, 0, mp * kp * sizeof *ap);
-  if (s.ak == 1)
-    for (size_t i = 0; i < m; i++) memcpy(ap + i * kp, a + i * s.ai, k * sizeof *ap);
-  else
-    for (size_t p = 0; p < k; p++)
-      for (size_t i = 0; i < m; i++) ap[i * kp + p] = a[i * s.ai + p * s.ak];
-}
+/* A is packed the same way for both element types: row-major, rows padded
+ * to kp, zeros past m and k. One body, instantiated per type. */
+#define DEFINE_PACK_A(name, T)                                                                       \
+  static void name(void *dst, const void *src, backend_strides s, size_t m, size_t k, size_t mp, size_t kp) { \
+    T *ap = dst;                                                                                     \
+    const T *a = src;                                                                                \
+    if (mp != m || kp != k) memset(ap, 0, mp * kp * sizeof *ap);                                     \
+    if (s.ak == 1)                                                                                   \
+      for (size_t i = 0; i < m; i++) memcpy(ap + i * kp, a + i * s.ai, k * sizeof *ap);              \
+    else                                                                                             \
+      for (size_t p = 0; p < k; p++)                                                                 \
+        for (size_t i = 0; i < m; i++) ap[i * kp + p] = a[i * s.ai + p * s.ak];                      \
+  }
+DEFINE_PACK_A(pack_a_bf16, uint16_t)
+DEFINE_PACK_A(pack_a_f32, float)
 
 static void pack_b_bf16(void *dst, const void *src, backend_strides s, size_t k, size_t n, size_t kp, size_t np) {
   uint16_t *bp = dst;

@@ -1,6 +1,8 @@
 /* mlp.c -- see mlp.h */
 #include "mlp.h"
 
+#include "splitmix.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,14 +17,8 @@ static void *alloc(uint64_t bytes, uint64_t *counter) {
   return p;
 }
 
-/* splitmix64: enough for an initialization that only has to be repeatable. */
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
+/* splitmix64 (splitmix.h): enough for an initialization that only has to
+ * be repeatable. */
 void mlp_free(mlp *m) {
   for (int l = 0; l < MEMPLAN_MAX_LAYERS; l++) {
     mlp_layer *y = &m->layer[l];
@@ -71,7 +67,7 @@ int mlp_init(mlp *m, const memplan_model *cfg, uint64_t seed, char *err, size_t 
     mlp_layer *y = &m->layer[l];
     float bound = sqrtf(6.0f / (float)y->in);
     for (size_t i = 0; i < y->in * y->out; i++)
-      y->w[i] = bound * (float)((splitmix(&s) >> 40) * (2.0 / 16777216.0) - 1.0);
+      y->w[i] = bound * (float)((splitmix64_next(&s) >> 40) * (2.0 / 16777216.0) - 1.0);
     memset(y->b, 0, y->out * 4);
   }
   mlp_sync_working(m);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "splitmix.h"
 #include "fuzz_proto.h"
 #include "msg.h"
 #include "tlv.h"
@@ -153,12 +154,7 @@ static void build_seeds(seeds *ss) {
 }
 
 /* splitmix64: a fixed sequence, so every run tries the same inputs. */
-static uint64_t next_rand(uint64_t *state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t next_rand(uint64_t *state) { return splitmix64_next(state); }
 static size_t below(uint64_t *st, size_t n) { return n ? (size_t)(next_rand(st) % n) : 0; }
 
 /* Values that sit on the limits the decoders check. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fuzz_wordvec.h"
+#include "splitmix.h"
 #include "wordvec.h"
 
 #define MUTATIONS 3000      /* per seed and target */
@@ -31,12 +32,7 @@ typedef struct target {
 } target;
 
 static uint64_t rng_state;
-static uint64_t next_rand(void) {
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+static uint64_t next_rand(void) { return splitmix64_next(&rng_state); }
 
 static void run(target *t, const uint8_t *p, size_t n) {
   uint8_t *copy = malloc(n ? n : 1); /* exact size: overreads show under ASan */
