@@ -27,12 +27,8 @@
 #include "frame.h"
 #include "msg.h"
 #include "report.h"
-#include "wire.h"
 
 #define AGENT "libbfeed/0.1.0"
-/* BATCH payloads start with this many fixed bytes before the tensor table
- * (epoch, index, seq, codec, ntensors, reserved, raw_size). */
-#define BATCH_PREFIX 36
 
 struct bfeed_batch {
   uint64_t epoch, index, seq;
@@ -196,12 +192,13 @@ static void batch_free(bfeed_batch *b) {
 /* Read a BATCH payload so that uncompressed tensors land 64-byte aligned
  * (no copy for codec none), check, decode, decompress. */
 static int read_batch(bfeed_client *c, const frame_header *h, bfeed_batch **out, char *why, size_t cap) {
-  uint8_t prefix[BATCH_PREFIX];
-  if (h->length < BATCH_PREFIX) return snprintf(why, cap, "BATCH frame too short"), BFEED_EPROTO;
+  uint8_t prefix[MSG_BATCH_PREFIX];
+  if (h->length < MSG_BATCH_PREFIX) return snprintf(why, cap, "BATCH frame too short"), BFEED_EPROTO;
   if (read_all(c->fd, prefix, sizeof prefix) < 0)
     return snprintf(why, cap, "reading a BATCH frame: %s", errno ? strerror(errno) : "connection closed"), BFEED_EIO;
-  uint64_t raw_size = wire_get64(prefix + 28);
-  int codec = prefix[24];
+  uint64_t raw_size;
+  uint8_t codec;
+  msg_batch_peek(prefix, &codec, &raw_size);
   size_t head = codec == BFEED_CODEC_NONE && raw_size <= h->length ? h->length - raw_size : 0;
   size_t pad = (64 - head % 64) % 64;
   bfeed_batch *b = calloc(1, sizeof *b);
@@ -216,9 +213,9 @@ static int read_batch(bfeed_client *c, const frame_header *h, bfeed_batch **out,
   uint8_t *payload = mem + pad;
   memcpy(payload, prefix, sizeof prefix);
   frame_header rest = *h;
-  rest.length = h->length - BATCH_PREFIX;
+  rest.length = h->length - MSG_BATCH_PREFIX;
   int rc;
-  if (read_all(c->fd, payload + BATCH_PREFIX, rest.length) < 0) {
+  if (read_all(c->fd, payload + MSG_BATCH_PREFIX, rest.length) < 0) {
     rc = errno ? BFEED_EIO : BFEED_ECLOSED;
     snprintf(why, cap, "reading a BATCH frame: %s", errno ? strerror(errno) : "connection closed mid-frame");
     goto fail;

@@ -370,16 +370,30 @@ static int tensor_check(const msg_tensor *t, uint64_t raw_size) {
   return 0;
 }
 
+/* The MSG_BATCH_PREFIX bytes that open a BATCH payload. */
+static void batch_prefix_read(rbuf *r, msg_batch *m) {
+  m->epoch = rbuf_u64(r);
+  m->index = rbuf_u64(r);
+  m->seq = rbuf_u64(r);
+  m->codec = rbuf_u8(r);
+  m->ntensors = rbuf_u8(r);
+  (void)rbuf_u16(r); /* reserved */
+  m->raw_size = rbuf_u64(r);
+}
+
+void msg_batch_peek(const uint8_t prefix[MSG_BATCH_PREFIX], uint8_t *codec, uint64_t *raw_size) {
+  rbuf r;
+  msg_batch m;
+  rbuf_init(&r, prefix, MSG_BATCH_PREFIX);
+  batch_prefix_read(&r, &m);
+  *codec = m.codec;
+  *raw_size = m.raw_size;
+}
+
 int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why) {
   rbuf r;
   rbuf_init(&r, p, n);
-  m->epoch = rbuf_u64(&r);
-  m->index = rbuf_u64(&r);
-  m->seq = rbuf_u64(&r);
-  m->codec = rbuf_u8(&r);
-  m->ntensors = rbuf_u8(&r);
-  (void)rbuf_u16(&r);
-  m->raw_size = rbuf_u64(&r);
+  batch_prefix_read(&r, m);
   if (r.failed) return *why = "BATCH header truncated", BFEED_EPROTO;
   if (m->ntensors > MSG_MAX_TENSORS) return *why = "BATCH has too many tensors", BFEED_EPROTO;
   if (m->codec != BFEED_CODEC_NONE && m->codec != BFEED_CODEC_ZSTD)

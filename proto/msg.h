@@ -113,5 +113,10 @@ typedef struct msg_batch {
 void msg_batch_encode_head(wbuf *w, const msg_batch *m);
 /* raw_limit bounds raw_size (memory the receiver will allocate). */
 int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why);
+/* The fixed fields that open every BATCH payload (epoch .. raw_size), and
+ * what a receiver needs from them before reading the rest: where the data
+ * will start lets it place the payload so the tensors land aligned. */
+#define MSG_BATCH_PREFIX 36
+void msg_batch_peek(const uint8_t prefix[MSG_BATCH_PREFIX], uint8_t *codec, uint64_t *raw_size);
 
 #endif
