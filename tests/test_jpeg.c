@@ -22,16 +22,16 @@
 typedef struct fixture {
   const char *name;
   int width, height, components;
-  enum jdec_color color;
+  enum jpeg_decode_color color;
   uint64_t sum;             /* of every RGB byte */
   uint8_t mid[3], last[3];  /* pixels (w/3, h/2) and (w-1, h-1) */
 } fixture;
 
 static const fixture fixtures[] = {
-    {"n03196217_digital_clock.JPEG", 500, 375, 3, JDEC_YCBCR, 14035940, {57, 1, 2}, {42, 2, 2}},
-    {"n03776460_mobile_home.JPEG", 468, 315, 3, JDEC_YCBCR, 91395139, {198, 204, 200}, {255, 255, 255}},
-    {"n03825788_nipple.JPEG", 106, 150, 3, JDEC_YCBCR, 7927771, {121, 86, 22}, {197, 210, 216}},
-    {"n03908714_pencil_sharpener.JPEG", 333, 500, 1, JDEC_GRAY, 65128869, {30, 30, 30}, {21, 21, 21}},
+    {"n03196217_digital_clock.JPEG", 500, 375, 3, JPEG_DECODE_YCBCR, 14035940, {57, 1, 2}, {42, 2, 2}},
+    {"n03776460_mobile_home.JPEG", 468, 315, 3, JPEG_DECODE_YCBCR, 91395139, {198, 204, 200}, {255, 255, 255}},
+    {"n03825788_nipple.JPEG", 106, 150, 3, JPEG_DECODE_YCBCR, 7927771, {121, 86, 22}, {197, 210, 216}},
+    {"n03908714_pencil_sharpener.JPEG", 333, 500, 1, JPEG_DECODE_GRAY, 65128869, {30, 30, 30}, {21, 21, 21}},
 };
 #define NFIX (sizeof(fixtures) / sizeof(fixtures[0]))
 
@@ -55,12 +55,12 @@ static uint8_t *load(const char *name, size_t *len) {
  * error. */
 static uint8_t *decode(jdec *d, const uint8_t *buf, size_t len, int m, int x0, int x1, int y0,
                        int y1, char *err) {
-  jdec_info info;
-  if (jdec_header(d, buf, len, &info, err, 128) != 0 || jdec_start(d, m, err, 128) != 0)
+  jpeg_decode_info info;
+  if (jpeg_decode_header(d, buf, len, &info, err, 128) != 0 || jpeg_decode_start(d, m, err, 128) != 0)
     return NULL;
   uint8_t *out = malloc((size_t)(x1 - x0) * (y1 - y0) * 4);
   assert_non_null(out);
-  if (jdec_read(d, x0, x1, y0, y1, out, (size_t)(x1 - x0) * 4, err, 128) != 0) {
+  if (jpeg_decode_read(d, x0, x1, y0, y1, out, (size_t)(x1 - x0) * 4, err, 128) != 0) {
     free(out);
     return NULL;
   }
@@ -68,10 +68,10 @@ static uint8_t *decode(jdec *d, const uint8_t *buf, size_t len, int m, int x0, i
 }
 
 static uint8_t *decode_full(jdec *d, const uint8_t *buf, size_t len, int m, int *w, int *h) {
-  jdec_info info;
+  jpeg_decode_info info;
   char err[128];
-  assert_int_equal(jdec_header(d, buf, len, &info, err, sizeof(err)), 0);
-  jdec_scaled_size(&info, m, w, h);
+  assert_int_equal(jpeg_decode_header(d, buf, len, &info, err, sizeof(err)), 0);
+  jpeg_decode_scaled_size(&info, m, w, h);
   uint8_t *out = decode(d, buf, len, m, 0, *w, 0, *h, err);
   assert_non_null(out);
   return out;
@@ -85,14 +85,14 @@ static uint64_t rgb_sum(const uint8_t *rgbx, int w, int h) {
 }
 
 static void test_header_and_pillow_pixels(void **state) {
-  jdec *d = jdec_new();
+  jdec *d = jpeg_decode_new();
   for (size_t i = 0; i < NFIX; i++) {
     const fixture *f = &fixtures[i];
     size_t len;
     uint8_t *buf = load(f->name, &len);
-    jdec_info info;
+    jpeg_decode_info info;
     char err[128];
-    assert_int_equal(jdec_header(d, buf, len, &info, err, sizeof(err)), 0);
+    assert_int_equal(jpeg_decode_header(d, buf, len, &info, err, sizeof(err)), 0);
     assert_int_equal(info.width, f->width);
     assert_int_equal(info.height, f->height);
     assert_int_equal(info.components, f->components);
@@ -108,7 +108,7 @@ static void test_header_and_pillow_pixels(void **state) {
     free(px);
     free(buf);
   }
-  jdec_free(d);
+  jpeg_decode_free(d);
 }
 
 /* Cropped columns and skipped rows must give the full decode's pixels, also
@@ -117,7 +117,7 @@ static void test_region_equals_full(void **state) {
   static const int regions[][4] = {{0, 1, 0, 1},    {16, 48, 16, 48}, {17, 90, 33, 34},
                                    {32, 106, 0, 150}, {0, 106, 149, 150}, {105, 106, 8, 150},
                                    {48, 64, 64, 80}};
-  jdec *d = jdec_new();
+  jdec *d = jpeg_decode_new();
   for (size_t i = 0; i < NFIX; i++) {
     size_t len;
     uint8_t *buf = load(fixtures[i].name, &len);
@@ -144,16 +144,16 @@ static void test_region_equals_full(void **state) {
     }
     free(buf);
   }
-  jdec_free(d);
+  jpeg_decode_free(d);
 }
 
 static void expect_error(jdec *d, const uint8_t *buf, size_t len, const char *want) {
-  jdec_info info;
+  jpeg_decode_info info;
   char err[128] = "";
-  int rc = jdec_header(d, buf, len, &info, err, sizeof(err));
+  int rc = jpeg_decode_header(d, buf, len, &info, err, sizeof(err));
   if (rc == 0) {
     int w, h;
-    jdec_scaled_size(&info, 8, &w, &h);
+    jpeg_decode_scaled_size(&info, 8, &w, &h);
     uint8_t *px = decode(d, buf, len, 8, 0, w, 0, h, err);
     assert_null(px);
   }
@@ -164,7 +164,7 @@ static void expect_error(jdec *d, const uint8_t *buf, size_t len, const char *wa
 static void test_errors(void **state) {
   size_t len;
   uint8_t *good = load(fixtures[1].name, &len);
-  jdec *d = jdec_new();
+  jdec *d = jpeg_decode_new();
 
   uint8_t junk[4096];
   for (size_t i = 0; i < sizeof(junk); i++)
@@ -192,7 +192,7 @@ static void test_errors(void **state) {
   assert_int_equal(rgb_sum(px, w, h), fixtures[1].sum);
   free(px);
   free(bad);
-  jdec_free(d);
+  jpeg_decode_free(d);
   free(good);
 }
 
@@ -204,20 +204,20 @@ static void test_sample_rejects(void **state) {
   uint8_t out[32 * 32 * 3];
   char err[128];
 
-  xform_crop inside = {10, 20, 96, 130, 1};
+  transform_crop inside = {10, 20, 96, 130, 1};
   assert_int_equal(sample_load_crop(good, len, &p, &inside, out, &s, err, sizeof(err)), 0);
-  static const xform_crop outside[] = {
+  static const transform_crop outside[] = {
       {0, 0, 107, 150, 0}, {-1, 0, 10, 10, 0}, {0, 141, 10, 10, 0}, {5, 5, 0, 10, 0}};
   for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
     assert_int_equal(sample_load_crop(good, len, &p, &outside[i], out, &s, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "outside"));
   }
-  xform_eval too_far = {106, 150, 80, 0};
+  transform_eval too_far = {106, 150, 80, 0};
   assert_int_equal(sample_load_eval(good, len, &p, &too_far, out, &s, err, sizeof(err)), -1);
 
   /* A truncated file is refused whatever the crop, even one whose rows all
    * lie before the cut. */
-  xform_crop top = {0, 0, 20, 20, 0};
+  transform_crop top = {0, 0, 20, 20, 0};
   assert_int_equal(sample_load_crop(good, len * 3 / 4, &p, &top, out, &s, err, sizeof(err)), -1);
   assert_string_equal(err, "truncated data");
   sample_scratch_free(&s);

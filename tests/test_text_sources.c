@@ -185,9 +185,9 @@ static size_t npy(uint8_t *out, int major, const char *dict, size_t data_bytes) 
 static void expect_npy(int major, const char *dict, size_t data, int ok, const char *frag) {
   uint8_t buf[4096];
   size_t n = npy(buf, major, dict, data);
-  npysrc_header h;
+  npy_source_header h;
   char err[256];
-  int rc = npysrc_parse_header(buf, n, "f.npy", &h, err, sizeof err);
+  int rc = npy_source_parse_header(buf, n, "f.npy", &h, err, sizeof err);
   if (ok && rc != 0) fail_msg("refused %s: %s", dict, err);
   if (!ok && rc == 0) fail_msg("accepted %s", dict);
   if (!ok && (!strstr(err, "f.npy: byte offset") || !strstr(err, frag))) fail_msg("message '%s' lacks '%s'", err, frag);
@@ -210,15 +210,15 @@ static void test_npy_headers(void **state) {
   expect_npy(4, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,)}", 12, 0, "version 4");
   uint8_t buf[256];
   size_t n = npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (3,)}", 12);
-  npysrc_header h;
+  npy_source_header h;
   char err[256];
   buf[8] = 0xff; /* a header longer than the file */
-  assert_int_equal(npysrc_parse_header(buf, n, "f.npy", &h, err, sizeof err), -1);
+  assert_int_equal(npy_source_parse_header(buf, n, "f.npy", &h, err, sizeof err), -1);
   assert_non_null(strstr(err, "byte offset 8: the header claims"));
   memcpy(buf, "\x93NUMPX", 6);
-  assert_int_equal(npysrc_parse_header(buf, n, "f.npy", &h, err, sizeof err), -1);
+  assert_int_equal(npy_source_parse_header(buf, n, "f.npy", &h, err, sizeof err), -1);
   assert_non_null(strstr(err, "no \\x93NUMPY magic"));
-  for (size_t k = 0; k < n; k++) npysrc_parse_header(buf, k, "f.npy", &h, err, sizeof err); /* prefixes: no crash */
+  for (size_t k = 0; k < n; k++) npy_source_parse_header(buf, k, "f.npy", &h, err, sizeof err); /* prefixes: no crash */
 }
 
 static void test_textset_oov(void **state) {

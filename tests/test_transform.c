@@ -29,12 +29,12 @@ static void failing_draws(float *u, float ratio, float flip) {
 
 static void test_fallback_by_hand(void **state) {
   float u[DRAWS];
-  xform_crop c;
+  transform_crop c;
   int used;
 
   failing_draws(u, 1.0f - 0x1p-24f, 0.25f);
   /* 10 x 1000: ratio 0.01 < 3/4 -> w = 10, h = round(10 / 0.75) = 13 */
-  xform_random_resized_crop_draws(10, 1000, u, DRAWS, &used, &c);
+  transform_random_resized_crop_draws(10, 1000, u, DRAWS, &used, &c);
   assert_int_equal(used, 21);
   assert_int_equal(c.width, 10);
   assert_int_equal(c.height, 13);
@@ -44,7 +44,7 @@ static void test_fallback_by_hand(void **state) {
 
   failing_draws(u, 0.0f, 0.75f);
   /* 1000 x 10: w = round(10 * 4/3) = 13 */
-  xform_random_resized_crop_draws(1000, 10, u, DRAWS, &used, &c);
+  transform_random_resized_crop_draws(1000, 10, u, DRAWS, &used, &c);
   assert_int_equal(c.width, 13);
   assert_int_equal(c.height, 10);
   assert_int_equal(c.left, (1000 - 13) / 2);
@@ -52,7 +52,7 @@ static void test_fallback_by_hand(void **state) {
   assert_int_equal(c.flip, 0);
 
   /* 500 x 375 is inside the ratio range: the whole image. */
-  xform_random_resized_crop_draws(500, 375, u, DRAWS, &used, &c);
+  transform_random_resized_crop_draws(500, 375, u, DRAWS, &used, &c);
   assert_int_equal(used, 21);
   assert_int_equal(c.left, 0);
   assert_int_equal(c.top, 0);
@@ -66,9 +66,9 @@ static void test_fallback_by_hand(void **state) {
  * h = round(sqrt(80000 / 0.75)) = round(326.6) = 327. */
 static void test_first_try_by_hand(void **state) {
   float u[DRAWS] = {0.0f, 0.0f, 0.5f, 0.25f, 0.5f};
-  xform_crop c;
+  transform_crop c;
   int used;
-  xform_random_resized_crop_draws(1000, 1000, u, DRAWS, &used, &c);
+  transform_random_resized_crop_draws(1000, 1000, u, DRAWS, &used, &c);
   assert_int_equal(used, 5);
   assert_int_equal(c.width, 245);
   assert_int_equal(c.height, 327);
@@ -79,9 +79,9 @@ static void test_first_try_by_hand(void **state) {
 
 static void test_short_draws_are_reported(void **state) {
   float u[2] = {0.0f, 0.0f};
-  xform_crop c;
+  transform_crop c;
   int used;
-  xform_random_resized_crop_draws(1000, 1000, u, 2, &used, &c);
+  transform_random_resized_crop_draws(1000, 1000, u, 2, &used, &c);
   assert_true(used > 2);
 }
 
@@ -98,10 +98,10 @@ static void test_rng_form_matches_draws(void **state) {
       copy = r;
       float u[DRAWS];
       for (int i = 0; i < DRAWS; i++) u[i] = rng_uniform_f32(&copy);
-      xform_crop a, b;
+      transform_crop a, b;
       int used;
-      xform_random_resized_crop(w, h, &r, &a);
-      xform_random_resized_crop_draws(w, h, u, DRAWS, &used, &b);
+      transform_random_resized_crop(w, h, &r, &a);
+      transform_random_resized_crop_draws(w, h, u, DRAWS, &used, &b);
       assert_true(used <= DRAWS);
       assert_int_equal(a.left, b.left);
       assert_int_equal(a.top, b.top);
@@ -116,33 +116,33 @@ static void test_rng_form_matches_draws(void **state) {
 }
 
 static void test_aspect_range(void **state) {
-  float lo = xform_aspect_from_draw(0.0f), hi = xform_aspect_from_draw(1.0f - 0x1p-24f);
+  float lo = transform_aspect_from_draw(0.0f), hi = transform_aspect_from_draw(1.0f - 0x1p-24f);
   assert_true(fabsf(lo - 0.75f) < 1e-6f);
   assert_true(fabsf(hi - 4.0f / 3.0f) < 1e-6f);
   for (int k = 0; k < 1 << 24; k += 4099) {
-    float a = xform_aspect_from_draw((float)k * 0x1p-24f);
+    float a = transform_aspect_from_draw((float)k * 0x1p-24f);
     assert_true(a >= lo && a <= hi);
     assert_true(fabs(log(a) - (log(0.75) + k * 0x1p-24 * log(16.0 / 9))) < 1e-6);
   }
 }
 
 static void test_eval_by_hand(void **state) {
-  xform_eval e;
+  transform_eval e;
   /* 500 x 375, 224: short 256, long int(256 * 500 / 375) = 341; the window
    * offset (341 - 224) / 2 = 58.5 rounds to even 58. */
-  xform_eval_params(500, 375, 224, &e);
+  transform_eval_params(500, 375, 224, &e);
   assert_int_equal(e.resized_w, 341);
   assert_int_equal(e.resized_h, 256);
   assert_int_equal(e.left, 58);
   assert_int_equal(e.top, 16);
   /* 375 x 503: long int(256 * 503 / 375) = 343, (343 - 224) / 2 = 59.5 -> 60 */
-  xform_eval_params(375, 503, 224, &e);
+  transform_eval_params(375, 503, 224, &e);
   assert_int_equal(e.resized_w, 256);
   assert_int_equal(e.resized_h, 343);
   assert_int_equal(e.left, 16);
   assert_int_equal(e.top, 60);
   /* 160: round(182.857) = 183 */
-  xform_eval_params(183, 183, 160, &e);
+  transform_eval_params(183, 183, 160, &e);
   assert_int_equal(e.resized_w, 183);
   assert_int_equal(e.resized_h, 183);
   assert_int_equal(e.left, 12); /* round(11.5) = 12 */

@@ -20,7 +20,7 @@
 int fuzz_wordvec_table(const uint8_t *data, size_t size);
 /* The binary cache's checker (wordvec_cache_check). */
 int fuzz_wordvec_cache(const uint8_t *data, size_t size);
-/* .npy headers (npysrc_parse_header). */
+/* .npy headers (npy_source_parse_header). */
 int fuzz_wordvec_npy(const uint8_t *data, size_t size);
 /* fastText and TSV sources, manifests, the tokenizer and tokenized samples:
  * returns 1 when at least one of the parsers accepted. */

@@ -133,7 +133,7 @@ def check_image(dump, rep, path, rnd):
             got = dump.ask("eval %d %d %d %d %d %d %s" % (size, dct, rw, rh, left, top, path))
             exact = not dct or dct_scale(w, h, rw, rh) == 8
             rep.compare("%s eval %d dct=%d" % (name, size, dct), got, ref, exact)
-    # sample_load itself: eval geometry from xform_eval_params, train crops
+    # sample_load itself: eval geometry from transform_eval_params, train crops
     # and flips from the generator.
     for dct in (0, 1):
         rw, rh, left, top = eval_geometry(w, h, 224)

@@ -29,9 +29,9 @@ static int do_rrc(char *args) {
     u[nu++] = (float)k * 0x1p-24f;
     args += off;
   }
-  xform_crop c;
+  transform_crop c;
   int used;
-  xform_random_resized_crop_draws(w, h, u, nu, &used, &c);
+  transform_random_resized_crop_draws(w, h, u, nu, &used, &c);
   printf("%d %d %d %d %d %d\n", c.left, c.top, c.width, c.height, c.flip, used);
   return 0;
 }
@@ -39,8 +39,8 @@ static int do_rrc(char *args) {
 static int do_eval(const char *args) {
   int w, h, size;
   if (sscanf(args, "%d %d %d", &w, &h, &size) != 3 || w <= 0 || h <= 0 || size <= 0) return -1;
-  xform_eval e;
-  xform_eval_params(w, h, size, &e);
+  transform_eval e;
+  transform_eval_params(w, h, size, &e);
   printf("%d %d %d %d\n", e.resized_w, e.resized_h, e.left, e.top);
   return 0;
 }
@@ -49,7 +49,7 @@ static int do_aspects(void) {
   enum { N = 4096 };
   float buf[N];
   for (long k = 0; k < DRAW_ONE; k += N) {
-    for (int i = 0; i < N; i++) buf[i] = xform_aspect_from_draw((float)(k + i) * 0x1p-24f);
+    for (int i = 0; i < N; i++) buf[i] = transform_aspect_from_draw((float)(k + i) * 0x1p-24f);
     if (fwrite(buf, sizeof buf[0], N, stdout) != N) return -1;
   }
   return 0;

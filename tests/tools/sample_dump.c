@@ -12,7 +12,7 @@
  * DCT is 1 to let the IDCT scale down, 0 to forbid it. Each answer is
  * "ok N\n" followed by N bytes (SIZE x SIZE x 3, HWC RGB), or
  * "err REASON\n". A train load answers "ok N LEFT TOP WIDTH HEIGHT FLIP\n":
- * the crop that the same generator gives xform_random_resized_crop, which
+ * the crop that the same generator gives transform_random_resized_crop, which
  * sample_load must have used. One process serves the whole run so the
  * scratch buffers are reused across images, as in a worker.
  */
@@ -52,28 +52,28 @@ static uint8_t *read_file(const char *path, size_t *len) {
 
 /* The crop sample_load draws for this image and generator: the same
  * header read and the same call, made here to tell the oracle. */
-static int drawn_crop(const uint8_t *jpeg, size_t len, const rng_t *rng, xform_crop *crop) {
-  jdec *d = jdec_new();
-  jdec_info info;
+static int drawn_crop(const uint8_t *jpeg, size_t len, const rng_t *rng, transform_crop *crop) {
+  jdec *d = jpeg_decode_new();
+  jpeg_decode_info info;
   char err[128];
-  int rc = d ? jdec_header(d, jpeg, len, &info, err, sizeof(err)) : -1;
+  int rc = d ? jpeg_decode_header(d, jpeg, len, &info, err, sizeof(err)) : -1;
   if (rc == 0) {
     rng_t r = *rng;
-    xform_random_resized_crop(info.width, info.height, &r, crop);
+    transform_random_resized_crop(info.width, info.height, &r, crop);
   }
-  jdec_free(d);
+  jpeg_decode_free(d);
   return rc;
 }
 
 /* Parses one command line and runs it; returns what to print. */
 static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outcap, int *size,
-               xform_crop *drawn, char *err, size_t errlen) {
+               transform_crop *drawn, char *err, size_t errlen) {
   char cmd[8], mode[8];
   int dct, a, b, c, d, flip, used = 0;
   unsigned long long seed, index;
   sample_params p = {0, SAMPLE_TRAIN, 0};
-  xform_crop crop;
-  xform_eval ev;
+  transform_crop crop;
+  transform_eval ev;
   rng_t rng;
   int load = 0;
 
@@ -82,11 +82,11 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
   if (strcmp(cmd, "crop") == 0 &&
       sscanf(line, "crop %d %d %d %d %d %d %d %n", &p.size, &dct, &a, &b, &c, &d, &flip,
              &used) == 7) {
-    crop = (xform_crop){a, b, c, d, flip};
+    crop = (transform_crop){a, b, c, d, flip};
   } else if (strcmp(cmd, "eval") == 0 &&
              sscanf(line, "eval %d %d %d %d %d %d %n", &p.size, &dct, &a, &b, &c, &d, &used) ==
                  6) {
-    ev = (xform_eval){a, b, c, d};
+    ev = (transform_eval){a, b, c, d};
     p.mode = SAMPLE_EVAL;
   } else if (strcmp(cmd, "load") == 0 &&
              sscanf(line, "load %d %d %7s %llu %llu %n", &p.size, &dct, mode, &seed, &index,
@@ -141,7 +141,7 @@ int main(void) {
 
   while (fgets(line, sizeof(line), stdin)) {
     int size = 0;
-    xform_crop c;
+    transform_crop c;
     if (run(line, &scratch, &out, &outcap, &size, &c, err, sizeof(err)) == 0) {
       size_t n = (size_t)size * size * 3;
       if (c.width > 0)

@@ -15,8 +15,8 @@
  * converted with Pillow's cmyk2rgb.
  *
  * A jdec is one decoder, reused for many images by one thread at a time.
- * Use: jdec_header, then jdec_start, then jdec_read (once). Calling
- * jdec_header again at any point abandons the previous image.
+ * Use: jpeg_decode_header, then jpeg_decode_start, then jpeg_decode_read (once). Calling
+ * jpeg_decode_header again at any point abandons the previous image.
  */
 #ifndef BFEED_JPEG_DECODE_H
 #define BFEED_JPEG_DECODE_H
@@ -27,41 +27,41 @@
 /* Images with more pixels are refused before any pixel memory is set
  * aside: 2^27 pixels (e.g. 16384 x 8192) is far above any dataset image and
  * bounds what one corrupt header can make a worker allocate. */
-#define JDEC_MAX_PIXELS ((uint64_t)1 << 27)
+#define JPEG_DECODE_MAX_PIXELS ((uint64_t)1 << 27)
 
 typedef struct jdec jdec;
 
-enum jdec_color { JDEC_GRAY, JDEC_YCBCR, JDEC_RGB, JDEC_CMYK, JDEC_YCCK };
+enum jpeg_decode_color { JPEG_DECODE_GRAY, JPEG_DECODE_YCBCR, JPEG_DECODE_RGB, JPEG_DECODE_CMYK, JPEG_DECODE_YCCK };
 
-typedef struct jdec_info {
+typedef struct jpeg_decode_info {
   int width, height;     /* full-size image, in pixels */
   int components;        /* 1, 3 or 4 */
-  enum jdec_color color; /* as libjpeg reads it from the JFIF/Adobe markers */
+  enum jpeg_decode_color color; /* as libjpeg reads it from the JFIF/Adobe markers */
   int progressive;
-} jdec_info;
+} jpeg_decode_info;
 
 /* NULL when out of memory. */
-jdec *jdec_new(void);
-void jdec_free(jdec *d);
+jdec *jpeg_decode_new(void);
+void jpeg_decode_free(jdec *d);
 
 /* Read the headers of the JPEG in buf[0..len). buf must stay valid until
- * jdec_read returns or the next jdec_header. */
-int jdec_header(jdec *d, const uint8_t *buf, size_t len, jdec_info *info, char *err,
+ * jpeg_decode_read returns or the next jpeg_decode_header. */
+int jpeg_decode_header(jdec *d, const uint8_t *buf, size_t len, jpeg_decode_info *info, char *err,
                 size_t errlen);
 
 /* The image size after IDCT scaling by scale_num/8 (1 <= scale_num <= 8):
  * libjpeg rounds up, so a partial last block still gives a pixel. */
-void jdec_scaled_size(const jdec_info *info, int scale_num, int *w, int *h);
+void jpeg_decode_scaled_size(const jpeg_decode_info *info, int scale_num, int *w, int *h);
 
 /* Begin decompression at scale_num/8. For a progressive JPEG this decodes
  * the whole file into coefficients, so most corruption shows up here. */
-int jdec_start(jdec *d, int scale_num, char *err, size_t errlen);
+int jpeg_decode_start(jdec *d, int scale_num, char *err, size_t errlen);
 
 /* Decode rows [y0, y1) and columns [x0, x1) of the scaled image into out
  * as RGBX (row r of the rectangle at out + r * stride, 4 bytes per pixel,
  * the fourth undefined), then end the image. Rows above y0 are skipped and
  * rows from y1 on never decoded. */
-int jdec_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stride, char *err,
+int jpeg_decode_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stride, char *err,
               size_t errlen);
 
 #endif

@@ -61,13 +61,13 @@ static int str(hparse *x, char *out, size_t cap) {
   return 0;
 }
 
-static int shape(hparse *x, npysrc_header *h) {
+static int shape(hparse *x, npy_source_header *h) {
   if (eat(x, '(') < 0) return bad(x, "expected '(' for the shape");
   h->ndim = 0;
   for (;;) {
     ws(x);
     if (x->pos < x->end && x->p[x->pos] == ')') return x->pos++, 0;
-    if (h->ndim == NPYSRC_MAX_DIMS) return bad(x, "more than %d dimensions", NPYSRC_MAX_DIMS);
+    if (h->ndim == NPY_SOURCE_MAX_DIMS) return bad(x, "more than %d dimensions", NPY_SOURCE_MAX_DIMS);
     uint64_t v = 0;
     size_t s = x->pos;
     while (x->pos < x->end && x->p[x->pos] >= '0' && x->p[x->pos] <= '9') {
@@ -83,7 +83,7 @@ static int shape(hparse *x, npysrc_header *h) {
   }
 }
 
-static int dict(hparse *x, npysrc_header *h) {
+static int dict(hparse *x, npy_source_header *h) {
   int have = 0; /* bits: descr, fortran_order, shape */
   if (eat(x, '{') < 0) return bad(x, "expected '{' (the header is a Python dict)");
   for (;;) {
@@ -126,7 +126,7 @@ static unsigned item_size(const char *d) {
   return *s == 0 ? v : 0;
 }
 
-int npysrc_parse_header(const uint8_t *p, size_t n, const char *name, npysrc_header *h, char *err, size_t errlen) {
+int npy_source_parse_header(const uint8_t *p, size_t n, const char *name, npy_source_header *h, char *err, size_t errlen) {
   hparse x = {.p = p, .pos = 0, .end = n, .name = name, .err = err, .errlen = errlen};
   memset(h, 0, sizeof *h);
   if (n < 10 || memcmp(p, NPY_MAGIC, 6) != 0) return bad(&x, "not a .npy file (no \\x93NUMPY magic)");
@@ -166,19 +166,19 @@ int npysrc_parse_header(const uint8_t *p, size_t n, const char *name, npysrc_hea
 }
 
 /* "[N, T, D]" for messages. */
-static void shape_str(const npysrc_header *h, char *out, size_t cap) {
+static void shape_str(const npy_source_header *h, char *out, size_t cap) {
   size_t k = (size_t)snprintf(out, cap, "[");
   for (int d = 0; d < h->ndim && k < cap; d++)
     k += (size_t)snprintf(out + k, cap - k, "%s%llu", d ? ", " : "", (unsigned long long)h->shape[d]);
   if (k < cap) snprintf(out + k, cap - k, "]");
 }
 
-int npysrc_open_features(npysrc *s, const char *path, char *err, size_t errlen) {
+int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
   if (mapfile_open(&s->file, path, UINT64_MAX, err, errlen) < 0) return -1;
-  npysrc_header *h = &s->h;
+  npy_source_header *h = &s->h;
   char sh[96];
-  int rc = npysrc_parse_header(s->file.data, s->file.size, path, h, err, errlen);
+  int rc = npy_source_parse_header(s->file.data, s->file.size, path, h, err, errlen);
   if (rc == 0) shape_str(h, sh, sizeof sh);
   if (rc == 0 && strcmp(h->descr, "<f4") != 0)
     rc = failf(err, errlen, "%s: dtype '%s': features must be little-endian float32 ('<f4')", path, h->descr);
@@ -191,7 +191,7 @@ int npysrc_open_features(npysrc *s, const char *path, char *err, size_t errlen) 
   else if (rc == 0 && h->data_bytes / h->shape[0] == 0)
     rc = failf(err, errlen, "%s: shape %s: samples hold no values", path, sh);
   if (rc < 0) {
-    npysrc_close(s);
+    npy_source_close(s);
     return -1;
   }
   s->nrows = h->shape[0];
@@ -200,12 +200,12 @@ int npysrc_open_features(npysrc *s, const char *path, char *err, size_t errlen) 
   return 0;
 }
 
-int npysrc_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *nclasses, char *err, size_t errlen) {
+int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *nclasses, char *err, size_t errlen) {
   mapfile m;
-  npysrc_header h;
+  npy_source_header h;
   *labels = NULL;
   if (mapfile_open(&m, path, UINT64_MAX, err, errlen) < 0) return -1;
-  int rc = npysrc_parse_header(m.data, m.size, path, &h, err, errlen);
+  int rc = npy_source_parse_header(m.data, m.size, path, &h, err, errlen);
   int wide = rc == 0 && strcmp(h.descr, "<i8") == 0;
   if (rc == 0 && !wide && strcmp(h.descr, "<i4") != 0)
     rc = failf(err, errlen, "%s: dtype '%s': labels must be '<i4' or '<i8'", path, h.descr);
@@ -233,7 +233,7 @@ int npysrc_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *n
   return 0;
 }
 
-void npysrc_close(npysrc *s) {
+void npy_source_close(npysrc *s) {
   mapfile_close(&s->file);
   memset(s, 0, sizeof *s);
 }

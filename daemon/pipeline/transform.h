@@ -10,38 +10,38 @@
 
 #include "rng.h"
 
-typedef struct xform_crop {
+typedef struct transform_crop {
   int left, top, width, height; /* crop box in source pixels */
   int flip;                     /* 1: mirror the output horizontally */
-} xform_crop;
+} transform_crop;
 
 /* torchvision.transforms.RandomResizedCrop.get_params with scale (0.08, 1)
  * and ratio (3/4, 4/3): up to 10 tries of area and log-uniform aspect ratio,
  * then the centre-crop fallback; followed by RandomHorizontalFlip(p=0.5).
  * Draw order per try: area u, log-ratio u, (on success) top, left; then the
  * flip draw. All draws come from r. */
-void xform_random_resized_crop(int img_w, int img_h, rng_t *r, xform_crop *out);
+void transform_random_resized_crop(int img_w, int img_h, rng_t *r, transform_crop *out);
 
 /* Same, from explicit draws, for the oracle test: u[] holds uniforms in
  * [0,1) consumed in the order above; *used gets how many were consumed. */
-void xform_random_resized_crop_draws(int img_w, int img_h, const float *u, int nu, int *used,
-                                     xform_crop *out);
+void transform_random_resized_crop_draws(int img_w, int img_h, const float *u, int nu, int *used,
+                                     transform_crop *out);
 
 /* The aspect ratio a log-ratio draw u gives:
  * torch.exp(torch.empty(1).uniform_(log(3/4), log(4/3))).item() with torch's
  * float32 arithmetic. Exposed for the oracle test, which checks it against
  * torch for all 2^24 draws. */
-float xform_aspect_from_draw(float u);
+float transform_aspect_from_draw(float u);
 
 /* torchvision Resize(round(size*256/224)) then CenterCrop(size): the size of
  * the resized image (shorter side = round(size*256/224), longer side =
  * int(short * long / short_src) as torchvision truncates), and the crop
  * window in the resized image (top = int(round((H - size) / 2.0)), ties to
  * even like Python's round). */
-typedef struct xform_eval {
+typedef struct transform_eval {
   int resized_w, resized_h; /* the whole image is resized to this */
   int left, top;            /* then this window of size x size is kept */
-} xform_eval;
-void xform_eval_params(int img_w, int img_h, int size, xform_eval *out);
+} transform_eval;
+void transform_eval_params(int img_w, int img_h, int size, transform_eval *out);
 
 #endif

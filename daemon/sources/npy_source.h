@@ -16,34 +16,34 @@
 
 #include "mapfile.h"
 
-#define NPYSRC_MAX_DIMS 3
+#define NPY_SOURCE_MAX_DIMS 3
 
-typedef struct npysrc_header {
+typedef struct npy_source_header {
   char descr[8];        /* "<f4", "<i4", "<i8" */
   int fortran_order;
   int ndim;
-  uint64_t shape[NPYSRC_MAX_DIMS];
+  uint64_t shape[NPY_SOURCE_MAX_DIMS];
   size_t data_offset;   /* where the array data starts */
   uint64_t data_bytes;  /* product of the shape x item size */
-} npysrc_header;
+} npy_source_header;
 
 /* Parse and check the header of a whole .npy file p[0..n) (the data must
  * be exactly as long as the header says). Accepts any descr and rank up to
- * NPYSRC_MAX_DIMS; the callers decide what they serve. 0, or -1 with a
+ * NPY_SOURCE_MAX_DIMS; the callers decide what they serve. 0, or -1 with a
  * message naming `name` and the byte offset of the problem. */
-int npysrc_parse_header(const uint8_t *p, size_t n, const char *name, npysrc_header *h, char *err, size_t errlen);
+int npy_source_parse_header(const uint8_t *p, size_t n, const char *name, npy_source_header *h, char *err, size_t errlen);
 
 typedef struct npysrc {
   mapfile file;
-  npysrc_header h;
+  npy_source_header h;
   const float *rows;  /* N rows of row_floats; may be unaligned: read with memcpy */
   uint64_t nrows, row_floats;
 } npysrc;
 
 /* Map a features file and check it ('<f4', 2 or 3 dimensions). */
-int npysrc_open_features(npysrc *s, const char *path, char *err, size_t errlen);
+int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errlen);
 /* Read a labels file ('<i4' or '<i8', [n]) into a new int32 array. */
-int npysrc_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *nclasses, char *err, size_t errlen);
-void npysrc_close(npysrc *s);
+int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *nclasses, char *err, size_t errlen);
+void npy_source_close(npysrc *s);
 
 #endif

@@ -16,7 +16,7 @@
  * edges, so fancy upsampling replicates chroma there instead of reading the
  * neighbour: the outermost columns would differ from a full decode. Asking
  * for a few more columns on each side keeps the ones we use interior. */
-#define JDEC_CROP_MARGIN 4
+#define JPEG_DECODE_CROP_MARGIN 4
 
 struct jdec {
   struct jpeg_decompress_struct cinfo; /* first, so the error hooks can cast */
@@ -73,7 +73,7 @@ static int fail_msg(jdec *d, char *err, size_t errlen, const char *what) {
   return -1;
 }
 
-/* Separate from jdec_new so that no local of the caller lives across the
+/* Separate from jpeg_decode_new so that no local of the caller lives across the
  * setjmp. jpeg_create_decompress fails only when out of memory. */
 static int create(jdec *d) {
   d->cinfo.err = jpeg_std_error(&d->jerr);
@@ -98,7 +98,7 @@ static int has_eoi(const uint8_t *p, size_t n) {
   return 0;
 }
 
-jdec *jdec_new(void) {
+jdec *jpeg_decode_new(void) {
   jdec *d = calloc(1, sizeof(*d));
   if (d && create(d) != 0) {
     free(d);
@@ -107,7 +107,7 @@ jdec *jdec_new(void) {
   return d;
 }
 
-void jdec_free(jdec *d) {
+void jpeg_decode_free(jdec *d) {
   if (!d)
     return;
   jpeg_destroy_decompress(&d->cinfo);
@@ -121,21 +121,21 @@ void jdec_free(jdec *d) {
 static int color_of(J_COLOR_SPACE cs) {
   switch (cs) {
   case JCS_GRAYSCALE:
-    return JDEC_GRAY;
+    return JPEG_DECODE_GRAY;
   case JCS_YCbCr:
-    return JDEC_YCBCR;
+    return JPEG_DECODE_YCBCR;
   case JCS_RGB:
-    return JDEC_RGB;
+    return JPEG_DECODE_RGB;
   case JCS_CMYK:
-    return JDEC_CMYK;
+    return JPEG_DECODE_CMYK;
   case JCS_YCCK:
-    return JDEC_YCCK;
+    return JPEG_DECODE_YCCK;
   default:
     return -1;
   }
 }
 
-int jdec_header(jdec *d, const uint8_t *buf, size_t len, jdec_info *info, char *err,
+int jpeg_decode_header(jdec *d, const uint8_t *buf, size_t len, jpeg_decode_info *info, char *err,
                 size_t errlen) {
   struct jpeg_decompress_struct *c = &d->cinfo;
 
@@ -155,7 +155,7 @@ int jdec_header(jdec *d, const uint8_t *buf, size_t len, jdec_info *info, char *
     return fail_msg(d, err, errlen, "truncated data");
   if (color_of(c->jpeg_color_space) < 0)
     return fail_msg(d, err, errlen, "corrupt data: unsupported colour space");
-  if ((uint64_t)c->image_width * c->image_height > JDEC_MAX_PIXELS)
+  if ((uint64_t)c->image_width * c->image_height > JPEG_DECODE_MAX_PIXELS)
     return fail_msg(d, err, errlen, "corrupt data: image too large");
   info->width = (int)c->image_width;
   info->height = (int)c->image_height;
@@ -165,12 +165,12 @@ int jdec_header(jdec *d, const uint8_t *buf, size_t len, jdec_info *info, char *
   return 0;
 }
 
-void jdec_scaled_size(const jdec_info *info, int scale_num, int *w, int *h) {
+void jpeg_decode_scaled_size(const jpeg_decode_info *info, int scale_num, int *w, int *h) {
   *w = (int)(((int64_t)info->width * scale_num + 7) / 8);
   *h = (int)(((int64_t)info->height * scale_num + 7) / 8);
 }
 
-int jdec_start(jdec *d, int scale_num, char *err, size_t errlen) {
+int jpeg_decode_start(jdec *d, int scale_num, char *err, size_t errlen) {
   struct jpeg_decompress_struct *c = &d->cinfo;
 
   if (scale_num < 1 || scale_num > 8)
@@ -186,9 +186,9 @@ int jdec_start(jdec *d, int scale_num, char *err, size_t errlen) {
   c->out_color_space = c->num_components == 4 ? JCS_CMYK : JCS_EXT_RGBX;
   jpeg_start_decompress(c);
 
-  jdec_info info = {.width = (int)c->image_width, .height = (int)c->image_height};
+  jpeg_decode_info info = {.width = (int)c->image_width, .height = (int)c->image_height};
   int w, h;
-  jdec_scaled_size(&info, scale_num, &w, &h);
+  jpeg_decode_scaled_size(&info, scale_num, &w, &h);
   if ((int)c->output_width != w || (int)c->output_height != h)
     return fail_msg(d, err, errlen, "internal: libjpeg scaled size differs");
   return 0;
@@ -209,7 +209,7 @@ static void cmyk_to_rgbx(uint8_t *out, const JSAMPLE *in, int n) {
   }
 }
 
-int jdec_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stride, char *err,
+int jpeg_decode_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stride, char *err,
               size_t errlen) {
   struct jpeg_decompress_struct *c = &d->cinfo;
 
@@ -219,8 +219,8 @@ int jdec_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stri
   if (setjmp(d->jump))
     return fail(d, err, errlen);
 
-  int lo = x0 > JDEC_CROP_MARGIN ? x0 - JDEC_CROP_MARGIN : 0;
-  int hi = x1 + JDEC_CROP_MARGIN < (int)c->output_width ? x1 + JDEC_CROP_MARGIN
+  int lo = x0 > JPEG_DECODE_CROP_MARGIN ? x0 - JPEG_DECODE_CROP_MARGIN : 0;
+  int hi = x1 + JPEG_DECODE_CROP_MARGIN < (int)c->output_width ? x1 + JPEG_DECODE_CROP_MARGIN
                                                          : (int)c->output_width;
   JDIMENSION xoff = (JDIMENSION)lo, width = (JDIMENSION)(hi - lo);
   jpeg_crop_scanline(c, &xoff, &width); /* moves xoff down to an iMCU edge */

@@ -123,7 +123,7 @@ static void layout(const batch_spec *s, uint32_t B, uint32_t T, batch_layout *L)
     L->length = add_tensor(m, "length", BFEED_DTYPE_I32, 1, (uint64_t[]){B});
   }
   if (ds->kind == DATASET_NPY) {
-    const npysrc_header *h = &ds->features.h;
+    const npy_source_header *h = &ds->features.h;
     uint64_t sh[3] = {B, h->shape[1], h->ndim == 3 ? h->shape[2] : 0};
     L->features = add_tensor(m, "features", BFEED_DTYPE_BF16, h->ndim, sh);
   }

@@ -32,7 +32,7 @@ void sample_scratch_free(sample_scratch *s) {
     s->buf[i] = NULL;
     s->cap[i] = 0;
   }
-  jdec_free(s->dec);
+  jpeg_decode_free(s->dec);
   s->dec = NULL;
 }
 
@@ -98,16 +98,16 @@ static int oom(char *err, size_t errlen) {
 }
 
 /* The header has been read into s->dec. */
-static int run_plan(sample_scratch *s, const jdec_info *info, const plan *pl,
+static int run_plan(sample_scratch *s, const jpeg_decode_info *info, const plan *pl,
                     const sample_params *p, uint8_t *out, char *err, size_t errlen) {
   int size = p->size;
   int m = p->allow_dct_scale
               ? sample_dct_scale(pl->cx1 - pl->cx0, pl->cy1 - pl->cy0, pl->out_w, pl->out_h)
               : 8;
-  if (jdec_start(s->dec, m, err, errlen) != 0)
+  if (jpeg_decode_start(s->dec, m, err, errlen) != 0)
     return -1;
   int sw, sh;
-  jdec_scaled_size(info, m, &sw, &sh);
+  jpeg_decode_scaled_size(info, m, &sw, &sh);
 
   size_t hbytes = axis_bytes(pl->cx0, pl->cx1, m, pl->out_w, size);
   size_t vbytes = axis_bytes(pl->cy0, pl->cy1, m, pl->out_h, size);
@@ -124,7 +124,7 @@ static int run_plan(sample_scratch *s, const jdec_info *info, const plan *pl,
   void *tmp = reserve(s, BUF_RESIZE, resize_tmp_size(&h, &v));
   if (!pixels || !tmp)
     return oom(err, errlen);
-  if (jdec_read(s->dec, xlo + h.lo, xlo + h.hi, ylo + v.lo, ylo + v.hi, pixels, stride, err,
+  if (jpeg_decode_read(s->dec, xlo + h.lo, xlo + h.hi, ylo + v.lo, ylo + v.hi, pixels, stride, err,
                 errlen) != 0)
     return -1;
   resize_rgb8(&h, &v, pixels, stride, out, (size_t)size * 3, tmp);
@@ -133,14 +133,14 @@ static int run_plan(sample_scratch *s, const jdec_info *info, const plan *pl,
   return 0;
 }
 
-static int read_header(sample_scratch *s, const uint8_t *jpeg, size_t len, jdec_info *info,
+static int read_header(sample_scratch *s, const uint8_t *jpeg, size_t len, jpeg_decode_info *info,
                        char *err, size_t errlen) {
-  if (!s->dec && !(s->dec = jdec_new()))
+  if (!s->dec && !(s->dec = jpeg_decode_new()))
     return oom(err, errlen);
-  return jdec_header(s->dec, jpeg, len, info, err, errlen);
+  return jpeg_decode_header(s->dec, jpeg, len, info, err, errlen);
 }
 
-static int crop_plan(const jdec_info *info, const xform_crop *c, int size, plan *pl) {
+static int crop_plan(const jpeg_decode_info *info, const transform_crop *c, int size, plan *pl) {
   if (size < 1 || c->width < 1 || c->height < 1 || c->left < 0 || c->top < 0 ||
       c->width > info->width - c->left || c->height > info->height - c->top)
     return -1;
@@ -149,7 +149,7 @@ static int crop_plan(const jdec_info *info, const xform_crop *c, int size, plan 
   return 0;
 }
 
-static int eval_plan(const jdec_info *info, const xform_eval *e, int size, plan *pl) {
+static int eval_plan(const jpeg_decode_info *info, const transform_eval *e, int size, plan *pl) {
   if (size < 1 || e->left < 0 || e->top < 0 || e->resized_w < 1 || e->resized_h < 1 ||
       size > e->resized_w - e->left || size > e->resized_h - e->top)
     return -1;
@@ -163,9 +163,9 @@ static int bad_geometry(char *err, size_t errlen) {
 }
 
 int sample_load_crop(const uint8_t *jpeg, size_t len, const sample_params *p,
-                     const xform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
+                     const transform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen) {
-  jdec_info info;
+  jpeg_decode_info info;
   plan pl;
   if (read_header(scratch, jpeg, len, &info, err, errlen) != 0)
     return -1;
@@ -175,9 +175,9 @@ int sample_load_crop(const uint8_t *jpeg, size_t len, const sample_params *p,
 }
 
 int sample_load_eval(const uint8_t *jpeg, size_t len, const sample_params *p,
-                     const xform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
+                     const transform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen) {
-  jdec_info info;
+  jpeg_decode_info info;
   plan pl;
   if (read_header(scratch, jpeg, len, &info, err, errlen) != 0)
     return -1;
@@ -188,18 +188,18 @@ int sample_load_eval(const uint8_t *jpeg, size_t len, const sample_params *p,
 
 int sample_load(const uint8_t *jpeg, size_t len, const sample_params *p, rng_t *rng,
                 uint8_t *out, sample_scratch *scratch, char *err, size_t errlen) {
-  jdec_info info;
+  jpeg_decode_info info;
   plan pl;
   int bad;
   if (read_header(scratch, jpeg, len, &info, err, errlen) != 0)
     return -1;
   if (p->mode == SAMPLE_EVAL) {
-    xform_eval ev;
-    xform_eval_params(info.width, info.height, p->size, &ev);
+    transform_eval ev;
+    transform_eval_params(info.width, info.height, p->size, &ev);
     bad = eval_plan(&info, &ev, p->size, &pl);
   } else {
-    xform_crop c;
-    xform_random_resized_crop(info.width, info.height, rng, &c);
+    transform_crop c;
+    transform_random_resized_crop(info.width, info.height, rng, &c);
     bad = crop_plan(&info, &c, p->size, &pl);
   }
   if (bad)

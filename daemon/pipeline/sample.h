@@ -47,10 +47,10 @@ int sample_load(const uint8_t *jpeg, size_t len, const sample_params *p, rng_t *
  * exact crops. p->mode is ignored. A crop or window outside the image is an
  * error. */
 int sample_load_crop(const uint8_t *jpeg, size_t len, const sample_params *p,
-                     const xform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
+                     const transform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen);
 int sample_load_eval(const uint8_t *jpeg, size_t len, const sample_params *p,
-                     const xform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
+                     const transform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen);
 
 /* The IDCT scale (M of M/8, M in 1, 2, 4, 8) used for a clip rectangle of

@@ -142,12 +142,12 @@ done:
 static int load_npy(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
   static const char *const keys[] = {"labels", NULL};
   if (dataset_keys_check(k, keys, err, errlen) < 0) return -1;
-  if (npysrc_open_features(&d->features, d->root, err, errlen) < 0) return -1;
+  if (npy_source_open_features(&d->features, d->root, err, errlen) < 0) return -1;
   d->nsamples = (size_t)d->features.nrows;
   const dataset_kv *labels = dataset_key(k, "labels");
-  if (labels && npysrc_read_labels(labels->value, d->features.nrows, &d->labels, &d->nclasses, err, errlen) < 0)
+  if (labels && npy_source_read_labels(labels->value, d->features.nrows, &d->labels, &d->nclasses, err, errlen) < 0)
     return -1;
-  const npysrc_header *h = &d->features.h;
+  const npy_source_header *h = &d->features.h;
   log_info(log, "dataset %s: %llu float32 feature rows of %llu values from %s%s%s", d->name,
            (unsigned long long)h->shape[0], (unsigned long long)d->features.row_floats, d->root,
            labels ? ", labels from " : " (no labels)", labels ? labels->value : "");
@@ -167,7 +167,7 @@ static void dataset_free(dataset *d) {
   free(d->bad);
   wordvec_free(&d->vectors);
   textset_free(&d->text);
-  npysrc_close(&d->features);
+  npy_source_close(&d->features);
   free(d->name);
   free(d->root);
   free(d);
