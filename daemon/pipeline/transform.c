@@ -19,7 +19,7 @@
  * torch itself is not the same everywhere: with ATEN_CPU_CAPABILITY=default
  * (or a CPU without AVX2) it rounds twice in uniform_ and uses glibc's expf.
  * We follow the AVX2/AVX-512 kernels, what torch runs on any recent x86-64;
- * tests/oracle/crop_oracle.py checks both points against torch.
+ * tests/daemon/crop_oracle.py checks both points against torch.
  */
 #include "transform.h"
 

@@ -4,7 +4,7 @@
  * Run without arguments: cmocka checks of determinism, counts, layout and
  * the refusal to write into a non-empty directory. Run as
  * `test_make_demo --generate DIR`: writes the default dataset into DIR for
- * tests/oracle/demo_oracle.py (decodability, variety, learnability).
+ * tests/client/demo_oracle.py (decodability, variety, learnability).
  */
 #include <dirent.h>
 #include <setjmp.h>

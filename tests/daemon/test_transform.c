@@ -1,7 +1,7 @@
 /*
  * test_transform.c -- crop choices: hand-worked cases, invariants, and the
  * rng form agreeing with the explicit-draws form. The bit-exact comparison
- * with torchvision itself is tests/oracle/crop_oracle.py.
+ * with torchvision itself is tests/daemon/crop_oracle.py.
  */
 #include <setjmp.h>
 #include <stdarg.h>

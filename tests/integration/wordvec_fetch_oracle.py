@@ -32,7 +32,7 @@ import time
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
 from wordvec_oracle import bf16_bits, read_text  # noqa: E402
 
 START_TIMEOUT = 20.0

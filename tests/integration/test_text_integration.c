@@ -7,7 +7,7 @@
  * and one with 2. Expectations are worked out here, independently of the
  * daemon: labels from the lines' __label__ tags, lengths by splitting the
  * lines on blanks and looking each word up in the vectors file's words.
- * Values are the numpy oracle's business (oracle/wordvec_fetch_oracle.py);
+ * Values are the numpy oracle's business (wordvec_fetch_oracle.py);
  * this checks shapes, padding, lengths, labels, order, bucketing, and
  * byte-identical batches whatever the worker count.
  */

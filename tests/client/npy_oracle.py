@@ -5,7 +5,7 @@ usage: npy_oracle.py TEST_NPY_BINARY
 
 Runs `TEST_NPY_BINARY --write DIR`, then reads every file with numpy.load
 and checks dtype, shape and each value against the formulas below (the same
-as fill() in tests/test_npy.c), and that the header is format 1.0 with the
+as fill() in tests/client/test_npy.c), and that the header is format 1.0 with the
 data at a multiple of 64 bytes. Missing numpy is a failure, not a skip.
 """
 import os

@@ -1,6 +1,6 @@
 /*
  * sample_dump -- run the sample pipeline on commands read from stdin, for
- * the Pillow oracle (tests/oracle/image_oracle.py).
+ * the Pillow oracle (tests/daemon/image_oracle.py).
  *
  * One command per line. With crop and eval the geometry is explicit, so
  * the oracle decides it:

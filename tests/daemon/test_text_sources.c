@@ -2,7 +2,7 @@
  * test_text_sources.c -- tokenization, labels, text sources, manifests,
  * .npy headers and tokenized samples, against expectations written out by
  * hand from the documented rules (the end-to-end numbers are checked
- * against numpy by oracle/wordvec_fetch_oracle.py).
+ * against numpy by tests/integration/wordvec_fetch_oracle.py).
  */
 #include <setjmp.h>
 #include <stdarg.h>

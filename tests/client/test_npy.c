@@ -3,7 +3,7 @@
  *
  * Run without arguments: cmocka checks of the file layout and the error
  * paths. Run as `test_npy --write DIR`: writes the cases below into DIR for
- * tests/oracle/npy_oracle.py, which reads them with numpy.load and checks
+ * tests/client/npy_oracle.py, which reads them with numpy.load and checks
  * dtype, shape and every value against its own copy of the formulas.
  */
 #include <setjmp.h>

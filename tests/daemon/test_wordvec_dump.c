@@ -1,6 +1,6 @@
 /*
  * test_wordvec_dump.c -- load an embeddings file with bfeed's loader and
- * write what it holds, for tests/oracle/wordvec_oracle.py to compare with
+ * write what it holds, for tests/daemon/wordvec_oracle.py to compare with
  * its own numpy reading of the file.
  *
  *   wordvec_dump FILE OUTDIR [--cache-dir DIR]

@@ -3,7 +3,7 @@
  * binary cache (hit, rebuild on change, damage, atomic writes).
  *
  * The values themselves are checked against numpy and torch by
- * oracle/wordvec_oracle.py; here every malformed case must fail with a
+ * wordvec_oracle.py; here every malformed case must fail with a
  * message naming the file and the line or byte offset, and never crash.
  */
 #include <errno.h>

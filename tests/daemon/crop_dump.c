@@ -1,5 +1,5 @@
 /*
- * crop_dump -- the crop choices of transform.c, for tests/oracle/crop_oracle.py.
+ * crop_dump -- the crop choices of transform.c, for tests/daemon/crop_oracle.py.
  *
  * Reads commands on stdin, one per line, and answers each with one line:
  *   rrc W H K1 ... Kn   -> "left top width height flip used"
