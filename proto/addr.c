@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "addr.h"
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 int addr_parse(const char *s, addr_spec *out, char *why, size_t cap) {
   memset(out, 0, sizeof *out);

@@ -3,7 +3,7 @@
 
 #include <xxhash.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "wire.h"
 
 uint64_t frame_checksum(const void *payload, size_t len) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "names.h"
 #include "wire.h"
 
 /* OPEN option tags. All current options change the bytes served, so all are
@@ -109,7 +110,7 @@ int msg_hello_ok_decode(const void *p, size_t n, msg_hello_ok *m, const char **w
   return finish_read(&r, 1, why, "malformed HELLO_OK");
 }
 
-BFEED_API void bfeed_stream_opts_init(bfeed_stream_opts *o) {
+void msg_opts_defaults(bfeed_stream_opts *o) {
   static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
   static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
   memset(o, 0, sizeof *o);
@@ -198,7 +199,7 @@ int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why) {
   tlv_item it;
   int rc, have_dataset = 0;
   memset(m, 0, sizeof *m);
-  bfeed_stream_opts_init(&m->opts);
+  msg_opts_defaults(&m->opts);
   rbuf_init(&r, p, n);
   while ((rc = tlv_next(&r, &it)) == 1) {
     rc = open_item(&it, m, &have_dataset);
@@ -352,12 +353,19 @@ void msg_batch_encode_head(wbuf *w, const msg_batch *m) {
   }
 }
 
+size_t msg_batch_head_size(const msg_batch *m) {
+  size_t n = MSG_BATCH_PREFIX;
+  for (uint32_t i = 0; i < m->ntensors; i++)
+    n += 1 + strnlen(m->t[i].name, MSG_TENSOR_NAME_MAX - 1) + 2 + 8 * (size_t)m->t[i].ndim + 16;
+  return n;
+}
+
 /* A tensor descriptor is sane when its shape gives exactly nbytes, it lies
  * inside the raw data and, unless empty, starts on a 64-byte boundary
  * (bfeed.h promises aligned tensors), and each dimension fits the int64_t
  * of bfeed_tensor; all products are overflow-checked. */
 static int tensor_check(const msg_tensor *t, uint64_t raw_size) {
-  size_t es = bfeed_dtype_size(t->dtype);
+  size_t es = names_dtype_size(t->dtype);
   if (es == 0 || t->ndim > BFEED_MAX_DIMS || (t->nbytes != 0 && t->offset % 64 != 0)) return -1;
   uint64_t count = 1;
   for (int d = 0; d < t->ndim; d++) {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "frame.h"
 #include "tlv.h"
 
@@ -53,8 +53,11 @@ typedef struct msg_open {
   bfeed_stream_opts opts;
 } msg_open;
 void msg_open_encode(wbuf *w, const msg_open *m);
-/* Missing options keep bfeed_stream_opts_init's defaults. */
+/* Missing options keep msg_opts_defaults' values. */
 int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why);
+/* The defaults of every option (bfeed_types.h notes them); what
+ * bfeed_stream_opts_init gives a client, and what OPEN leaves unsaid. */
+void msg_opts_defaults(bfeed_stream_opts *o);
 /* Range-check options; 0 or BFEED_EINVAL with a reason in why[cap]. */
 int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap);
 
@@ -111,6 +114,9 @@ typedef struct msg_batch {
 } msg_batch;
 /* Everything but the data; the caller appends the data after it. */
 void msg_batch_encode_head(wbuf *w, const msg_batch *m);
+/* The bytes msg_batch_encode_head writes for m, so that a sender can size
+ * the frame (fwriter.h) and place the data before writing anything. */
+size_t msg_batch_head_size(const msg_batch *m);
 /* raw_limit bounds raw_size (memory the receiver will allocate). */
 int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why);
 /* The fixed fields that open every BATCH payload (epoch .. raw_size), and

@@ -1,7 +1,7 @@
-/* names.c -- names of error codes and dtypes, shared by daemon and client. */
-#include "bfeed.h"
+/* names.c -- see names.h */
+#include "names.h"
 
-BFEED_API const char *bfeed_strerror(int code) {
+const char *names_errcode(int code) {
   switch (code) {
     case BFEED_OK: return "BFEED_OK: success";
     case BFEED_EINVAL: return "BFEED_EINVAL: invalid argument";
@@ -24,7 +24,7 @@ BFEED_API const char *bfeed_strerror(int code) {
   }
 }
 
-BFEED_API size_t bfeed_dtype_size(int dtype) {
+size_t names_dtype_size(int dtype) {
   switch (dtype) {
     case BFEED_DTYPE_BF16: return 2;
     case BFEED_DTYPE_F32: return 4;
@@ -35,7 +35,7 @@ BFEED_API size_t bfeed_dtype_size(int dtype) {
   }
 }
 
-BFEED_API const char *bfeed_dtype_name(int dtype) {
+const char *names_dtype(int dtype) {
   switch (dtype) {
     case BFEED_DTYPE_BF16: return "bf16";
     case BFEED_DTYPE_F32: return "f32";

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "wire.h"
 
 static void put_str(wbuf *w, const char *s, size_t max, int wide) {

@@ -1,16 +1,23 @@
-/* tlv.c -- growable write buffer, bounded read buffer, TLV items. */
+/* tlv.c -- write buffer (growable or fixed), bounded read buffer, TLV items. */
 #include "tlv.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "wire.h"
 
 void wbuf_init(wbuf *w) { memset(w, 0, sizeof *w); }
 
+void wbuf_init_fixed(wbuf *w, void *mem, size_t cap) {
+  memset(w, 0, sizeof *w);
+  w->data = mem;
+  w->cap = mem ? cap : 0;
+  w->fixed = 1;
+}
+
 void wbuf_free(wbuf *w) {
-  free(w->data);
+  if (!w->fixed) free(w->data);
   memset(w, 0, sizeof *w);
 }
 
@@ -23,7 +30,7 @@ uint8_t *wbuf_reserve(wbuf *w, size_t n) {
   if (w->len + n > w->cap) {
     size_t cap = w->cap ? w->cap : 256;
     while (cap < w->len + n) cap *= 2;
-    uint8_t *d = realloc(w->data, cap);
+    uint8_t *d = w->fixed ? NULL : realloc(w->data, cap);
     if (!d) {
       w->failed = 1;
       return NULL;

@@ -23,10 +23,14 @@
 typedef struct wbuf {
   uint8_t *data;
   size_t len, cap;
-  int failed; /* an allocation failed: contents are incomplete */
+  int failed; /* an allocation failed, or a fixed buffer was full: contents are incomplete */
+  int fixed;  /* data is the caller's, cap never grows (wbuf_init_fixed) */
 } wbuf;
 
 void wbuf_init(wbuf *w);
+/* Write into the caller's mem[cap], which is never reallocated or freed: an
+ * append that does not fit latches failed (see fwriter.h). */
+void wbuf_init_fixed(wbuf *w, void *mem, size_t cap);
 void wbuf_free(wbuf *w);
 /* Make room for n more bytes; returns a pointer to them or NULL. */
 uint8_t *wbuf_reserve(wbuf *w, size_t n);

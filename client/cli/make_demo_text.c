@@ -6,13 +6,12 @@
 #include <string.h>
 
 #include "cli_util.h"
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "bf16.h"
 #include "demo_files.h"
 #include "demo_rng.h"
+#include "demo_vectors.h"
 #include "make_demo.h"
-#include "tokenize.h"
-#include "wordvec.h"
 
 #define TEXT_SALT 0x6d616b652d747874ULL /* "make-txt" */
 #define P_TOPIC 0.55f
@@ -30,14 +29,12 @@ void make_demo_text_opts_init(make_demo_text_opts *o) {
 
 /* A word every tokenization setting keeps whole and finds as it is. */
 static int candidate(const char *w, size_t n) {
-  char low[WORDVEC_MAX_WORD];
   for (size_t i = 0; i < n; i++) {
     unsigned char c = (unsigned char)w[i];
     if (c <= ' ' || c == 0x7f || (c < 0x80 && !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))))
       return 0;
   }
-  tok_lower(low, w, n);
-  return memcmp(low, w, n) == 0;
+  return demo_vectors_is_lower(w, n);
 }
 
 typedef struct topics {
@@ -62,7 +59,7 @@ static float dot(const float *a, const float *b, uint32_t d) {
   return s;
 }
 
-static int make_topics(const wordvec *v, int k, uint64_t seed, topics *t, char *err, size_t errlen) {
+static int make_topics(const demo_vectors *v, int k, uint64_t seed, topics *t, char *err, size_t errlen) {
   uint32_t D = v->dim, cap = v->nwords < MAKE_DEMO_TEXT_MAX_VOCAB ? v->nwords : MAKE_DEMO_TEXT_MAX_VOCAB;
   memset(t, 0, sizeof *t);
   t->word = malloc(cap * sizeof *t->word);
@@ -76,11 +73,11 @@ static int make_topics(const wordvec *v, int k, uint64_t seed, topics *t, char *
     return cli_fail(err, errlen, BFEED_ENOMEM, "make-demo: out of memory");
   }
   for (uint32_t i = 0; i < v->nwords && t->n < cap; i++) {
-    const char *w = v->words + v->word_off[i];
-    if (!candidate(w, (size_t)(v->word_off[i + 1] - v->word_off[i]))) continue;
+    const char *w = v->words + v->off[i];
+    if (!candidate(w, (size_t)(v->off[i + 1] - v->off[i]))) continue;
     float *u = t->unit + (size_t)t->n * D, norm = 0;
     for (uint32_t d = 0; d < D; d++) {
-      u[d] = bf16_to_f32(wordvec_row(v, i)[d]);
+      u[d] = bf16_to_f32(v->rows[(size_t)i * D + d]);
       norm += u[d] * u[d];
     }
     if (!(norm > 0) || !isfinite(norm)) continue;
@@ -150,7 +147,7 @@ static int put(text_buf *b, const char *s, size_t n) {
   return 0;
 }
 
-static int line(text_buf *b, const wordvec *v, const topics *t, const make_demo_text_opts *o, int split, int cls,
+static int line(text_buf *b, const demo_vectors *v, const topics *t, const make_demo_text_opts *o, int split, int cls,
                 int index) {
   demo_rng r;
   char tmp[32];
@@ -163,15 +160,15 @@ static int line(text_buf *b, const wordvec *v, const topics *t, const make_demo_
     size_t len;
     if (u < P_OOV) {
       do len = (size_t)snprintf(tmp, sizeof tmp, "zq%06llx", (unsigned long long)(demo_next(&r) & 0xffffff));
-      while (wordvec_find(v, tmp, len) != WORDVEC_NONE);
+      while (demo_vectors_has(v, tmp, len));
       w = tmp;
     } else {
       uint32_t c = u < P_OOV + P_TOPIC
                        ? t->members[t->start[cls] + (uint32_t)(demo_next(&r) % (t->start[cls + 1] - t->start[cls]))]
                        : (uint32_t)(demo_next(&r) % t->n);
       uint32_t word = t->word[c];
-      w = v->words + v->word_off[word];
-      len = (size_t)(v->word_off[word + 1] - v->word_off[word]);
+      w = v->words + v->off[word];
+      len = (size_t)(v->off[word + 1] - v->off[word]);
     }
     rc = put(b, " ", 1);
     if (rc == 0) rc = put(b, w, len);
@@ -206,13 +203,9 @@ int make_demo_text(const char *dir, const char *vectors, const make_demo_text_op
   if (nonempty < 0) return nonempty;
   if (nonempty && !o->overwrite)
     return cli_fail(err, errlen, BFEED_EINVAL, "%s: directory is not empty; refusing to write a dataset into it", dir);
-  /* No cache: a command-line tool leaves nothing next to the user's file. */
-  wordvec v;
-  wordvec_opts wo = {0};
-  wordvec_report rep;
+  demo_vectors v;
   char why[512];
-  if (wordvec_load(vectors, &wo, &v, &rep, why, sizeof why) < 0)
-    return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: %s", why);
+  if ((rc = demo_vectors_load(vectors, &v, why, sizeof why)) < 0) return cli_fail(err, errlen, rc, "make-demo: %s", why);
   topics t;
   rc = make_topics(&v, o->nclasses, o->seed, &t, err, errlen);
   if (rc == 0) rc = demo_mkdirs(dir, err, errlen);
@@ -231,6 +224,6 @@ int make_demo_text(const char *dir, const char *vectors, const make_demo_text_op
     free(b.p);
   }
   topics_free(&t);
-  wordvec_free(&v);
+  demo_vectors_free(&v);
   return rc;
 }

@@ -38,64 +38,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Error codes (BFEED_E*), bfeed_error, dtypes, BFEED_MAX_DIMS, and the
+ * stream options with their enums and defaults: read them there. Installed
+ * beside this header. */
+#include "bfeed_types.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#if defined(__GNUC__)
-#define BFEED_API __attribute__((visibility("default")))
-#else
-#define BFEED_API
-#endif
-
-#define BFEED_VERSION_MAJOR 0
-#define BFEED_VERSION_MINOR 1
-#define BFEED_VERSION_PATCH 0
-
-/* Error codes. They also travel on the wire in error frames, so the numbers
- * are fixed: new codes are only ever appended. */
-typedef enum bfeed_errcode {
-  BFEED_OK = 0,
-  BFEED_EINVAL = -1,      /* an argument or option is out of range */
-  BFEED_ENOMEM = -2,      /* out of memory */
-  BFEED_EIO = -3,         /* socket or file I/O failed (see message) */
-  BFEED_ECONNECT = -4,    /* cannot connect to the daemon's address */
-  BFEED_ECLOSED = -5,     /* the peer closed the connection */
-  BFEED_EPROTO = -6,      /* malformed frame or message from the peer */
-  BFEED_ECHECKSUM = -7,   /* frame payload checksum mismatch */
-  BFEED_ETOOBIG = -8,     /* a length exceeds a limit */
-  BFEED_EVERSION = -9,    /* no protocol version in common */
-  BFEED_ENODATASET = -10, /* the daemon serves no dataset of that name */
-  BFEED_EDATASET = -11,   /* the dataset is unusable (empty, unreadable) */
-  BFEED_ELIMIT = -12,     /* a daemon limit (clients, streams, memory) */
-  BFEED_EEOF = -13,       /* the stream has delivered all it was asked for */
-  BFEED_ECODEC = -14,     /* compression or decompression failed */
-  BFEED_ESHUTDOWN = -15,  /* the daemon is shutting down */
-  BFEED_EINTERNAL = -16   /* a bug: please report it with the message */
-} bfeed_errcode;
-
-/* Where a call that failed puts its explanation. Optional everywhere (pass
- * NULL). message is always NUL-terminated. */
-typedef struct bfeed_error {
-  int code;
-  char message[256];
-} bfeed_error;
 
 /* The name of an error code, e.g. "BFEED_ECHECKSUM: frame checksum mismatch". */
 BFEED_API const char *bfeed_strerror(int code);
 
 /* ------------------------------------------------------------------ */
 /* Tensors                                                             */
-
-typedef enum bfeed_dtype {
-  BFEED_DTYPE_BF16 = 1, /* bfloat16 as uint16 bit patterns */
-  BFEED_DTYPE_F32 = 2,
-  BFEED_DTYPE_I32 = 3,
-  BFEED_DTYPE_I64 = 4,
-  BFEED_DTYPE_U8 = 5
-} bfeed_dtype;
-
-#define BFEED_MAX_DIMS 8
 
 /* A view into a batch. data stays valid until the batch is released;
  * it is aligned to 64 bytes and little-endian, C (row-major) order. */
@@ -116,46 +72,8 @@ BFEED_API const char *bfeed_dtype_name(int dtype);
 /* ------------------------------------------------------------------ */
 /* Stream options                                                      */
 
-typedef enum { BFEED_MODE_TRAIN = 0, BFEED_MODE_EVAL = 1 } bfeed_mode;
-typedef enum { BFEED_LAYOUT_NCHW = 0, BFEED_LAYOUT_NHWC = 1 } bfeed_layout;
-typedef enum { BFEED_NORM_IMAGENET = 0, BFEED_NORM_NONE = 1, BFEED_NORM_CUSTOM = 2 } bfeed_norm;
-typedef enum { BFEED_CODEC_NONE = 0, BFEED_CODEC_ZSTD = 1 } bfeed_codec;
-typedef enum { BFEED_SHUFFLE_AUTO = 0, BFEED_SHUFFLE_ON = 1, BFEED_SHUFFLE_OFF = 2 } bfeed_shuffle;
-typedef enum { BFEED_POOL_NONE = 0, BFEED_POOL_MEAN = 1 } bfeed_pool;
-
-/* What a stream serves. Always start from bfeed_stream_opts_init(), which
- * sets the defaults noted below, then change what you need. */
-typedef struct bfeed_stream_opts {
-  uint32_t batch;        /* samples per batch, 1..65536 (default 64) */
-  uint32_t size;         /* output height = width in pixels, 8..4096 (224) */
-  bfeed_mode mode;       /* TRAIN: RandomResizedCrop + flip; EVAL: resize + centre crop */
-  bfeed_layout layout;   /* NCHW (default) or NHWC for the image tensor */
-  bfeed_norm normalize;  /* IMAGENET mean/std (default), NONE: raw 0..255,
-                            CUSTOM: mean[] and std[] below, on the 0..1 scale */
-  float mean[3], std[3];
-  uint64_t seed;         /* keys every random choice (default 0) */
-  uint64_t epoch;        /* first epoch to serve (resume), default 0 */
-  uint64_t batch_index;  /* first batch within that epoch (resume), default 0 */
-  uint32_t shard_index;  /* this reader's shard, 0..shard_count-1 (0) */
-  uint32_t shard_count;  /* number of shards, >= 1 (1) */
-  bfeed_codec codec;     /* NONE (default) or ZSTD */
-  int codec_level;       /* zstd level, 1..19 (3) */
-  uint32_t window;       /* batches prefetched ahead of the consumer, 1..64 (4) */
-  bfeed_shuffle shuffle; /* AUTO: shuffle in TRAIN, dataset order in EVAL */
-  int keep_partial;      /* 1: serve the last, short batch of an epoch (0) */
-  uint64_t epochs;       /* epochs to serve before end of stream, 0 = forever (0) */
-  /* Text datasets (kinds text and manifest; a daemon refuses them on others).
-   * The image options above do not apply to text. */
-  bfeed_pool pool;       /* NONE: `tokens` bf16 [B,T,D]; MEAN: `pooled` bf16 [B,D], the
-                            mean of each sample's token vectors (NONE) */
-  uint32_t max_len;      /* tokens served per sample, 0..1048576; 0 = the dataset's
-                            max_len setting (0: all) */
-  int fixed_len;         /* 1: every batch has T = max_len; 0: T = the longest
-                            sample in the batch, capped by max_len (0) */
-  uint32_t bucket;       /* length bucketing: order each run of `bucket` batches by
-                            sample length, 0..65536, 0 = off (0) */
-} bfeed_stream_opts;
-
+/* Fill o with the defaults noted in bfeed_types.h; start every
+ * bfeed_stream_opts here, then change what you need. */
 BFEED_API void bfeed_stream_opts_init(bfeed_stream_opts *o);
 
 /* ------------------------------------------------------------------ */

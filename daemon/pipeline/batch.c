@@ -9,7 +9,9 @@
 #include "batch_text.h"
 #include "bf16.h"
 #include "frame.h"
+#include "fwriter.h"
 #include "msg.h"
+#include "names.h"
 #include "rng.h"
 #include "wire.h"
 
@@ -93,7 +95,7 @@ typedef struct batch_layout {
 
 static msg_tensor *add_tensor(msg_batch *m, const char *name, int dtype, int ndim, const uint64_t *shape) {
   msg_tensor *t = &m->t[m->ntensors];
-  uint64_t n = bfeed_dtype_size(dtype);
+  uint64_t n = names_dtype_size(dtype);
   memset(t, 0, sizeof *t);
   snprintf(t->name, sizeof t->name, "%s", name);
   t->dtype = (uint8_t)dtype;
@@ -292,7 +294,7 @@ void batch_build(batch_job *job, batch_worker *w) {
   uint64_t t0 = now_ns();
   uint32_t B = job->count;
   batch_layout L;
-  wbuf_init(&job->frame);
+  wbuf_init_fixed(&job->frame, NULL, 0);
   if (choose_samples(job, w, B) < 0) goto done;
   layout(s, B, dataset_has_text(s->ds) ? batch_text_len(s, w->sel, B) : 1, &L);
   msg_batch *m = &L.m;
@@ -307,56 +309,51 @@ void batch_build(batch_job *job, batch_worker *w) {
     goto done;
   }
 
-  /* The whole frame is sized up front, so the pooled buffer never grows. */
-  size_t need = frame_overhead(m) + (o->codec == BFEED_CODEC_NONE ? m->raw_size : ZSTD_compressBound(m->raw_size));
-  job->buf = bufpool_get(job->pool, need + 64, &job->buf_cap);
-  job->frame.data = job->buf;
-  job->frame.cap = job->buf ? job->buf_cap : 0;
-  job->frame.failed = job->frame.data == NULL;
-  size_t at = msg_begin(&job->frame);
-  msg_batch_encode_head(&job->frame, m);
-  /* Uncompressed, the tensors are built in place in the frame; for zstd
-   * they are built in the worker's buffer and compressed into the frame.
-   * In place, the frame is shifted so that the tensors start 64-byte
-   * aligned in memory, as the code filling them may assume. */
-  uint8_t *raw;
-  if (o->codec == BFEED_CODEC_NONE) {
-    size_t pad = job->frame.failed ? 0 : (64 - ((uintptr_t)(job->frame.data + job->frame.len) & 63)) & 63;
-    if (pad) {
-      memmove(job->frame.data + pad, job->frame.data, job->frame.len);
-      job->frame.data += pad;
-      job->frame.cap -= pad;
-    }
-    raw = wbuf_grow(&job->frame, m->raw_size);
-  } else {
-    raw = grow(&w->raw, &w->raw_cap, m->raw_size) == 0 ? w->raw : NULL;
-  }
-  if (!raw) {
+  /* The whole frame is sized up front and written through a fixed-capacity
+   * writer into one pooled buffer. Uncompressed, the tensors are built in
+   * place in the frame, which starts `pad` bytes into the buffer so that
+   * they land 64-byte aligned in memory, as the code filling them may
+   * assume; for zstd they are built in the worker's buffer and compressed
+   * into the frame. */
+  int none = o->codec == BFEED_CODEC_NONE;
+  size_t head = FRAME_HEADER_SIZE + msg_batch_head_size(m);
+  size_t cap = head + (none ? m->raw_size : ZSTD_compressBound(m->raw_size));
+  job->buf = bufpool_get(job->pool, cap + 63, &job->buf_cap);
+  size_t pad = job->buf && none ? (64 - ((uintptr_t)(job->buf + head) & 63)) & 63 : 0;
+  fwriter fw;
+  fwriter_init(&fw, job->buf ? job->buf + pad : NULL, cap);
+  msg_batch_encode_head(&fw.w, m);
+  uint8_t *raw = none ? fwriter_append(&fw, m->raw_size)
+                      : grow(&w->raw, &w->raw_cap, m->raw_size) == 0 ? w->raw : NULL;
+  if (!job->buf || !raw) {
     job->rc = BFEED_ENOMEM;
     snprintf(job->err, sizeof job->err, "out of memory building a %llu-byte batch",
              (unsigned long long)m->raw_size);
     goto done;
   }
   fill(s, w, &L, B, raw);
-  if (o->codec == BFEED_CODEC_ZSTD) {
+  if (!none) {
     if (!w->zc && !(w->zc = ZSTD_createCCtx())) {
       job->rc = BFEED_ENOMEM;
       snprintf(job->err, sizeof job->err, "out of memory for a zstd context");
       goto done;
     }
-    size_t bound = ZSTD_compressBound(m->raw_size);
-    uint8_t *dst = wbuf_reserve(&job->frame, bound);
-    size_t n = dst ? ZSTD_compressCCtx(w->zc, dst, bound, raw, m->raw_size, o->codec_level) : 0;
-    if (!dst || ZSTD_isError(n)) {
+    size_t room;
+    uint8_t *dst = fwriter_room(&fw, &room);
+    size_t n = ZSTD_compressCCtx(w->zc, dst, room, raw, m->raw_size, o->codec_level);
+    if (ZSTD_isError(n)) {
       job->rc = BFEED_ECODEC;
-      snprintf(job->err, sizeof job->err, "zstd compression failed: %s",
-               dst ? ZSTD_getErrorName(n) : "out of memory");
+      snprintf(job->err, sizeof job->err, "zstd compression failed: %s", ZSTD_getErrorName(n));
       goto done;
     }
-    job->frame.len += n;
+    fwriter_commit(&fw, n);
   }
-  job->rc = msg_finish(&job->frame, at, FRAME_BATCH, s->stream_id);
-  if (job->rc < 0) snprintf(job->err, sizeof job->err, "batch frame too large or out of memory");
+  const char *why;
+  if ((job->rc = fwriter_finish(&fw, FRAME_BATCH, s->stream_id, &why)) < 0) {
+    snprintf(job->err, sizeof job->err, "batch of %llu bytes: %s", (unsigned long long)m->raw_size, why);
+    goto done;
+  }
+  job->frame = fw.w;
   job->raw_bytes = m->raw_size;
 done:
   job->busy_ns = now_ns() - t0;

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <zstd.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "bufpool.h"
 #include "dataset.h"
 #include "log.h"
@@ -87,7 +87,7 @@ typedef struct batch_job {
   uint64_t epoch, index, seq;
   uint32_t first, count; /* positions [first, first+count) of the order */
   /* output */
-  wbuf frame;            /* the complete BATCH frame, inside buf */
+  wbuf frame;            /* the complete BATCH frame, inside buf (fixed: buf owns it) */
   uint8_t *buf;          /* the pooled buffer holding it */
   size_t buf_cap;
   int rc;                /* 0, or BFEED_E* with err */

@@ -26,7 +26,8 @@
 #include <string.h>
 
 #include "addr.h"
-#include "bfeed.h"
+#include "bfeed_types.h"
+#include "names.h"
 #include "frame.h"
 #include "msg.h"
 #include "tlv.h"
@@ -260,7 +261,7 @@ static void check_batch_rules(const msg_batch *m, const uint8_t *p, size_t n, ui
     size_t len = strlen(t->name);
     CHECK(len >= 1 && len < MSG_TENSOR_NAME_MAX);
     CHECK(t->ndim <= BFEED_MAX_DIMS);
-    size_t es = bfeed_dtype_size(t->dtype);
+    size_t es = names_dtype_size(t->dtype);
     CHECK(es != 0);
     u128 count = 1;
     for (int d = 0; d < t->ndim; d++) {

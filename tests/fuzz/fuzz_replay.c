@@ -83,7 +83,7 @@ static void build_seeds(seeds *ss) {
   msg_open open;
   memset(&open, 0, sizeof open);
   strcpy(open.dataset, "imagenet");
-  bfeed_stream_opts_init(&open.opts);
+  msg_opts_defaults(&open.opts);
   wbuf_init(&w);
   msg_begin(&w);
   msg_open_encode(&w, &open);

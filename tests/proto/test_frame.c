@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
+#include "names.h"
 #include "frame.h"
 
 /* A header with every field distinct, and the bytes PROTOCOL.md prescribes

@@ -20,7 +20,8 @@
 #include <string.h>
 
 #include "addr.h"
-#include "bfeed.h"
+#include "bfeed_types.h"
+#include "names.h"
 #include "frame.h"
 #include "msg.h"
 #include "tlv.h"
@@ -462,7 +463,7 @@ static const uint8_t open_len[TAG_COUNT + 1] = {
 /* Every option away from its default, floats with awkward bit patterns and
  * u64 values that a 32-bit truncation would change. */
 static void nondefault_opts(bfeed_stream_opts *o) {
-  bfeed_stream_opts_init(o);
+  msg_opts_defaults(o);
   o->batch = 1000;
   o->size = 384;
   o->mode = BFEED_MODE_EVAL;
@@ -514,7 +515,7 @@ static void assert_opts_equal(const bfeed_stream_opts *a, const bfeed_stream_opt
 static void test_opts_defaults(void **state) {
   bfeed_stream_opts o;
   memset(&o, 0x5a, sizeof o);
-  bfeed_stream_opts_init(&o);
+  msg_opts_defaults(&o);
   assert_int_equal(o.batch, 64);
   assert_int_equal(o.size, 224);
   assert_int_equal(o.mode, BFEED_MODE_TRAIN);
@@ -620,7 +621,7 @@ static void test_open_layout(void **state) {
 static void test_open_round_trip(void **state) {
   bfeed_stream_opts o, def;
   nondefault_opts(&o);
-  bfeed_stream_opts_init(&def);
+  msg_opts_defaults(&def);
   /* Guard the test itself: every field really differs from its default. */
   assert_true(o.batch != def.batch && o.size != def.size && o.mode != def.mode);
   assert_true(o.layout != def.layout && o.normalize != def.normalize);
@@ -655,7 +656,7 @@ static void test_open_dataset_only(void **state) {
   assert_int_equal(msg_open_decode(t.b, t.n, &m, &why), 0);
   assert_string_equal(m.dataset, "imgs");
   bfeed_stream_opts def;
-  bfeed_stream_opts_init(&def);
+  msg_opts_defaults(&def);
   assert_opts_equal(&m.opts, &def);
 }
 
@@ -787,7 +788,7 @@ static void expect_opts(const bfeed_stream_opts *o, int ok, const char *word, in
 #define OPTS(ok, word, ...)               \
   do {                                    \
     bfeed_stream_opts o;                  \
-    bfeed_stream_opts_init(&o);           \
+    msg_opts_defaults(&o);           \
     __VA_ARGS__;                          \
     expect_opts(&o, ok, word, __LINE__);  \
   } while (0)
@@ -846,7 +847,7 @@ static void test_opts_frame_limit(void **state) {
 /* The reason is cut to the caller's buffer, never overflowing it. */
 static void test_opts_reason_truncated(void **state) {
   bfeed_stream_opts o;
-  bfeed_stream_opts_init(&o);
+  msg_opts_defaults(&o);
   o.window = 99;
   char why[9];
   memset(why, 'z', sizeof why);
@@ -1271,7 +1272,7 @@ static void test_batch_dtypes(void **state) {
     assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
     b.t[0].nbytes -= 2;
     assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
-    assert_int_equal(bfeed_dtype_size(dt), size_of[dt]);
+    assert_int_equal(names_dtype_size(dt), size_of[dt]);
   }
   const uint8_t unknown[] = {0, 6, 7, 128, 255};
   for (size_t i = 0; i < sizeof unknown; i++) {

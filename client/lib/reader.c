@@ -1,0 +1,151 @@
+/*
+ * reader.c -- libbfeed's background thread: reads every frame after the
+ * handshake, turns BATCH frames into batches on their stream's queue and
+ * control frames into stream or connection state, and wakes the waiters.
+ *
+ * The daemon bounds how far ahead it runs (the window), so the queues are
+ * bounded too. A frame the thread cannot read or make sense of ends the
+ * connection with the reason, which every later call reports.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "frame.h"
+
+/* A BATCH payload is read in two parts: its fixed prefix first, which says
+ * where the data will start, so that the rest can be placed with the
+ * uncompressed tensors 64-byte aligned in memory (no copy later). */
+static int reader_batch(bfeed_client *c, bfeed_batch **out, char *why, size_t cap) {
+  const frame_header h = c->in.h;
+  uint8_t prefix[MSG_BATCH_PREFIX];
+  if (h.length < MSG_BATCH_PREFIX) return snprintf(why, cap, "BATCH frame too short"), BFEED_EPROTO;
+  int rc = freader_payload(&c->in, prefix, sizeof prefix);
+  if (rc < 0) return snprintf(why, cap, "frame reader misused: %s", c->in.why), rc;
+  if ((rc = conn_read_event(c, why, cap)) < 0) return rc;
+  uint64_t raw_size;
+  uint8_t codec;
+  msg_batch_peek(prefix, &codec, &raw_size);
+  size_t head = codec == BFEED_CODEC_NONE && raw_size <= h.length ? h.length - raw_size : 0;
+  size_t pad = (64 - head % 64) % 64, mem_cap;
+  uint8_t *mem = bufpool_get(c->cache, pad + h.length, &mem_cap);
+  if (!mem) return snprintf(why, cap, "out of memory for a %u-byte batch", h.length), BFEED_ENOMEM;
+  memcpy(mem + pad, prefix, sizeof prefix);
+  if (rc == FREADER_SEGMENT &&
+      (rc = conn_read_payload(c, mem + pad + MSG_BATCH_PREFIX, h.length - MSG_BATCH_PREFIX, why, cap)) < 0) {
+    bufpool_put(c->cache, mem, mem_cap);
+    return rc;
+  }
+  return batch_from_payload(c, &h, mem, mem_cap, pad, out, why, cap);
+}
+
+/* A control frame for a stream (or the connection) updates its state. */
+static int reader_control(bfeed_client *c, const frame_header *h, const uint8_t *p, char *why, size_t cap) {
+  const char *w = "";
+  int rc = 0;
+  pthread_mutex_lock(&c->mu);
+  bfeed_stream *s = stream_find(c, h->stream);
+  switch (h->type) {
+    case FRAME_OPEN_OK: {
+      msg_open_ok ok;
+      if ((rc = msg_open_ok_decode(p, h->length, &ok, &w)) < 0) break;
+      if (s) {
+        s->info.samples = ok.samples;
+        s->info.batches_per_epoch = ok.batches_per_epoch;
+        s->info.classes = ok.classes;
+        s->state = 1;
+      }
+      break;
+    }
+    case FRAME_ERROR: {
+      msg_error e;
+      if ((rc = msg_error_decode(p, h->length, &e, &w)) < 0) break;
+      if (h->stream == 0) {
+        c->dead = 1;
+        c->dead_code = e.code;
+        snprintf(c->dead_msg, sizeof c->dead_msg, "bfeedd: %.240s", e.message);
+      } else if (s) {
+        s->state = -1;
+        s->err_code = e.code;
+        snprintf(s->err_msg, sizeof s->err_msg, "bfeedd: %.240s", e.message);
+      }
+      break;
+    }
+    case FRAME_END: {
+      uint64_t total;
+      if ((rc = msg_u64_decode(p, h->length, &total, &w)) < 0) break;
+      if (s) s->ended = 1;
+      break;
+    }
+    case FRAME_STATS:
+      if (s) {
+        rc = msg_stats_decode(p, h->length, s->stats, MSG_MAX_COUNTERS, &s->nstats, &w);
+        s->stats_ready = 1;
+      }
+      break;
+    default:
+      rc = BFEED_EPROTO;
+      w = "unexpected frame type from the daemon";
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  if (rc < 0) snprintf(why, cap, "%s (%s frame)", w, frame_type_name(h->type));
+  return rc;
+}
+
+/* Queue a batch on its stream; drop it if the stream was closed meanwhile. */
+static void reader_queue(bfeed_client *c, uint32_t stream, bfeed_batch *b) {
+  pthread_mutex_lock(&c->mu);
+  bfeed_stream *s = stream_find(c, stream);
+  if (s) {
+    if (s->tail) s->tail->next = b;
+    else s->head = b;
+    s->tail = b;
+    pthread_cond_broadcast(&c->cv);
+  }
+  pthread_mutex_unlock(&c->mu);
+  if (!s) batch_free(b);
+}
+
+/* One frame, from its header on: 0, or an error that ends the connection. */
+static int reader_frame(bfeed_client *c, char *why, size_t cap) {
+  int rc = conn_read_event(c, why, cap);
+  if (rc < 0) return rc;
+  const frame_header h = c->in.h;
+  if (h.type == FRAME_BATCH) {
+    bfeed_batch *b;
+    if (rc == FREADER_FRAME) return snprintf(why, cap, "BATCH frame too short"), BFEED_EPROTO;
+    if ((rc = reader_batch(c, &b, why, cap)) < 0) return rc;
+    reader_queue(c, h.stream, b);
+    return 0;
+  }
+  int report = h.type == FRAME_STATS && h.stream == 0;
+  if (h.length > (report ? CLIENT_MAX_REPORT : FRAME_MAX_CONTROL))
+    return snprintf(why, cap, "%s frame of %u bytes exceeds the control-frame limit", frame_type_name(h.type),
+                    h.length), BFEED_ETOOBIG;
+  uint8_t *p = malloc(h.length ? h.length : 1);
+  if (!p) return snprintf(why, cap, "out of memory"), BFEED_ENOMEM;
+  if ((rc = conn_read_payload(c, p, h.length, why, cap)) == 0 && report) {
+    pthread_mutex_lock(&c->mu);
+    free(c->report);
+    c->report = p;
+    c->report_len = h.length;
+    c->report_ready = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+  }
+  if (rc == 0) rc = reader_control(c, &h, p, why, cap);
+  free(p);
+  return rc;
+}
+
+void *reader_main(void *arg) {
+  bfeed_client *c = arg;
+  char why[MSG_ERROR_MAX];
+  int rc;
+  while ((rc = reader_frame(c, why, sizeof why)) == 0) continue;
+  conn_mark_dead(c, rc, why);
+  return NULL;
+}
