@@ -72,8 +72,9 @@ int make_demo(const char *dir, const make_demo_opts *o, make_demo_stats *stats, 
 /*
  * `bfeed make-demo DIR --text VECTORS` writes DIR/train.txt and DIR/val.txt
  * in fastText's format ("__label__2 word word ..."), for the daemon's text
- * datasets. Its words come from the embeddings file VECTORS (any format
- * the daemon reads), so nearly every word has a vector:
+ * datasets. Its words come from the embeddings file VECTORS (a text table:
+ * word2vec text, fastText .vec or GloVe, read by demo_vectors.c; binary
+ * word2vec is refused), so nearly every word has a vector:
  *
  *  - the candidate words are the table's first MAKE_DEMO_TEXT_MAX_VOCAB
  *    words that survive any tokenization setting unchanged (no ASCII
