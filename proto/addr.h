@@ -1,5 +1,6 @@
 /*
  * addr.h -- the address syntax shared by bfeedd --listen and bfeed --connect.
+ * Called by the daemon's listeners (daemon/serve) and libbfeed's conn.c.
  *
  *   unix:/run/bfeed/bfeedd.sock   a Unix-domain stream socket
  *   127.0.0.1:7070  host:7070     TCP; the host is a name or IPv4 literal

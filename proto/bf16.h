@@ -1,5 +1,6 @@
 /*
  * bf16.h -- float32 -> bfloat16 conversion, the one both sides use.
+ * Called by batch assembly and the text tables (daemon), libbfeed, bfeed-train.
  *
  * Rounding is to nearest, ties to even, on the bit pattern: finite values
  * that round past FLT_MAX become Inf, Inf stays Inf, subnormals are rounded

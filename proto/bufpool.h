@@ -1,5 +1,6 @@
 /*
  * bufpool.h -- frame buffers kept for reuse, on both sides of the wire.
+ * Called by the daemon's batch jobs and libbfeed's reader thread.
  *
  * A batch frame is tens of megabytes. Allocating each one fresh costs more
  * in page faults (the kernel zeroing new pages) than building or reading

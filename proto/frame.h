@@ -1,5 +1,6 @@
 /*
  * frame.h -- the frame: the unit of the bfeed wire protocol.
+ * Called by freader/fwriter and msg.c in proto, and by whoever checks a header.
  *
  * Every message, in both directions, is one frame: a fixed 24-byte header
  * followed by `length` bytes of payload. All integers are little-endian.

@@ -1,9 +1,11 @@
 /*
  * msg.h -- the messages carried in frames: encode and decode.
+ * Called by the daemon's connections and batch assembly, and by libbfeed.
  *
  * Encoders append a complete frame (header + payload) to a wbuf: call
  * msg_begin(), write the payload with a msg_*_encode, then msg_finish(),
- * which fills in the header and checksum. Decoders take a verified payload
+ * which fills in the header and checksum (or, into memory of a fixed
+ * capacity, through fwriter.h). Decoders take a verified payload
  * and return 0 or BFEED_EPROTO / BFEED_EINVAL / BFEED_ETOOBIG with a static
  * reason; they never read outside the payload and check every count and
  * length against the payload and the limits below before using it.

@@ -1,5 +1,6 @@
 /*
  * report.h -- the daemon-wide statistics report (STATS on stream 0).
+ * Called by the daemon's server (encode) and libbfeed's stats.c (decode).
  *
  * A list of groups, each a kind ("daemon", "dataset", "stream"), an id
  * (the dataset name, "client/stream" for a stream) and named counters:

@@ -1,11 +1,13 @@
 /*
  * tlv.h -- byte buffers for building and parsing message payloads.
+ * Called by msg.c and fwriter.c, and by senders that build frames in a wbuf.
  *
- * wbuf grows as it is written and remembers an allocation failure instead
- * of reporting each one; check wbuf.failed once at the end. rbuf reads from
- * a bounded payload and likewise latches `failed` on any read past its end,
- * so a parser reads all fields and checks once: a short payload can never
- * be read beyond.
+ * wbuf grows as it is written (or, from wbuf_init_fixed, stays in the
+ * caller's memory) and remembers an allocation failure, or a full fixed
+ * buffer, instead of reporting each one; check wbuf.failed once at the end.
+ * rbuf reads from a bounded payload and likewise latches `failed` on any
+ * read past its end, so a parser reads all fields and checks once: a short
+ * payload can never be read beyond.
  *
  * Extensible messages are lists of TLV items: u16 tag, u32 length, value.
  * A tag with TLV_CRITICAL set must be understood by the receiver (it changes

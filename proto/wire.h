@@ -1,5 +1,6 @@
 /*
  * wire.h -- explicit little-endian loads and stores.
+ * Called by proto's encoders and decoders, and the daemon's batch fill.
  *
  * Why not memcpy into a struct: the wire is little-endian by definition and
  * must not depend on the host's byte order, padding or alignment.
