@@ -22,7 +22,8 @@ enum {
   FUZZ_BATCH = 1 << 8,
   FUZZ_TLV = 1 << 9,   /* the whole body walked as TLV items without error */
   FUZZ_ADDR = 1 << 10,
-  FUZZ_ALL_ = (1 << 11) - 1
+  FUZZ_FREADER = 1 << 11, /* the input, read as a stream, held a whole valid frame */
+  FUZZ_ALL_ = (1 << 12) - 1
 };
 
 /* Run every parser over data; abort() when a property fails. Returns the

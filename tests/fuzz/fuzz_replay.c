@@ -330,9 +330,9 @@ int main(int argc, char **argv) {
   }
 
   static const char *const names[] = {"header", "hello", "hello_ok", "open",  "open_ok", "u64",
-                                      "error",  "stats", "batch",    "tlv",   "addr"};
+                                      "error",  "stats", "batch",    "tlv",   "addr",    "freader"};
   printf("%ld inputs; accepted/refused per parser:\n", t.runs);
-  for (int b = 0; b < 11; b++) {
+  for (int b = 0; b < 12; b++) {
     printf("  %-9s %6ld %6ld\n", names[b], t.accepted[b], t.refused[b]);
     if (!t.accepted[b] || !t.refused[b]) {
       fprintf(stderr, "parser %s was not driven both ways\n", names[b]);
