@@ -78,6 +78,12 @@ uint8_t *tb_exact_copy(const void *p, size_t n) {
   return c;
 }
 
+/* Start a frame in a fresh growable buffer: its offset (0). */
+size_t tb_begin(wbuf *w) {
+  wbuf_init(w);
+  return msg_begin(w);
+}
+
 /* Finish the frame begun at `at` in w and check it as a receiver would:
  * header valid, of this type and stream, length and checksum matching.
  * Returns a copy of the payload; w is freed. */

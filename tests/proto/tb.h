@@ -37,6 +37,8 @@ void tb_item_f32s(tb *t, uint16_t tag, const float v[3]);
 char *tb_repeat(char c, size_t n);
 /* A heap copy of exactly n bytes: an overread is a sanitizer error. */
 uint8_t *tb_exact_copy(const void *p, size_t n);
+/* wbuf_init + msg_begin: start a frame in a fresh buffer, return its offset. */
+size_t tb_begin(wbuf *w);
 /* Finish the frame begun at `at`, check it as a receiver would, return a
  * copy of its payload (n bytes); w is freed. */
 uint8_t *tb_take_payload(wbuf *w, size_t at, int type, uint32_t stream, size_t *n);

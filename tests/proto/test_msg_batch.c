@@ -136,8 +136,7 @@ static uint8_t *encode_batch(const spec_batch *b, size_t *n) {
   msg_batch m;
   to_msg_batch(b, &m);
   wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w);
+  size_t at = tb_begin(&w);
   msg_batch_encode_head(&w, &m);
   for (size_t i = 0; i < b->data_size; i++) wbuf_u8(&w, data_byte(i));
   return tb_take_payload(&w, at, FRAME_BATCH, 2, n);

@@ -28,8 +28,7 @@ static void test_hello_layout(void **state) {
   msg_hello m = {.min_version = 1, .max_version = 7};
   strcpy(m.agent, "libbfeed/0.1.0");
   wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w), n;
+  size_t at = tb_begin(&w), n;
   msg_hello_encode(&w, &m);
   uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO, 0, &n);
 
@@ -55,8 +54,7 @@ static void test_hello_round_trip(void **state) {
     /* From MSG_NAME_MAX bytes on the field is full and unterminated. */
     memcpy(in.agent, agent, len < MSG_NAME_MAX ? len + 1 : MSG_NAME_MAX);
     wbuf w;
-    wbuf_init(&w);
-    size_t at = msg_begin(&w), n;
+    size_t at = tb_begin(&w), n;
     msg_hello_encode(&w, &in);
     uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO, 0, &n);
     memset(&out, 0xa5, sizeof out);
@@ -102,8 +100,7 @@ static void test_hello_ok(void **state) {
   msg_hello_ok in = {.version = 1, .max_frame = FRAME_MAX_PAYLOAD}, out;
   strcpy(in.server, "bfeedd/0.1.0 on host-7");
   wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w), n;
+  size_t at = tb_begin(&w), n;
   msg_hello_ok_encode(&w, &in);
   uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO_OK, 0, &n);
 
@@ -136,8 +133,7 @@ static void test_open_ok(void **state) {
                     .classes = 0xfffffff0u},
               out;
   wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w), n;
+  size_t at = tb_begin(&w), n;
   msg_open_ok_encode(&w, &in);
   uint8_t *p = tb_take_payload(&w, at, FRAME_OPEN_OK, 9, &n);
   tb t = {.n = 0};
@@ -160,8 +156,7 @@ static void test_ack(void **state) {
   const uint64_t values[] = {0, 1, 0x0102030405060708ull, UINT64_MAX};
   for (size_t i = 0; i < 4; i++) {
     wbuf w;
-    wbuf_init(&w);
-    size_t at = msg_begin(&w), n;
+    size_t at = tb_begin(&w), n;
     msg_u64_encode(&w, values[i]);
     uint8_t *p = tb_take_payload(&w, at, FRAME_ACK, 1, &n);
     tb t = {.n = 0};
@@ -184,8 +179,7 @@ static void test_error_round_trip(void **state) {
   for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
     for (size_t j = 0; j < 3; j++) {
       wbuf w;
-      wbuf_init(&w);
-      size_t at = msg_begin(&w), n;
+      size_t at = tb_begin(&w), n;
       msg_error_encode(&w, codes[i], messages[j]);
       uint8_t *p = tb_take_payload(&w, at, FRAME_ERROR, 0, &n);
       size_t want_len = strlen(messages[j]) < 255 ? strlen(messages[j]) : 255;
@@ -242,8 +236,7 @@ static void test_stats_round_trip(void **state) {
   }
   strcpy(in[5].name, "abcdefghijklmnopqrstuvwxyz01234"); /* 31 bytes, the longest */
   wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w), n, count = 0;
+  size_t at = tb_begin(&w), n, count = 0;
   msg_stats_encode(&w, in, MSG_MAX_COUNTERS);
   uint8_t *p = tb_take_payload(&w, at, FRAME_STATS, 4, &n);
 

@@ -117,8 +117,7 @@ static uint8_t *encode_open(const char *dataset, const bfeed_stream_opts *o, siz
   snprintf(m.dataset, sizeof m.dataset, "%s", dataset);
   m.opts = *o;
   wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w);
+  size_t at = tb_begin(&w);
   msg_open_encode(&w, &m);
   return tb_take_payload(&w, at, FRAME_OPEN, 3, n);
 }

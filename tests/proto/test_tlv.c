@@ -180,8 +180,7 @@ static void test_wbuf(void **state) {
   assert_int_equal(w.len, 0);
   free(d);
 
-  wbuf_init(&w);
-  size_t at = msg_begin(&w);
+  size_t at = tb_begin(&w);
   msg_u64_encode(&w, 1);
   assert_null(wbuf_reserve(&w, SIZE_MAX - 8));
   assert_true(w.failed);
