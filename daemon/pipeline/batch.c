@@ -332,7 +332,7 @@ void batch_build(batch_job *job, batch_worker *w) {
     goto done;
   }
   fill(s, w, &L, B, raw);
-  if (!none) {
+  if (!none && !fw.w.failed) { /* failed: the head overran its size, fwriter_finish says so */
     if (!w->zc && !(w->zc = ZSTD_createCCtx())) {
       job->rc = BFEED_ENOMEM;
       snprintf(job->err, sizeof job->err, "out of memory for a zstd context");
