@@ -1,7 +1,8 @@
 /*
- * itest_util.h -- helpers for the integration tests: a real bfeedd child
- * process, small datasets, an ImageFolder oracle, raw protocol sockets and
- * recorded streams.
+ * itest_util.h -- helpers for the integration tests (the test_*.c here):
+ * a real bfeedd child process (itest_daemon.c), small datasets and an
+ * ImageFolder oracle (itest_data.c), raw protocol sockets (itest_raw.c),
+ * recorded streams (itest_run.c), and waiting and files (itest_util.c).
  *
  * Nothing here asserts: every helper returns 0 or a negative code (with a
  * message where one helps), so the tests decide what a failure means and
@@ -18,7 +19,15 @@
 #include "frame.h"
 
 /* ------------------------------------------------------------------ */
-/* Temporary folders                                                   */
+/* Messages, waiting, files (itest_util.c)                             */
+
+/* printf into err[errlen]; returns -1, for "return itest_fail(...)". */
+int itest_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void itest_sleep_ms(int ms);
+/* The one wait-until loop: call done(arg) every step_ms until it returns
+ * nonzero or timeout_ms have passed. Its last result, so 0 means it timed
+ * out; done may stop the wait early with a negative value. */
+int itest_poll(int (*done)(void *arg), void *arg, int timeout_ms, int step_ms);
 
 /* Create a fresh folder under $TMPDIR (or /tmp); out gets its path. */
 int itest_tmpdir(char *out, size_t cap);
@@ -29,7 +38,7 @@ char *itest_read_file(const char *path, size_t *len);
 int itest_write_file(const char *path, const void *data, size_t len);
 
 /* ------------------------------------------------------------------ */
-/* The daemon                                                          */
+/* The daemon (itest_daemon.c)                                         */
 
 typedef struct itest_daemon_opts {
   const char *dir;          /* where its socket and log go */
@@ -61,7 +70,7 @@ void itest_daemon_kill(itest_daemon *d);
 int itest_daemon_alive(itest_daemon *d);
 
 /* ------------------------------------------------------------------ */
-/* Datasets                                                            */
+/* Datasets (itest_data.c)                                             */
 
 /* make_demo's train split only: per_class JPEGs in each of its 8 classes,
  * sides 32..64 so that decoding is quick. */
@@ -83,6 +92,7 @@ long itest_folder_find(const itest_folder *f, const char *name);
 
 /* ------------------------------------------------------------------ */
 /* Raw protocol sockets, for clients that misbehave on purpose         */
+/* (itest_raw.c)                                                      */
 
 /* Connect without any handshake. Reads time out after 10 s, so a test
  * that waits for a frame the daemon never sends fails instead of hanging.
@@ -109,7 +119,7 @@ int itest_raw_expect(int fd, int type, frame_header *h, uint8_t **payload);
 int itest_raw_drain_to_eof(int fd);
 
 /* ------------------------------------------------------------------ */
-/* Recorded streams                                                    */
+/* Recorded streams (itest_run.c)                                      */
 
 /* One batch, copied out of the client library: a canonical byte image of
  * every tensor (name, dtype, shape, data, in order) so that two batches are

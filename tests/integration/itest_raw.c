@@ -1,0 +1,181 @@
+/* itest_raw.c -- see itest_util.h: raw protocol sockets, for clients that
+ * misbehave on purpose. */
+#include "itest_util.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "msg.h"
+
+#define ITEST_READ_TIMEOUT_S 10
+
+int itest_raw_connect(const char *addr) {
+  addr_spec a;
+  char why[128];
+  if (addr_parse(addr, &a, why, sizeof why) < 0) return -1;
+  int fd;
+  if (a.kind == ADDR_UNIX) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", a.path);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+      close(fd);
+      fd = -1;
+    }
+  } else {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(a.port)};
+    /* The suite only listens on the IPv4 loopback. */
+    if (strcmp(a.host, "127.0.0.1") != 0) return -1;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  if (fd >= 0) {
+    struct timeval tv = {ITEST_READ_TIMEOUT_S, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  return fd;
+}
+
+int itest_raw_write(int fd, const void *p, size_t n) {
+  const uint8_t *b = p;
+  while (n > 0) {
+    ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return BFEED_EIO;
+    b += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* One recv: the bytes read, 0 at end of file or a reset, BFEED_EIO on a
+ * timeout or another error. */
+static ssize_t raw_recv_some(int fd, void *p, size_t n) {
+  for (;;) {
+    ssize_t r = recv(fd, p, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return errno == ECONNRESET ? 0 : BFEED_EIO;
+    return r;
+  }
+}
+
+/* 0, BFEED_ECLOSED at end of file before n bytes, BFEED_EIO otherwise. */
+static int raw_read(int fd, uint8_t *p, size_t n) {
+  while (n > 0) {
+    ssize_t r = raw_recv_some(fd, p, n);
+    if (r <= 0) return r == 0 ? BFEED_ECLOSED : (int)r;
+    p += r;
+    n -= (size_t)r;
+  }
+  return 0;
+}
+
+int itest_raw_send(int fd, int type, uint32_t stream, const void *payload, uint32_t len) {
+  uint8_t hdr[FRAME_HEADER_SIZE];
+  frame_header h;
+  frame_header_init(&h, type, stream, payload, len);
+  frame_header_encode(&h, hdr);
+  int rc = itest_raw_write(fd, hdr, sizeof hdr);
+  return rc == 0 && len ? itest_raw_write(fd, payload, len) : rc;
+}
+
+int itest_raw_recv(int fd, frame_header *h, uint8_t **payload) {
+  uint8_t hdr[FRAME_HEADER_SIZE];
+  *payload = NULL;
+  int rc = raw_read(fd, hdr, sizeof hdr);
+  if (rc < 0) return rc;
+  if ((rc = frame_header_decode(hdr, FRAME_MAX_PAYLOAD, h, NULL)) < 0) return rc;
+  if (h->length == 0) return frame_verify(h, "");
+  uint8_t *p = malloc(h->length);
+  if (!p) return BFEED_ENOMEM;
+  if ((rc = raw_read(fd, p, h->length)) == 0) rc = frame_verify(h, p);
+  if (rc < 0) {
+    free(p);
+    return rc;
+  }
+  *payload = p;
+  return 0;
+}
+
+/* Send a frame whose payload is built by one of proto's encoders. */
+static int raw_send_msg(int fd, int type, uint32_t stream, void (*enc)(wbuf *, const void *), const void *m) {
+  wbuf w;
+  wbuf_init(&w);
+  size_t at = msg_begin(&w);
+  enc(&w, m);
+  int rc = msg_finish(&w, at, type, stream);
+  if (rc == 0) rc = itest_raw_write(fd, w.data, w.len);
+  wbuf_free(&w);
+  return rc;
+}
+
+static void enc_hello(wbuf *w, const void *m) { msg_hello_encode(w, m); }
+static void enc_open(wbuf *w, const void *m) { msg_open_encode(w, m); }
+
+int itest_raw_hello(int fd) {
+  msg_hello m = {.min_version = FRAME_VERSION_MIN, .max_version = FRAME_VERSION_MAX};
+  snprintf(m.agent, sizeof m.agent, "bfeed-itest-raw");
+  int rc = raw_send_msg(fd, FRAME_HELLO, 0, enc_hello, &m);
+  frame_header h;
+  uint8_t *p;
+  if (rc == 0) rc = itest_raw_recv(fd, &h, &p);
+  if (rc < 0) return rc;
+  msg_hello_ok ok;
+  const char *why;
+  if (h.type != FRAME_HELLO_OK || msg_hello_ok_decode(p, h.length, &ok, &why) < 0) rc = BFEED_EPROTO;
+  free(p);
+  return rc;
+}
+
+int itest_raw_open(int fd, uint32_t id, const char *dataset, const bfeed_stream_opts *o) {
+  msg_open m;
+  memset(&m, 0, sizeof m);
+  snprintf(m.dataset, sizeof m.dataset, "%s", dataset);
+  m.opts = *o;
+  return raw_send_msg(fd, FRAME_OPEN, id, enc_open, &m);
+}
+
+int itest_raw_expect(int fd, int type, frame_header *h, uint8_t **payload) {
+  for (;;) {
+    int rc = itest_raw_recv(fd, h, payload);
+    if (rc < 0 || h->type == type) return rc;
+    free(*payload);
+    *payload = NULL;
+  }
+}
+
+int itest_raw_expect_error(int fd, uint32_t *stream, int *code, char *msg, size_t cap) {
+  frame_header h;
+  uint8_t *p;
+  int rc = itest_raw_expect(fd, FRAME_ERROR, &h, &p);
+  if (rc < 0) return rc;
+  msg_error e;
+  const char *why;
+  rc = msg_error_decode(p, h.length, &e, &why);
+  free(p);
+  if (rc < 0) return rc;
+  *stream = h.stream;
+  *code = e.code;
+  snprintf(msg, cap, "%s", e.message);
+  return 0;
+}
+
+int itest_raw_drain_to_eof(int fd) {
+  uint8_t buf[65536];
+  ssize_t r;
+  while ((r = raw_recv_some(fd, buf, sizeof buf)) > 0) {
+  }
+  return (int)r;
+}
