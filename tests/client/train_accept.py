@@ -12,20 +12,22 @@ Checks, from the --json last line of each run:
   - a bad option is a usage error (exit 2), an unknown dataset an error (1).
 
 Then the text half: a labelled text demo dataset (bfeed make-demo --text)
-whose words come from GloVe vectors (test_glove.txt), served as mean-pooled
-bf16 word vectors, trained in bf16 and f32 to the same threshold.
+whose words come from 50-d GloVe vectors (the team's test_glove.txt in
+SHARED_WORDVEC_DIR, or a generated table of the same shape when it is
+absent), served as mean-pooled bf16 word vectors, trained in bf16 and f32
+to the same threshold.
 
-usage: train_accept.py BFEED BFEEDD BFEED_TRAIN GLOVE_TXT
+usage: train_accept.py BFEED BFEEDD BFEED_TRAIN SHARED_WORDVEC_DIR
 """
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from oracle_util import Daemon, glove_table  # noqa: E402
 
 EPOCHS = 12
 THRESHOLD = 0.90
@@ -35,24 +37,6 @@ SLACK = 0.05  # bf16 within 5 points of f32 on 80 eval samples
 def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
-
-
-def wait_for_socket(path, proc, log, timeout=20):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            fail("bfeedd exited with %s:\n%s" % (proc.returncode, open(log).read()))
-        if os.path.exists(path):
-            s = socket.socket(socket.AF_UNIX)
-            try:
-                s.connect(path)
-                return
-            except OSError:
-                pass
-            finally:
-                s.close()
-        time.sleep(0.05)
-    fail("bfeedd did not listen on %s within %d s" % (path, timeout))
 
 
 def train(exe, addr, *extra, data=("train", "val"), shape=("--size", "32")):
@@ -110,27 +94,20 @@ def check_memory(j, precision, optimizer):
 
 
 def main():
-    bfeed, bfeedd, trainer, glove = sys.argv[1:5]
-    if not os.path.isfile(glove):
-        fail("no GloVe vectors at %s (the text half needs ../shared/data/wordvec)" % glove)
+    bfeed, bfeedd, trainer, shared = sys.argv[1:5]
     tmp = tempfile.mkdtemp(prefix="bfeed-train-")
     daemon = None
     try:
+        glove = glove_table(shared, tmp)
         demo, text = os.path.join(tmp, "demo"), os.path.join(tmp, "text")
         subprocess.run([bfeed, "make-demo", demo, "--train", "40", "--val", "10"], check=True,
                        capture_output=True, timeout=120)
         subprocess.run([bfeed, "make-demo", text, "--text", glove], check=True, capture_output=True, timeout=120)
-        sock, log = os.path.join(tmp, "d.sock"), os.path.join(tmp, "bfeedd.log")
         vec = ",vectors=" + glove + ",cache_dir=" + tmp
-        with open(log, "w") as lf:
-            daemon = subprocess.Popen([bfeedd, "--listen", "unix:" + sock, "--dataset",
-                                       "train=" + os.path.join(demo, "train"), "--dataset",
-                                       "val=" + os.path.join(demo, "val"), "--dataset",
-                                       "text-train=text:" + os.path.join(text, "train.txt") + vec, "--dataset",
-                                       "text-val=text:" + os.path.join(text, "val.txt") + vec],
-                                      stdout=lf, stderr=lf)
-        wait_for_socket(sock, daemon, log)
-        addr = "unix:" + sock
+        daemon = Daemon(bfeedd, tmp, ["train=" + os.path.join(demo, "train"), "val=" + os.path.join(demo, "val"),
+                                      "text-train=text:" + os.path.join(text, "train.txt") + vec,
+                                      "text-val=text:" + os.path.join(text, "val.txt") + vec], workers=None)
+        addr = daemon.addr
 
         bf16 = train(trainer, addr, "--precision", "bf16")
         f32 = train(trainer, addr, "--precision", "f32")
@@ -177,16 +154,14 @@ def main():
         if r.returncode != 1 or "nope" not in r.stderr:
             fail("an unknown dataset should fail with its name: %d %s" % (r.returncode, r.stderr))
 
-        daemon.send_signal(signal.SIGTERM)
-        rc = daemon.wait(timeout=20)
+        err = daemon.stop(20)
         daemon = None
-        if rc != 0:
-            fail("bfeedd exited with %d after SIGTERM" % rc)
+        if err:
+            fail(err)
         print("2 passed, 0 failed")
     finally:
         if daemon is not None:
             daemon.kill()
-            daemon.wait()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

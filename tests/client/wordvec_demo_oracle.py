@@ -21,7 +21,9 @@ import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "daemon"), os.path.join(HERE, "..")]
+from oracle_util import write_table  # noqa: E402
 from wordvec_oracle import read_text  # noqa: E402
 
 
@@ -82,12 +84,8 @@ def main():
         files = [os.path.join(shared, n) for n in ('lee_fasttext.vec', 'test_glove.txt')]
         files = [f for f in files if os.path.exists(f)]
         if not files:
-            rng = np.random.default_rng(5)
-            path = os.path.join(tmp, 'random.txt')
-            with open(path, 'w') as f:
-                for i in range(300):
-                    f.write('w%d %s\n' % (i, ' '.join('%.5f' % x for x in rng.standard_normal(16))))
-            files = [path]
+            files = [write_table(os.path.join(tmp, 'random.txt'), dim=16, seed=5,
+                                 words=['w%d' % i for i in range(300)])]
         for f in files:
             ok &= check(bfeed, f, tmp, os.path.basename(f))
     return 0 if ok else 1

@@ -20,20 +20,19 @@ usage: fetch_oracle.py BFEEDD BFEED FIXTURE_DIR
 """
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 from PIL import Image
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from oracle_util import Daemon  # noqa: E402
+
 SIZE = 224
 BATCH = 3
 MAE_LIMIT = 1.5
-START_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
 
 
@@ -55,43 +54,6 @@ def reference(path, size):
 
 def bf16_to_f32(a):
     return (a.astype(np.uint32) << 16).view(np.float32)
-
-
-def start_daemon(bfeedd, tmp, root):
-    sock = os.path.join(tmp, "d.sock")
-    log = open(os.path.join(tmp, "bfeedd.log"), "wb")
-    p = subprocess.Popen([bfeedd, "--listen", "unix:" + sock, "--dataset", "fx=" + root, "--workers", "2"],
-                         stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise RuntimeError("bfeedd exited with %d at start; log:\n%s" % (p.returncode, read_log(tmp)))
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(sock)
-            return p, "unix:" + sock
-        except OSError:
-            time.sleep(0.01)
-        finally:
-            s.close()
-    p.kill()
-    raise RuntimeError("bfeedd did not accept connections in %.0f s" % START_TIMEOUT)
-
-
-def read_log(tmp):
-    with open(os.path.join(tmp, "bfeedd.log"), "rb") as f:
-        return f.read().decode(errors="replace")
-
-
-def stop_daemon(p):
-    p.send_signal(signal.SIGTERM)
-    try:
-        rc = p.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        return "bfeedd did not exit within %.0f s of SIGTERM" % STOP_TIMEOUT
-    return None if rc == 0 else "bfeedd exited with status %d after SIGTERM" % rc
 
 
 def fetch(bfeed, addr, out, index, layout):
@@ -141,7 +103,8 @@ def main():
             os.makedirs(os.path.join(root, os.path.splitext(f)[0]))
             os.symlink(os.path.join(os.path.abspath(fixtures), f),
                        os.path.join(root, os.path.splitext(f)[0], f))
-        daemon, addr = start_daemon(bfeedd, tmp, root)
+        daemon = Daemon(bfeedd, tmp, ["fx=" + root])
+        addr = daemon.addr
         try:
             nbatches = (len(files) + BATCH - 1) // BATCH
             for index in range(nbatches):
@@ -175,9 +138,9 @@ def main():
                     if mae > MAE_LIMIT:
                         fail("%s: mean abs error %.3f > %.1f" % (f, mae, MAE_LIMIT))
         finally:
-            err = stop_daemon(daemon)
+            err = daemon.stop(STOP_TIMEOUT)
             if err:
-                fail(err + "; log:\n" + read_log(tmp))
+                fail(err + "; log:\n" + daemon.log())
 
     for f in failures:
         print("FAIL: " + f)

@@ -23,19 +23,18 @@ otherwise a table and texts are generated, so the test never skips.
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(HERE, "..", "daemon"), os.path.join(HERE, "..")]
+from oracle_util import Daemon, write_table  # noqa: E402
 from wordvec_oracle import bf16_bits, read_text  # noqa: E402
 
-START_TIMEOUT = 20.0
 PUNCT = set(b'!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~')
 SPACE = set(b' \t\n\v\f\r')
 
@@ -165,29 +164,6 @@ def read_fasttext(path, pick):
     return recs
 
 
-def start_daemon(bfeedd, tmp, datasets):
-    sock = os.path.join(tmp, 'd.sock')
-    log = open(os.path.join(tmp, 'bfeedd.log'), 'wb')
-    argv = [bfeedd, '--listen', 'unix:' + sock, '--workers', '2']
-    for d in datasets:
-        argv += ['--dataset', d]
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if p.poll() is not None:
-            raise RuntimeError('bfeedd exited at start:\n' + open(os.path.join(tmp, 'bfeedd.log')).read())
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            s.connect(sock)
-            return p, 'unix:' + sock
-        except OSError:
-            time.sleep(0.02)
-        finally:
-            s.close()
-    p.kill()
-    raise RuntimeError('bfeedd did not start')
-
-
 def fetch(bfeed, addr, tmp, dataset, batch, index, *opts):
     out = os.path.join(tmp, 'f-%s-%d-%d-%s' % (dataset, batch, index, '_'.join(o.strip('-') for o in opts)))
     cmd = [bfeed, 'fetch', '--connect', addr, '--dataset', dataset, '--mode', 'eval', '--shuffle', 'off',
@@ -217,10 +193,7 @@ def make_inputs(tmp, shared):
     if os.path.exists(glove):
         shutil.copy(glove, vec)
     else:
-        words = ['the', 'of', 'and', 'a', 'in', 'é', 'said', 'to', 'was', ',', '.', "'s"]
-        with open(vec, 'w', encoding='utf-8') as f:
-            for w in words:
-                f.write(w + ' ' + ' '.join('%.5f' % x for x in rng.standard_normal(50)) + '\n')
+        write_table(vec, seed=3, words=['the', 'of', 'and', 'a', 'in', 'é', 'said', 'to', 'was', ',', '.', "'s"])
     with open(vec, 'a', encoding='utf-8') as f:  # duplicate words: the first must win
         f.write('the ' + ' '.join(['9.5'] * Table(vec).dim) + '\n')
     vec_unk = os.path.join(tmp, 'vectors_unk.txt')
@@ -296,7 +269,8 @@ def main():
             'mani=manifest:%s,vectors=%s,punct=1,cache_dir=%s' % (os.path.join(mdir, 'm.tsv'), vec, cache),
             'imgs=%s' % folder,
         ]
-        p, addr = start_daemon(bfeedd, tmp, datasets)
+        daemon = Daemon(bfeedd, tmp, datasets)
+        addr = daemon.addr
         try:
             table, table_unk = Table(vec), Table(vec_unk)
             lee = TextSet(read_tsv(tsv), table)
@@ -335,9 +309,10 @@ def main():
             want['image'] = ref['image'][order]
             compare('manifest (image + tokens)', got, want, failures)
         finally:
-            p.terminate()
-            p.wait(timeout=10)
-        log = open(os.path.join(tmp, 'bfeedd.log')).read()
+            err = daemon.stop()
+            if err:
+                failures.append(err)
+        log = daemon.log()
         if 'duplicate words ignored' not in log:
             failures.append('duplicate warning')
             print('the daemon did not warn about the duplicate word:\n' + log)

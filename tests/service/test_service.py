@@ -18,6 +18,9 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from oracle_util import wait_for  # noqa: E402
+
 BUILD, SRC, DEMO, CMD = sys.argv[1:5]
 BIN = os.path.join(BUILD, "bin")
 BFEEDD, BFEED = os.path.join(BIN, "bfeedd"), os.path.join(BIN, "bfeed")
@@ -43,15 +46,6 @@ def free_port():
 def write(path, text):
     with open(path, "w") as f:
         f.write(text)
-
-
-def wait_for(pred, timeout=10.0, what="condition"):
-    end = time.time() + timeout
-    while time.time() < end:
-        if pred():
-            return True
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Daemon:
