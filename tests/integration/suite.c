@@ -117,6 +117,12 @@ void suite_train_opts(bfeed_stream_opts *o, uint64_t seed, uint64_t epochs) {
   o->epochs = epochs;
 }
 
+void suite_eval_opts(bfeed_stream_opts *o, uint64_t epochs) {
+  itest_opts(o);
+  o->mode = BFEED_MODE_EVAL;
+  o->epochs = epochs;
+}
+
 void suite_prepare(void) {
   signal(SIGPIPE, SIG_IGN);
   const char *filter = getenv("BFEED_ITEST_FILTER");

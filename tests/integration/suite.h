@@ -69,6 +69,8 @@ void suite_fetch(const char *addr, const char *ds, const bfeed_stream_opts *o, s
 void suite_assert_runs_equal(const itest_run *a, const itest_run *b);
 /* itest_opts in train mode with this seed and epoch count. */
 void suite_train_opts(bfeed_stream_opts *o, uint64_t seed, uint64_t epochs);
+/* itest_opts in eval mode (in order, no augmentation) for epochs. */
+void suite_eval_opts(bfeed_stream_opts *o, uint64_t epochs);
 /* A daemon in slot 0 (2 workers, Unix socket only), a client, and a
  * stream on "demo" with o: what the flow and shutdown tests start from. */
 bfeed_stream *suite_start_stream(suite *s, const char *name, const bfeed_stream_opts *o, itest_daemon **d,

@@ -22,8 +22,7 @@ static void check_serves(const char *addr, size_t nsamples) {
   assert_int_equal(bfeed_client_version(c), 1);
   assert_true(strncmp(bfeed_client_server(c), "bfeedd/", 7) == 0);
   bfeed_stream_opts o;
-  itest_opts(&o);
-  o.mode = BFEED_MODE_EVAL;
+  suite_eval_opts(&o, 0);
   bfeed_stream *st = suite_open(c, "demo", &o);
   bfeed_stream_info info;
   bfeed_stream_get_info(st, &info);
@@ -216,8 +215,7 @@ static void test_bad_clients(void **state) {
   bfeed_close(c);
 
   /* New clients are still served, while the idle one still hangs on. */
-  itest_opts(&o);
-  o.mode = BFEED_MODE_EVAL;
+  suite_eval_opts(&o, 0);
   suite_fetch(d->tcp_addr, "demo", &o, 2, &later);
   assert_int_equal(later.b[1].idx[0], 8);
   assert_true(itest_daemon_alive(d));
@@ -240,11 +238,9 @@ static void test_corrupt_jpeg(void **state) {
   bfeed_client *c = suite_connect(d1->unix_addr);
   bfeed_stream_opts o;
   bfeed_error err;
-  itest_opts(&o);
-  o.mode = BFEED_MODE_EVAL;
+  suite_eval_opts(&o, 1);
   o.normalize = BFEED_NORM_NONE;
   o.keep_partial = 1;
-  o.epochs = 1;
   bfeed_stream *st = suite_open(c, "bad", &o);
   itest_run run = {0};
   assert_int_equal(itest_collect(st, 0, &run, &err), BFEED_EEOF);

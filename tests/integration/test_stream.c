@@ -54,15 +54,23 @@ static void check_tensor(const bfeed_batch *b, int i, const char *name, bfeed_dt
   assert_int_equal((uintptr_t)t.data % 64, 0);
 }
 
+/* Exactly image (of img_shape), label and index, for img_shape[0]
+ * samples. */
+static void check_columns(const bfeed_batch *b, const int64_t *img_shape) {
+  const int64_t vec[1] = {img_shape[0]};
+  assert_int_equal(bfeed_batch_ntensors(b), 3);
+  check_tensor(b, 0, "image", BFEED_DTYPE_BF16, 4, img_shape);
+  check_tensor(b, 1, "label", BFEED_DTYPE_I32, 1, vec);
+  check_tensor(b, 2, "index", BFEED_DTYPE_I64, 1, vec);
+}
+
 static void test_tensors(void **state) {
   static const float mean[3] = {0.485f, 0.456f, 0.406f}, sd[3] = {0.229f, 0.224f, 0.225f};
   suite *s = *state;
   itest_daemon *d = suite_start(s, 0, "tensors", 2, 0);
   bfeed_client *c = suite_connect(d->unix_addr);
   bfeed_stream_opts o;
-  itest_opts(&o);
-  o.mode = BFEED_MODE_EVAL;
-  o.epochs = 1;
+  suite_eval_opts(&o, 1);
   o.normalize = BFEED_NORM_NONE;
   bfeed_stream *raw = suite_open(c, "demo", &o);
   o.layout = BFEED_LAYOUT_NHWC;
@@ -72,13 +80,10 @@ static void test_tensors(void **state) {
   bfeed_stream *norm = suite_open(c, "demo", &o);
 
   const int64_t B = 8, S = 32;
-  const int64_t nchw_shape[4] = {B, 3, S, S}, nhwc_shape[4] = {B, S, S, 3}, vec[1] = {B};
+  const int64_t nchw_shape[4] = {B, 3, S, S}, nhwc_shape[4] = {B, S, S, 3};
   for (int64_t k = 0; k < (int64_t)s->demo.n / B; k++) {
     bfeed_batch *a = suite_next(raw), *h = suite_next(nhwc), *n = suite_next(norm);
-    assert_int_equal(bfeed_batch_ntensors(a), 3);
-    check_tensor(a, 0, "image", BFEED_DTYPE_BF16, 4, nchw_shape);
-    check_tensor(a, 1, "label", BFEED_DTYPE_I32, 1, vec);
-    check_tensor(a, 2, "index", BFEED_DTYPE_I64, 1, vec);
+    check_columns(a, nchw_shape);
     check_tensor(h, 0, "image", BFEED_DTYPE_BF16, 4, nhwc_shape);
     check_tensor(n, 0, "image", BFEED_DTYPE_BF16, 4, nchw_shape);
     assert_int_equal(bfeed_batch_epoch(a), 0);
@@ -277,9 +282,7 @@ static void test_partial_and_eof(void **state) {
   itest_daemon *d = suite_start(s, 0, "partial", 1, 0);
   bfeed_client *c = suite_connect(d->unix_addr);
   bfeed_stream_opts o;
-  itest_opts(&o);
-  o.mode = BFEED_MODE_EVAL;
-  o.epochs = 1;
+  suite_eval_opts(&o, 1);
   for (int keep = 0; keep <= 1; keep++) {
     o.keep_partial = keep;
     bfeed_stream *st = suite_open(c, "demo", &o);
@@ -290,10 +293,8 @@ static void test_partial_and_eof(void **state) {
     for (uint64_t k = 0; k < want_bpe; k++) {
       bfeed_batch *b = suite_next(st);
       int64_t count = keep && k + 1 == want_bpe ? (int64_t)(s->demo.n % 8) : 8;
-      const int64_t img[4] = {count, 3, 32, 32}, vec[1] = {count};
-      check_tensor(b, 0, "image", BFEED_DTYPE_BF16, 4, img);
-      check_tensor(b, 1, "label", BFEED_DTYPE_I32, 1, vec);
-      check_tensor(b, 2, "index", BFEED_DTYPE_I64, 1, vec);
+      const int64_t img[4] = {count, 3, 32, 32};
+      check_columns(b, img);
       bfeed_tensor ix;
       bfeed_batch_find(b, "index", &ix);
       for (int64_t i = 0; i < count; i++)
