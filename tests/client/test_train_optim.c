@@ -125,6 +125,21 @@ static void test_adam_converges(void **state) { converge(OPTIM_ADAM, 1e-2f, 4000
  * finishes the job. */
 static void test_adafactor_converges(void **state) { converge(OPTIM_ADAFACTOR, 3e-3f, 10000, 1e-3); }
 
+/* o: an optimizer of kind (with hp, or the defaults when hp is NULL) over
+ * one rows x cols parameter w with gradient g, after its first step. The
+ * caller frees it. */
+static void one_param_step(optim *o, optim_kind kind, const optim_hparams *hp, float *w, float *g, int rows,
+                           int cols) {
+  optim_hparams def;
+  if (!hp) {
+    optim_hparams_default(&def, kind);
+    hp = &def;
+  }
+  optim_init(o, kind, hp);
+  assert_int_equal(optim_add(o, w, g, rows, cols), 0);
+  optim_step(o);
+}
+
 /* Two SGD steps by hand: v1 = g1, w1 = w0 - lr g1; v2 = mu v1 + g2. */
 static void test_sgd_steps(void **state) {
   float w[3] = {1, -2, 0.5f}, g[3] = {0.5f, 0.25f, -1};
@@ -132,9 +147,7 @@ static void test_sgd_steps(void **state) {
   optim_hparams_default(&hp, OPTIM_SGD);
   hp.lr = 0.5f, hp.momentum = 0.75f;
   optim o;
-  optim_init(&o, OPTIM_SGD, &hp);
-  assert_int_equal(optim_add(&o, w, g, 1, 3), 0);
-  optim_step(&o);
+  one_param_step(&o, OPTIM_SGD, &hp, w, g, 1, 3);
   assert_float_equal(w[0], 0.75f, 1e-7);
   assert_float_equal(w[2], 1.0f, 1e-7);
   g[0] = 1;
@@ -145,12 +158,8 @@ static void test_sgd_steps(void **state) {
 
 static void test_adam_first_step(void **state) {
   float w[4] = {1, 2, 3, 4}, g[4] = {1e-3f, -5, 20, -1e-2f};
-  optim_hparams hp;
-  optim_hparams_default(&hp, OPTIM_ADAM);
   optim o;
-  optim_init(&o, OPTIM_ADAM, &hp);
-  assert_int_equal(optim_add(&o, w, g, 2, 2), 0);
-  optim_step(&o);
+  one_param_step(&o, OPTIM_ADAM, NULL, w, g, 2, 2);
   /* m/(1-b1) = g and v/(1-b2) = g^2: the step is lr * g / (|g| + eps). */
   float want[4] = {1 - 1e-3f, 2 + 1e-3f, 3 - 1e-3f, 4 + 1e-3f};
   for (int i = 0; i < 4; i++) assert_float_equal(w[i], want[i], 1e-6);
@@ -174,13 +183,9 @@ static void test_adafactor_first_step(void **state) {
       w[r * COLS + c] = w0[r * COLS + c] = 0.1f * (float)(r * COLS + c) - 0.3f;
       g[r * COLS + c] = u[r] * v[c];
     }
-  optim_hparams hp;
-  optim_hparams_default(&hp, OPTIM_ADAFACTOR);
   optim o;
-  optim_init(&o, OPTIM_ADAFACTOR, &hp);
-  assert_int_equal(optim_add(&o, w, g, ROWS, COLS), 0);
+  one_param_step(&o, OPTIM_ADAFACTOR, NULL, w, g, ROWS, COLS);
   assert_true(o.p[0].factored);
-  optim_step(&o);
   double alpha = fmax(1e-3, rms(w0, ROWS * COLS)) * 1e-2; /* rho_1 = min(1e-2, 1/sqrt(1)) */
   for (int i = 0; i < ROWS * COLS; i++)
     assert_float_equal(w[i], w0[i] - alpha * (g[i] > 0 ? 1 : -1), 1e-6);
@@ -188,10 +193,8 @@ static void test_adafactor_first_step(void **state) {
 
   /* Weights near zero: the step floors at eps2 * rho. */
   float z[2] = {0, 0}, gz[2] = {3, -4};
-  optim_init(&o, OPTIM_ADAFACTOR, &hp);
-  assert_int_equal(optim_add(&o, z, gz, 1, 2), 0);
+  one_param_step(&o, OPTIM_ADAFACTOR, NULL, z, gz, 1, 2);
   assert_false(o.p[0].factored);
-  optim_step(&o);
   assert_float_equal(z[0], -1e-5f, 1e-10);
   assert_float_equal(z[1], 1e-5f, 1e-10);
   optim_free(&o);
@@ -204,9 +207,7 @@ static void test_adafactor_clipping(void **state) {
   optim_hparams hp;
   optim_hparams_default(&hp, OPTIM_ADAFACTOR);
   optim o;
-  optim_init(&o, OPTIM_ADAFACTOR, &hp);
-  assert_int_equal(optim_add(&o, w, g, 2, 2), 0);
-  optim_step(&o);
+  one_param_step(&o, OPTIM_ADAFACTOR, &hp, w, g, 2, 2);
   float step[4];
   for (int i = 0; i < 4; i++) step[i] = 1 - w[i];
   double alpha = 1.0 * 1e-2;
