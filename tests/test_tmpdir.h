@@ -1,12 +1,15 @@
 /*
  * test_tmpdir.h -- a cmocka fixture giving each test a fresh temporary
- * folder (*state is a tmpdir), removed with its contents afterwards.
+ * folder (*state is a tmpdir), removed with its contents afterwards, and
+ * the writer mode of test programs whose files a Python oracle judges
+ * (tests/client: test_npy, test_make_demo).
  */
 #ifndef BFEED_TEST_TMPDIR_H
 #define BFEED_TEST_TMPDIR_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct tmpdir {
   char path[64];
@@ -31,6 +34,18 @@ static int teardown(void **state) {
   int rc = system(cmd);
   free(t);
   return rc == 0 ? 0 : -1;
+}
+
+/* `PROG FLAG DIR` runs write(DIR, err, errlen) instead of the tests, so that
+ * an oracle gets the files to judge. Returns -1 when argv is not that, else
+ * the exit status (1 with write's message on stderr when it fails). */
+static inline int tmpdir_writer_mode(int argc, char **argv, const char *flag,
+                                     int (*write)(const char *dir, char *err, size_t errlen)) {
+  if (argc != 3 || strcmp(argv[1], flag) != 0) return -1;
+  char err[256];
+  if (write(argv[2], err, sizeof err) == 0) return 0;
+  fprintf(stderr, "%s: %s\n", argv[0], err);
+  return 1;
 }
 
 #endif

@@ -251,19 +251,16 @@ static void test_errors(void **state) {
   assert_non_null(strstr(err, "Not a directory"));
 }
 
-static int generate(const char *dir) {
-  char err[256];
+static int generate(const char *dir, char *err, size_t errlen) {
   make_demo_stats st;
-  if (make_demo(dir, NULL, &st, err, sizeof err) != 0) {
-    fprintf(stderr, "test_make_demo: %s\n", err);
-    return 1;
-  }
+  if (make_demo(dir, NULL, &st, err, errlen) != 0) return -1;
   printf("%d files, %llu bytes\n", st.files, (unsigned long long)st.bytes);
   return 0;
 }
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "--generate") == 0) return generate(argv[2]);
+  int rc = tmpdir_writer_mode(argc, argv, "--generate", generate);
+  if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_class_names),
       cmocka_unit_test_setup_teardown(test_layout, setup, teardown),

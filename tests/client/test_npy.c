@@ -246,19 +246,15 @@ static void test_partial_removed(void **state) {
   assert_int_equal(access(path, F_OK), -1);
 }
 
-static int write_all(const char *dir) {
-  char err[256];
-  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-    if (write_case(dir, &cases[k], err, sizeof err) != 0) {
-      fprintf(stderr, "test_npy: %s\n", err);
-      return 1;
-    }
-  }
+static int write_all(const char *dir, char *err, size_t errlen) {
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
+    if (write_case(dir, &cases[k], err, errlen) != 0) return -1;
   return 0;
 }
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "--write") == 0) return write_all(argv[2]);
+  int rc = tmpdir_writer_mode(argc, argv, "--write", write_all);
+  if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_descr),
       cmocka_unit_test_setup_teardown(test_layout, setup, teardown),
