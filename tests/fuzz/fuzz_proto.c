@@ -80,16 +80,28 @@ static int fuzz_header(const uint8_t *data) {
   return ok_any ? FUZZ_HEADER : 0;
 }
 
+/* A fresh buffer with a frame begun in it, for as_frame to finish. */
+static wbuf frame_start(void) {
+  wbuf w;
+  wbuf_init(&w);
+  msg_begin(&w);
+  return w;
+}
+
+typedef struct payload {
+  const uint8_t *p;
+  size_t n;
+} payload;
+
 /* The payload of the frame begun at offset 0 of w, finished and checked as
  * a receiver would. */
-static const uint8_t *as_frame(wbuf *w, int type, size_t *n) {
+static payload as_frame(wbuf *w, int type) {
   CHECK(msg_finish(w, 0, type, 1) == 0);
   frame_header h;
   CHECK(frame_header_decode(w->data, FRAME_MAX_PAYLOAD, &h, NULL) == 0);
   CHECK(h.type == type && h.length == w->len - FRAME_HEADER_SIZE);
   CHECK(frame_verify(&h, w->data + FRAME_HEADER_SIZE) == 0);
-  *n = h.length;
-  return w->data + FRAME_HEADER_SIZE;
+  return (payload){w->data + FRAME_HEADER_SIZE, h.length};
 }
 
 static int fuzz_hello(const uint8_t *p, size_t n) {
@@ -98,14 +110,11 @@ static int fuzz_hello(const uint8_t *p, size_t n) {
   int rc = msg_hello_decode(p, n, &a, &why);
   if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
   CHECK(strlen(a.agent) < sizeof a.agent);
-  wbuf w;
-  wbuf_init(&w);
-  msg_begin(&w);
+  wbuf w = frame_start();
   msg_hello_encode(&w, &a);
-  size_t m;
-  const uint8_t *q = as_frame(&w, FRAME_HELLO, &m);
-  CHECK(m <= n); /* only trailing bytes may have been dropped */
-  CHECK(msg_hello_decode(q, m, &b, &why) == 0);
+  payload q = as_frame(&w, FRAME_HELLO);
+  CHECK(q.n <= n); /* only trailing bytes may have been dropped */
+  CHECK(msg_hello_decode(q.p, q.n, &b, &why) == 0);
   CHECK(a.min_version == b.min_version && a.max_version == b.max_version);
   CHECK(strcmp(a.agent, b.agent) == 0);
   wbuf_free(&w);
@@ -117,14 +126,11 @@ static int fuzz_hello_ok(const uint8_t *p, size_t n) {
   const char *why = NULL;
   int rc = msg_hello_ok_decode(p, n, &a, &why);
   if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
-  wbuf w;
-  wbuf_init(&w);
-  msg_begin(&w);
+  wbuf w = frame_start();
   msg_hello_ok_encode(&w, &a);
-  size_t m;
-  const uint8_t *q = as_frame(&w, FRAME_HELLO_OK, &m);
-  CHECK(m <= n);
-  CHECK(msg_hello_ok_decode(q, m, &b, &why) == 0);
+  payload q = as_frame(&w, FRAME_HELLO_OK);
+  CHECK(q.n <= n);
+  CHECK(msg_hello_ok_decode(q.p, q.n, &b, &why) == 0);
   CHECK(a.version == b.version && a.max_frame == b.max_frame);
   CHECK(strcmp(a.server, b.server) == 0);
   wbuf_free(&w);
@@ -154,13 +160,10 @@ static int fuzz_open(const uint8_t *p, size_t n) {
   char reason[128];
   rc = msg_opts_check(&a.opts, reason, sizeof reason);
   CHECK(rc == 0 || (rc == BFEED_EINVAL && reason[0] != 0));
-  wbuf w;
-  wbuf_init(&w);
-  msg_begin(&w);
+  wbuf w = frame_start();
   msg_open_encode(&w, &a);
-  size_t m;
-  const uint8_t *q = as_frame(&w, FRAME_OPEN, &m);
-  CHECK(msg_open_decode(q, m, &b, &why) == 0);
+  payload q = as_frame(&w, FRAME_OPEN);
+  CHECK(msg_open_decode(q.p, q.n, &b, &why) == 0);
   CHECK(strcmp(a.dataset, b.dataset) == 0);
   CHECK(same_opts(&a.opts, &b.opts));
   wbuf_free(&w);
@@ -173,14 +176,11 @@ static int fuzz_open_ok(const uint8_t *p, size_t n) {
   int rc = msg_open_ok_decode(p, n, &a, &why);
   CHECK((rc == 0) == (n >= 20));
   if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
-  wbuf w;
-  wbuf_init(&w);
-  msg_begin(&w);
+  wbuf w = frame_start();
   msg_open_ok_encode(&w, &a);
-  size_t m;
-  const uint8_t *q = as_frame(&w, FRAME_OPEN_OK, &m);
-  CHECK(m == 20 && memcmp(q, p, 20) == 0);
-  CHECK(msg_open_ok_decode(q, m, &b, &why) == 0);
+  payload q = as_frame(&w, FRAME_OPEN_OK);
+  CHECK(q.n == 20 && memcmp(q.p, p, 20) == 0);
+  CHECK(msg_open_ok_decode(q.p, q.n, &b, &why) == 0);
   CHECK(a.samples == b.samples && a.batches_per_epoch == b.batches_per_epoch &&
         a.classes == b.classes);
   wbuf_free(&w);
@@ -193,13 +193,10 @@ static int fuzz_u64(const uint8_t *p, size_t n) {
   int rc = msg_u64_decode(p, n, &v, &why);
   CHECK((rc == 0) == (n >= 8));
   if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
-  wbuf w;
-  wbuf_init(&w);
-  msg_begin(&w);
+  wbuf w = frame_start();
   msg_u64_encode(&w, v);
-  size_t m;
-  const uint8_t *q = as_frame(&w, FRAME_ACK, &m);
-  CHECK(m == 8 && memcmp(q, p, 8) == 0);
+  payload q = as_frame(&w, FRAME_ACK);
+  CHECK(q.n == 8 && memcmp(q.p, p, 8) == 0);
   wbuf_free(&w);
   return FUZZ_U64;
 }
@@ -210,13 +207,10 @@ static int fuzz_error(const uint8_t *p, size_t n) {
   int rc = msg_error_decode(p, n, &a, &why);
   if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
   CHECK(a.code < 0);
-  wbuf w;
-  wbuf_init(&w);
-  msg_begin(&w);
+  wbuf w = frame_start();
   msg_error_encode(&w, a.code, a.message);
-  size_t m;
-  const uint8_t *q = as_frame(&w, FRAME_ERROR, &m);
-  CHECK(msg_error_decode(q, m, &b, &why) == 0);
+  payload q = as_frame(&w, FRAME_ERROR);
+  CHECK(msg_error_decode(q.p, q.n, &b, &why) == 0);
   CHECK(a.code == b.code && strcmp(a.message, b.message) == 0);
   wbuf_free(&w);
   return FUZZ_ERROR;
@@ -235,14 +229,11 @@ static int fuzz_stats(const uint8_t *p, size_t n) {
   for (size_t i = 0; i < nfew; i++)
     CHECK(strcmp(few[i].name, a[i].name) == 0 && few[i].value == a[i].value);
   for (size_t i = 0; i < na; i++) CHECK(a[i].name[0] != 0 && strlen(a[i].name) < sizeof a[i].name);
-  wbuf w;
-  wbuf_init(&w);
-  msg_begin(&w);
+  wbuf w = frame_start();
   msg_stats_encode(&w, a, na);
-  size_t m;
-  const uint8_t *q = as_frame(&w, FRAME_STATS, &m);
-  CHECK(m == n && memcmp(q, p, n) == 0); /* no trailing bytes are allowed */
-  CHECK(msg_stats_decode(q, m, b, MSG_MAX_COUNTERS, &nb, &why) == 0);
+  payload q = as_frame(&w, FRAME_STATS);
+  CHECK(q.n == n && memcmp(q.p, p, n) == 0); /* no trailing bytes are allowed */
+  CHECK(msg_stats_decode(q.p, q.n, b, MSG_MAX_COUNTERS, &nb, &why) == 0);
   CHECK(nb == na);
   for (size_t i = 0; i < na; i++)
     CHECK(strcmp(a[i].name, b[i].name) == 0 && a[i].value == b[i].value);
@@ -297,15 +288,12 @@ static int fuzz_batch_limit(const uint8_t *p, size_t n, uint64_t raw_limit) {
   int rc = msg_batch_decode(p, n, raw_limit, &a, &why);
   if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_ETOOBIG), 0;
   check_batch_rules(&a, p, n, raw_limit);
-  wbuf w;
-  wbuf_init(&w);
-  msg_begin(&w);
+  wbuf w = frame_start();
   msg_batch_encode_head(&w, &a);
   wbuf_bytes(&w, a.data, a.data_size);
-  size_t m;
-  const uint8_t *q = as_frame(&w, FRAME_BATCH, &m);
-  CHECK(m == n);
-  CHECK(msg_batch_decode(q, m, raw_limit, &b, &why) == 0);
+  payload q = as_frame(&w, FRAME_BATCH);
+  CHECK(q.n == n);
+  CHECK(msg_batch_decode(q.p, q.n, raw_limit, &b, &why) == 0);
   same_batch(&a, &b);
   wbuf_free(&w);
   return FUZZ_BATCH;
