@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "freader.h"
 #include "msg.h"
 
 #define ITEST_READ_TIMEOUT_S 10
@@ -71,15 +72,19 @@ static ssize_t raw_recv_some(int fd, void *p, size_t n) {
   }
 }
 
-/* 0, BFEED_ECLOSED at end of file before n bytes, BFEED_EIO otherwise. */
-static int raw_read(int fd, uint8_t *p, size_t n) {
-  while (n > 0) {
-    ssize_t r = raw_recv_some(fd, p, n);
-    if (r <= 0) return r == 0 ? BFEED_ECLOSED : (int)r;
-    p += r;
-    n -= (size_t)r;
+/* Bytes from fd into where r wants them, until they make an event:
+ * FREADER_HEADER or FREADER_FRAME, or an error (BFEED_ECLOSED at end of
+ * file, BFEED_EIO on a timeout, or r's verdict on the bytes). */
+static int raw_pull(int fd, freader *r) {
+  for (;;) {
+    size_t n;
+    uint8_t *at = freader_want(r, &n);
+    if (!at) return BFEED_EINVAL;
+    ssize_t k = raw_recv_some(fd, at, n);
+    if (k <= 0) return k == 0 ? BFEED_ECLOSED : (int)k;
+    int ev = freader_got(r, (size_t)k);
+    if (ev != FREADER_MORE) return ev;
   }
-  return 0;
 }
 
 int itest_raw_send(int fd, int type, uint32_t stream, const void *payload, uint32_t len) {
@@ -92,21 +97,21 @@ int itest_raw_send(int fd, int type, uint32_t stream, const void *payload, uint3
 }
 
 int itest_raw_recv(int fd, frame_header *h, uint8_t **payload) {
-  uint8_t hdr[FRAME_HEADER_SIZE];
+  freader r;
   *payload = NULL;
-  int rc = raw_read(fd, hdr, sizeof hdr);
-  if (rc < 0) return rc;
-  if ((rc = frame_header_decode(hdr, FRAME_MAX_PAYLOAD, h, NULL)) < 0) return rc;
-  if (h->length == 0) return frame_verify(h, "");
-  uint8_t *p = malloc(h->length);
-  if (!p) return BFEED_ENOMEM;
-  if ((rc = raw_read(fd, p, h->length)) == 0) rc = frame_verify(h, p);
-  if (rc < 0) {
-    free(p);
-    return rc;
+  int rc = freader_init(&r, FRAME_MAX_PAYLOAD);
+  if (rc == 0) rc = raw_pull(fd, &r);
+  if (rc == FREADER_HEADER) { /* a payload follows: all of it in one place */
+    *payload = malloc(r.h.length);
+    rc = *payload ? freader_payload(&r, *payload, r.h.length) : BFEED_ENOMEM;
+    if (rc == 0) rc = raw_pull(fd, &r);
   }
-  *payload = p;
-  return 0;
+  if (rc == FREADER_FRAME) *h = r.h;
+  freader_free(&r);
+  if (rc == FREADER_FRAME) return 0;
+  free(*payload);
+  *payload = NULL;
+  return rc < 0 ? rc : BFEED_EPROTO;
 }
 
 /* Send a frame whose payload is built by one of proto's encoders. */
