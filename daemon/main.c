@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "dataset.h"
+#include "listen.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -91,8 +92,8 @@ static int load_config(config *cfg, const char *path, int argc, char **argv, cha
   struct option *opts = make_options();
   int opt, cleared_listen = 0, rc = 0;
   config_init(cfg);
-  if (!opts) return snprintf(err, errlen, "out of memory"), -1;
-  if (path && config_load_file(cfg, path, err, errlen) < 0) rc = -1;
+  if (!opts) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+  if (path) rc = config_load_file(cfg, path, err, errlen);
   optind = 1;
   opterr = 0;
   while (rc == 0 && (opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -106,14 +107,14 @@ static int load_config(config *cfg, const char *path, int argc, char **argv, cha
       rc = config_set(cfg, key, optarg, where, err, errlen);
     } else if (opt == '?') {
       snprintf(err, errlen, "unknown or incomplete option %s (try --help)", argv[optind - 1]);
-      rc = -1;
+      rc = BFEED_EINVAL;
     }
   }
-  if (rc == 0 && optind < argc) snprintf(err, errlen, "unexpected argument '%s'", argv[optind]), rc = -1;
+  if (rc == 0 && optind < argc) snprintf(err, errlen, "unexpected argument '%s'", argv[optind]), rc = BFEED_EINVAL;
   if (rc == 0 && cfg->nlisten == 0)
     rc = config_set(cfg, "listen", "unix:/run/bfeed/bfeedd.sock", "default", err, errlen);
   if (rc == 0 && cfg->ndatasets == 0)
-    snprintf(err, errlen, "no dataset to serve: give --dataset NAME=DIR or a [dataset NAME] section"), rc = -1;
+    snprintf(err, errlen, "no dataset to serve: give --dataset NAME=DIR or a [dataset NAME] section"), rc = BFEED_EINVAL;
   free_options(opts);
   return rc;
 }
@@ -235,13 +236,13 @@ static void on_signal(uv_signal_t *h, int signum) {
 static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
   int nworkers = d->cfg.workers > 0 ? d->cfg.workers : (int)uv_available_parallelism();
   server_limits limits = limits_of(&d->cfg);
-  int rc = server_init(&d->srv, loop, &d->log, nworkers, d->srv.datasets, d->srv.ndatasets, &limits);
-  if (rc < 0) return snprintf(err, errlen, "cannot start %d workers: %s", nworkers, uv_strerror(rc)), rc;
-  int activated = server_adopt_listen_fds(&d->srv, err, errlen);
+  int rc = server_init(&d->srv, loop, &d->log, nworkers, d->srv.datasets, d->srv.ndatasets, &limits, err, errlen);
+  if (rc < 0) return rc;
+  int activated = listen_adopt_systemd(&d->srv, err, errlen);
   if (activated < 0) return activated;
   if (activated > 0) log_info(&d->log, "using %d socket(s) from systemd; listen settings ignored", activated);
   for (size_t i = 0; activated == 0 && i < d->cfg.nlisten; i++)
-    if ((rc = server_listen(&d->srv, d->cfg.listen[i], err, errlen)) < 0) return rc;
+    if ((rc = listen_add(&d->srv, d->cfg.listen[i], err, errlen)) < 0) return rc;
   if (d->cfg.metrics_listen && (rc = metrics_start(&d->metrics, &d->srv, d->cfg.metrics_listen, err, errlen)) < 0)
     return rc;
   uv_signal_start(&d->sigint, on_signal, SIGINT);

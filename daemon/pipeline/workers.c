@@ -70,14 +70,11 @@ static void on_async(uv_async_t *a) {
   }
 }
 
-int workers_start(workers **out, int n, uv_loop_t *loop, workers_done_cb done, void *arg) {
+int workers_start(workers **out, int n, uv_loop_t *loop, workers_done_cb done, void *arg, char *err,
+                  size_t errlen) {
   workers *w = calloc(1, sizeof *w);
-  if (!w) return UV_ENOMEM;
-  w->threads = calloc((size_t)n, sizeof *w->threads);
-  if (!w->threads) {
-    free(w);
-    return UV_ENOMEM;
-  }
+  if (w && !(w->threads = calloc((size_t)n, sizeof *w->threads))) free(w), w = NULL;
+  if (!w) return snprintf(err, errlen, "cannot start %d workers: out of memory", n), BFEED_ENOMEM;
   pthread_mutex_init(&w->mu, NULL);
   pthread_cond_init(&w->cv, NULL);
   w->cb = done;
@@ -86,15 +83,16 @@ int workers_start(workers **out, int n, uv_loop_t *loop, workers_done_cb done, v
   if (rc < 0) {
     free(w->threads);
     free(w);
-    return rc;
+    return snprintf(err, errlen, "cannot start %d workers: %s", n, uv_strerror(rc)), BFEED_EINTERNAL;
   }
   w->async.data = w;
   for (int i = 0; i < n; i++) {
-    if ((rc = -pthread_create(&w->threads[i], NULL, worker_main, w)) < 0) break;
+    if ((rc = pthread_create(&w->threads[i], NULL, worker_main, w)) != 0) break;
     w->n = i + 1;
   }
   *out = w;
-  return rc;
+  if (rc != 0) return snprintf(err, errlen, "cannot start %d workers: %s", n, strerror(rc)), BFEED_ENOMEM;
+  return 0;
 }
 
 void workers_submit(workers *w, batch_job *job) {

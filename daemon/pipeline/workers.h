@@ -21,8 +21,10 @@ typedef struct workers workers;
 typedef void (*workers_done_cb)(batch_job *job, void *arg);
 
 /* Start n threads. done is called on the loop thread for every job that
- * was run. */
-int workers_start(workers **out, int n, uv_loop_t *loop, workers_done_cb done, void *arg);
+ * was run. 0, or BFEED_ENOMEM / BFEED_EINTERNAL with err set (then *out,
+ * when set, holds the threads that did start, for workers_stop). */
+int workers_start(workers **out, int n, uv_loop_t *loop, workers_done_cb done, void *arg, char *err,
+                  size_t errlen);
 /* Queue a job (loop thread only). */
 void workers_submit(workers *w, batch_job *job);
 /* Remove the queued, not yet started jobs of owner and return them as a

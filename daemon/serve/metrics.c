@@ -1,4 +1,4 @@
-/* metrics.c -- see metrics.h; also the histogram helpers of stats.h. */
+/* metrics.c -- see metrics.h */
 #include "metrics.h"
 
 #include <stdarg.h>
@@ -9,28 +9,9 @@
 #include "addr.h"
 #include "net.h"
 #include "stats.h"
-#include "stream.h"
 
 #define HTTP_MAX_REQUEST 8192
 #define HTTP_TIMEOUT_MS 5000
-
-const double hist_bounds_batch[HIST_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                0.1,   0.25,   0.5,   1.0,  2.5,   5.0};
-const double hist_bounds_sample[HIST_BUCKETS] = {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
-                                                 0.005,   0.01,   0.025,   0.05,   0.1,   0.25};
-
-void hist_init(hist *h, const double *bounds) {
-  memset(h, 0, sizeof *h);
-  h->bounds = bounds;
-}
-
-void hist_observe(hist *h, double v) {
-  int i = 0;
-  while (i < HIST_BUCKETS && v > h->bounds[i]) i++;
-  if (i < HIST_BUCKETS) h->counts[i]++;
-  h->count++;
-  h->sum += v;
-}
 
 struct metrics {
   uv_tcp_t tcp;
@@ -255,18 +236,17 @@ static void on_http_connection(uv_stream_t *ls, int status) {
 int metrics_start(metrics **out, server *s, const char *addr, char *err, size_t errlen) {
   addr_spec a;
   *out = NULL;
-  if (addr_parse(addr, &a, err, errlen) < 0) return UV_EINVAL;
-  if (a.kind != ADDR_TCP) return snprintf(err, errlen, "metrics_listen %s: expected HOST:PORT", addr), UV_EINVAL;
+  if (addr_parse(addr, &a, err, errlen) < 0) return BFEED_EINVAL;
+  if (a.kind != ADDR_TCP) return snprintf(err, errlen, "metrics_listen %s: expected HOST:PORT", addr), BFEED_EINVAL;
   metrics *m = calloc(1, sizeof *m);
-  if (!m) return snprintf(err, errlen, "out of memory"), UV_ENOMEM;
+  if (!m) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   m->s = s;
   char what[300], name[300];
   int inited;
   snprintf(what, sizeof what, "metrics_listen %s", addr);
-  int rc = net_tcp_bind(s->loop, &m->tcp, a.host, a.port, what, name, sizeof name, &inited, err, errlen);
   m->tcp.data = m;
-  if (rc == 0 && (rc = uv_listen((uv_stream_t *)&m->tcp, 16, on_http_connection)) < 0)
-    snprintf(err, errlen, "cannot serve metrics on %s: %s", addr, uv_strerror(rc));
+  int rc = net_tcp_listen(s->loop, &m->tcp, a.host, a.port, 16, on_http_connection, what, name, sizeof name, &inited,
+                          err, errlen);
   if (rc < 0) {
     if (inited) uv_close((uv_handle_t *)&m->tcp, (uv_close_cb)free);
     else free(m);

@@ -1,5 +1,6 @@
 /*
  * metrics.h -- the Prometheus endpoint (metrics_listen = HOST:PORT).
+ * Called by main.c (start, stop); renders the counters of server.h and stats.h.
  *
  * A minimal HTTP/1.1 responder on the loop: GET /metrics returns the
  * daemon's counters and histograms in Prometheus' text exposition format
@@ -13,7 +14,8 @@
 
 typedef struct metrics metrics;
 
-/* Listen on addr (HOST:PORT). Logs the bound address. */
+/* Listen on addr (HOST:PORT). Logs the bound address. 0, or a negative
+ * BFEED_E* code with err naming the address and the reason. */
 int metrics_start(metrics **out, server *s, const char *addr, char *err, size_t errlen);
 void metrics_stop(metrics *m);
 /* The exposition text, appended to w (also used by tests). */

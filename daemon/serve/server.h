@@ -1,11 +1,12 @@
 /*
- * server.h -- listeners and client connections on the libuv loop.
+ * server.h -- the serving side's root: datasets served, limits, workers, listeners, connections.
+ * Called by main.c (start, reload, stop) and read by metrics.c; the other files of serve/ each do one part.
  *
- * Everything here runs on the loop thread. A connection reads frames with a
- * small state machine (header, then payload, each length checked before any
- * allocation), answers the handshake, and routes stream messages to
- * stream.c. A client that breaks the protocol gets an ERROR frame and is
- * disconnected; nobody else notices.
+ * Everything here runs on the loop thread. listen.c accepts, conn.c reads
+ * and writes a connection's frames, dispatch.c answers them, stream.c runs
+ * the streams, budget.c keeps the memory limit and stats.c the counters. A
+ * client that breaks the protocol gets an ERROR frame and is disconnected;
+ * nobody else notices.
  */
 #ifndef BFEED_SERVER_H
 #define BFEED_SERVER_H
@@ -50,10 +51,10 @@ typedef struct server {
   int memory_blocked; /* a stream waits for batch memory to be freed */
 } server;
 
+/* Start the workers; the server takes the references in datasets[]. 0, or
+ * a negative BFEED_E* code with err set. */
 int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset **datasets,
-                size_t ndatasets, const server_limits *limits);
-/* Listen on an address (see addr.h). Logs the bound address. */
-int server_listen(server *s, const char *addr, char *err, size_t errlen);
+                size_t ndatasets, const server_limits *limits, char *err, size_t errlen);
 /* Stop accepting, close every connection (in-flight batches are dropped),
  * stop the workers. Handles finish closing when the loop runs again. */
 void server_shutdown(server *s);
@@ -64,34 +65,10 @@ void server_force_close(server *s);
 void server_free(server *s);
 
 dataset *server_find_dataset(server *s, const char *name);
-/* The statistics entry for a dataset name (created on first use). */
-ds_stats *server_ds_stats(server *s, const char *name);
-/* Write the daemon-wide report (see proto/report.h): a "daemon" group, one
- * "dataset" group per dataset, one "stream" group per open stream. */
-void server_report(server *s, wbuf *w);
 /* Open streams. */
 int server_stream_count(const server *s);
-/* Bytes of finished batches held now: waiting to be sent, in worker
- * queues (estimated) and in socket write queues. */
-uint64_t server_memory_held(const server *s);
 /* Replace the served datasets (reload): the server takes the references in
  * ds[] and drops its old ones; open streams keep theirs. */
 void server_set_datasets(server *s, dataset **ds, size_t n);
-/* Take over listening sockets passed by systemd (socket activation).
- * Returns how many, or a negative error with err set. */
-int server_adopt_listen_fds(server *s, char *err, size_t errlen);
-
-/* For stream.c: queue a complete frame on the connection. The frame buffer
- * is taken over (freed after writing); if job is non-NULL it is the job
- * owning the buffer and is freed instead. */
-void conn_send_frame(conn *c, wbuf *frame, batch_job *job);
-/* Send an ERROR frame for a stream (0: the connection). */
-void conn_send_error(conn *c, uint32_t stream, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-/* Called by stream.c when a stream is gone from the connection. */
-void conn_forget_stream(conn *c, stream *st);
-server *conn_server(conn *c);
-/* Bytes queued for writing and not yet written, for statistics. */
-size_t conn_write_queue(const conn *c);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * stats.h -- counters and histograms the daemon keeps per dataset.
+ * stats.h -- the counters kept per dataset, and the daemon's STATS report.
+ * Called by dispatch.c (STATS request, a stream's entry at open), stream.c (updates) and metrics.c (reads).
  *
  * Updated on the loop thread only (when a batch is sent), read by the STATS
  * request and the Prometheus endpoint on the same thread: no locking. One
@@ -11,21 +12,10 @@
 
 #include <stdint.h>
 
-#define HIST_BUCKETS 12
+#include "hist.h"
+#include "tlv.h"
 
-/* Cumulative-bucket histogram in Prometheus' sense; bounds in seconds. */
-typedef struct hist {
-  const double *bounds; /* HIST_BUCKETS upper bounds, ascending */
-  uint64_t counts[HIST_BUCKETS]; /* observations <= bounds[i] and > bounds[i-1] */
-  uint64_t count;
-  double sum;
-} hist;
-
-extern const double hist_bounds_batch[HIST_BUCKETS];  /* 1 ms .. 5 s */
-extern const double hist_bounds_sample[HIST_BUCKETS]; /* 50 us .. 250 ms */
-
-void hist_init(hist *h, const double *bounds);
-void hist_observe(hist *h, double seconds);
+struct server;
 
 typedef struct ds_stats {
   char name[128];
@@ -35,5 +25,13 @@ typedef struct ds_stats {
   hist sample_time;    /* worker time per sample, averaged over each batch built */
   struct ds_stats *next;
 } ds_stats;
+
+/* The entry for a dataset name (created on first use); NULL out of memory. */
+ds_stats *stats_for(struct server *s, const char *name);
+/* Drop every entry (at exit). */
+void stats_free(struct server *s);
+/* Write the daemon-wide report (see proto/report.h): a "daemon" group, one
+ * "dataset" group per dataset, one "stream" group per open stream. */
+void stats_report(struct server *s, wbuf *w);
 
 #endif

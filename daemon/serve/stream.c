@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <uv.h>
 
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
 
@@ -34,40 +34,24 @@ struct stream {
 
 uint32_t stream_id(const stream *st) { return st->id; }
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
-                    bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, int *code,
-                    char *err, size_t errlen) {
-  *code = msg_opts_check(o, err, errlen);
-  if (*code == 0) *code = batch_spec_check(ds, o, err, errlen);
-  if (*code < 0) return NULL;
+int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
+                bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err, size_t errlen) {
+  int rc = msg_opts_check(o, err, errlen);
+  if (rc == 0) rc = batch_spec_check(ds, o, err, errlen);
+  if (rc < 0) return rc;
   uint64_t n = epoch_shard_size(ds->nsamples, o->shard_count);
   uint64_t bpe = o->keep_partial ? (n + o->batch - 1) / o->batch : n / o->batch;
-  if (bpe == 0) {
-    *code = BFEED_EDATASET;
-    snprintf(err, errlen,
-             "dataset %s has %zu samples, %llu per shard of %u: not enough for one batch of %u%s",
-             ds->name, ds->nsamples, (unsigned long long)n, o->shard_count, o->batch,
-             o->keep_partial ? "" : " (ask to keep the partial batch?)");
-    return NULL;
-  }
-  if (o->batch_index >= bpe) {
-    *code = BFEED_EINVAL;
-    snprintf(err, errlen, "start batch %llu is past the epoch's %llu batches",
-             (unsigned long long)o->batch_index, (unsigned long long)bpe);
-    return NULL;
-  }
+  if (bpe == 0)
+    return snprintf(err, errlen, "dataset %s has %zu samples, %llu per shard of %u: not enough for one batch of %u%s",
+                    ds->name, ds->nsamples, (unsigned long long)n, o->shard_count, o->batch,
+                    o->keep_partial ? "" : " (ask to keep the partial batch?)"),
+           BFEED_EDATASET;
+  if (o->batch_index >= bpe)
+    return snprintf(err, errlen, "start batch %llu is past the epoch's %llu batches", (unsigned long long)o->batch_index,
+                    (unsigned long long)bpe),
+           BFEED_EINVAL;
   stream *st = calloc(1, sizeof *st);
-  if (!st) {
-    *code = BFEED_ENOMEM;
-    snprintf(err, errlen, "out of memory");
-    return NULL;
-  }
+  if (!st) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   st->conn = c;
   st->id = id;
   batch_spec_init(&st->spec, dataset_ref(ds), o, id, log, buffers);
@@ -84,7 +68,8 @@ stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *
   info->samples = n;
   info->batches_per_epoch = bpe;
   info->classes = (uint32_t)ds->nclasses;
-  return st;
+  *out = st;
+  return 0;
 }
 
 /* The order of an epoch: kept for the (at most two) epochs in flight. */
@@ -109,11 +94,7 @@ static void fail(stream *st, int code, const char *msg) {
 /* The memory limit is soft: a stream with nothing in flight may always
  * schedule one batch, so no stream starves; the window stays the hard bound. */
 static int memory_allows(stream *st) {
-  server *s = conn_server(st->conn);
-  if (s->limits.max_memory == 0 || st->next_seq == st->sent_seq) return 1;
-  if (server_memory_held(s) + st->frame_bytes <= s->limits.max_memory) return 1;
-  s->memory_blocked = 1;
-  return 0;
+  return st->next_seq == st->sent_seq || conn_budget_allows(st->conn, st->frame_bytes);
 }
 
 uint64_t stream_held_bytes(const stream *st) { return (st->next_seq - st->sent_seq) * st->frame_bytes; }
@@ -140,7 +121,7 @@ static void pump(stream *st) {
     job->count = left < st->spec.opts.batch ? (uint32_t)left : st->spec.opts.batch;
     job->owner = st;
     st->inflight++;
-    st->submitted_ns[st->next_seq % READY_SLOTS] = now_ns();
+    st->submitted_ns[st->next_seq % READY_SLOTS] = uv_hrtime();
     st->next_seq++;
     workers_submit(st->pool, job);
   }
@@ -159,7 +140,7 @@ static void deliver(stream *st) {
     d->batches++;
     d->raw_bytes += job->raw_bytes;
     d->wire_bytes += job->frame.len;
-    hist_observe(&d->batch_latency, (double)(now_ns() - st->submitted_ns[st->sent_seq % READY_SLOTS]) * 1e-9);
+    hist_observe(&d->batch_latency, (double)(uv_hrtime() - st->submitted_ns[st->sent_seq % READY_SLOTS]) * 1e-9);
     st->sent_seq++;
     conn_send_frame(st->conn, &job->frame, job);
   }

@@ -1,5 +1,6 @@
 /*
- * stream.h -- one client's stream of batches on one dataset.
+ * stream.h -- one client's stream of batches on one dataset: schedule, reorder, send.
+ * Called by dispatch.c (open, ack, close), conn.c and budget.c (start again), server.c (finished jobs).
  *
  * Batch number seq (counted from the open) is batch (seq + start batch) of
  * the epochs from the start epoch on. The stream keeps at most `window`
@@ -13,17 +14,18 @@
 #include <stdint.h>
 
 #include "batch.h"
+#include "conn.h"
+#include "dataset.h"
 #include "msg.h"
-#include "server.h"
 #include "stats.h"
+#include "workers.h"
 
 typedef struct stream stream;
 
-/* Validate options and open. On failure returns NULL with a code and a
- * message for the client. */
-stream *stream_open(conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
-                    bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, int *code,
-                    char *err, size_t errlen);
+/* Validate options and open *out, filling what OPEN_OK tells the client.
+ * 0, or a negative BFEED_E* code with a message for the client in err. */
+int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
+                bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err, size_t errlen);
 uint32_t stream_id(const stream *st);
 /* Begin scheduling batches (after OPEN_OK is queued). */
 void stream_start(stream *st);

@@ -1,0 +1,126 @@
+/* dispatch.c -- see dispatch.h */
+#include "dispatch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "msg.h"
+#include "stream.h"
+
+#define DISPATCH_SERVER_NAME "bfeedd/0.1.0"
+
+static void send_reply(conn *c, int type, uint32_t stream, void (*encode)(wbuf *, const void *),
+                       const void *msg) {
+  wbuf w;
+  wbuf_init(&w);
+  size_t at = msg_begin(&w);
+  encode(&w, msg);
+  msg_finish(&w, at, type, stream);
+  conn_send_frame(c, &w, NULL);
+}
+
+static void enc_hello_ok(wbuf *w, const void *m) { msg_hello_ok_encode(w, m); }
+static void enc_open_ok(wbuf *w, const void *m) { msg_open_ok_encode(w, m); }
+
+static void on_hello(conn *c, const uint8_t *p, size_t n) {
+  msg_hello h;
+  const char *why;
+  if (msg_hello_decode(p, n, &h, &why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
+  uint32_t v = h.max_version < FRAME_VERSION_MAX ? h.max_version : FRAME_VERSION_MAX;
+  uint32_t lo = h.min_version > FRAME_VERSION_MIN ? h.min_version : FRAME_VERSION_MIN;
+  if (v < lo)
+    return conn_fail(c, BFEED_EVERSION, "client speaks protocol %u..%u, daemon %u..%u", h.min_version,
+                     h.max_version, FRAME_VERSION_MIN, FRAME_VERSION_MAX);
+  c->hello_done = 1;
+  log_debug(c->s->log, "client %u: %s, protocol %u", c->id, h.agent, v);
+  msg_hello_ok ok = {.version = v, .max_frame = FRAME_MAX_PAYLOAD};
+  snprintf(ok.server, sizeof ok.server, "%s", DISPATCH_SERVER_NAME);
+  send_reply(c, FRAME_HELLO_OK, 0, enc_hello_ok, &ok);
+}
+
+static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
+  server *s = c->s;
+  msg_open m;
+  const char *why;
+  int rc = msg_open_decode(p, n, &m, &why);
+  if (rc < 0) return conn_send_error(c, id, rc, "%s", why);
+  if (id == 0 || conn_find_stream(c, id) >= 0)
+    return conn_send_error(c, id, BFEED_EINVAL, "stream id %u is 0 or already open", id);
+  if (c->nstreams >= s->limits.max_streams || c->nstreams >= CONN_MAX_STREAMS)
+    return conn_send_error(c, id, BFEED_ELIMIT, "at most %d streams per connection", s->limits.max_streams);
+  dataset *ds = server_find_dataset(s, m.dataset);
+  if (!ds) {
+    char names[160] = "";
+    for (size_t i = 0; i < s->ndatasets; i++) {
+      size_t l = strlen(names);
+      snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", s->datasets[i]->name);
+    }
+    return conn_send_error(c, id, BFEED_ENODATASET, "no dataset named '%s' (this daemon serves: %s)", m.dataset,
+                           names[0] ? names : "none");
+  }
+  msg_open_ok ok;
+  char err[MSG_ERROR_MAX];
+  if (m.opts.window > s->limits.max_window)
+    return conn_send_error(c, id, BFEED_ELIMIT, "window %u exceeds this daemon's max_window %u", m.opts.window,
+                           s->limits.max_window);
+  ds_stats *stats = stats_for(s, ds->name);
+  if (!stats) return conn_send_error(c, id, BFEED_ENOMEM, "out of memory");
+  stream *st;
+  rc = stream_open(&st, c, id, ds, &m.opts, s->pool, s->buffers, stats, s->log, &ok, err, sizeof err);
+  if (rc < 0) return conn_send_error(c, id, rc, "%s", err);
+  c->streams[c->nstreams++] = st;
+  log_info(s->log, "client %u: stream %u on %s: batch %u, size %u, %s, seed %llu, epoch %llu batch %llu", c->id,
+           id, ds->name, m.opts.batch, m.opts.size, m.opts.mode == BFEED_MODE_EVAL ? "eval" : "train",
+           (unsigned long long)m.opts.seed, (unsigned long long)m.opts.epoch,
+           (unsigned long long)m.opts.batch_index);
+  send_reply(c, FRAME_OPEN_OK, id, enc_open_ok, &ok);
+  stream_start(st);
+}
+
+static void on_ack(conn *c, uint32_t id, int i, const uint8_t *p, size_t n) {
+  uint64_t consumed;
+  const char *why;
+  if (msg_u64_decode(p, n, &consumed, &why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
+  if (i < 0) return; /* the stream ended or failed: a late ack is harmless */
+  if (stream_ack(c->streams[i], consumed) < 0)
+    conn_fail(c, BFEED_EPROTO, "stream %u: ACK of %llu batches, more than were sent", id,
+              (unsigned long long)consumed);
+}
+
+static void on_stats_req(conn *c, uint32_t id, int i) {
+  if (id != 0 && i < 0) return conn_send_error(c, id, BFEED_EINVAL, "no open stream %u", id);
+  wbuf w;
+  wbuf_init(&w);
+  size_t at = msg_begin(&w);
+  if (id == 0) {
+    stats_report(c->s, &w);
+  } else {
+    msg_counter ctr[MSG_MAX_COUNTERS];
+    msg_stats_encode(&w, ctr, stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS));
+  }
+  msg_finish(&w, at, FRAME_STATS, id);
+  conn_send_frame(c, &w, NULL);
+}
+
+void dispatch_frame(conn *c, const frame_header *h, const uint8_t *p) {
+  if (!c->hello_done && h->type != FRAME_HELLO)
+    return conn_fail(c, BFEED_EPROTO, "first frame must be HELLO, got %s", frame_type_name(h->type));
+  int i = conn_find_stream(c, h->stream);
+  switch (h->type) {
+    case FRAME_HELLO:
+      if (c->hello_done) return conn_fail(c, BFEED_EPROTO, "HELLO sent twice");
+      return on_hello(c, p, h->length);
+    case FRAME_OPEN: return on_open(c, h->stream, p, h->length);
+    case FRAME_ACK: return on_ack(c, h->stream, i, p, h->length);
+    case FRAME_CLOSE:
+      if (i >= 0) {
+        stream *st = c->streams[i];
+        conn_forget_stream(c, st);
+        stream_close(st);
+      }
+      return;
+    case FRAME_STATS_REQ: return on_stats_req(c, h->stream, i);
+    default:
+      return conn_fail(c, BFEED_EPROTO, "unexpected %s frame from a client", frame_type_name(h->type));
+  }
+}

@@ -1,0 +1,141 @@
+/* listen.c -- see listen.h */
+#include "listen.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <systemd/sd-daemon.h>
+
+#include "addr.h"
+#include "conn_impl.h"
+#include "net.h"
+
+#define LISTEN_BACKLOG 128
+
+struct listener {
+  net_stream h;
+  server *s;
+  listener *next;
+  char name[300];      /* as asked for, or the bound TCP address */
+  char unix_path[108]; /* unlinked at shutdown */
+};
+
+static void on_connection(uv_stream_t *ls, int status) {
+  listener *l = ls->data;
+  if (status < 0) {
+    log_warn(l->s->log, "%s: accept failed: %s", l->name, uv_strerror(status));
+    return;
+  }
+  conn_accept(l->s, ls, l->h.handle.type == UV_TCP, l->name);
+}
+
+static void on_listener_closed(uv_handle_t *h) { free(h->data); }
+
+/* A Unix socket path left behind by a daemon that died: safe to remove only
+ * if it is a socket nobody answers on. */
+static int stale_socket(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode)) return 0;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+  int alive = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+  close(fd);
+  return !alive;
+}
+
+static int listen_unix(listener *l, const addr_spec *a, char *err, size_t errlen) {
+  char why[4200];
+  int rc = uv_pipe_init(l->s->loop, &l->h.pipe, 0);
+  if (rc < 0) return snprintf(err, errlen, "%s: %s", l->name, uv_strerror(rc)), BFEED_EIO;
+  rc = uv_pipe_bind(&l->h.pipe, a->path);
+  if (rc == UV_EADDRINUSE && stale_socket(a->path)) {
+    unlink(a->path);
+    rc = uv_pipe_bind(&l->h.pipe, a->path);
+  }
+  if (rc == 0) rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, on_connection);
+  if (rc < 0)
+    return snprintf(err, errlen, "cannot listen on %s: %s%s", l->name, net_unix_strerror(rc, a->path, why, sizeof why),
+                    rc == UV_EADDRINUSE ? " (another bfeedd is running there?)" : ""),
+           BFEED_EIO;
+  snprintf(l->unix_path, sizeof l->unix_path, "%s", a->path);
+  return 0;
+}
+
+static int listen_tcp(listener *l, const addr_spec *a, char *err, size_t errlen) {
+  char asked[sizeof l->name];
+  int inited;
+  snprintf(asked, sizeof asked, "%s", l->name);
+  return net_tcp_listen(l->s->loop, &l->h.tcp, a->host, a->port, LISTEN_BACKLOG, on_connection, asked, l->name,
+                        sizeof l->name, &inited, err, errlen);
+}
+
+static void add(server *s, listener *l) {
+  l->next = s->listeners;
+  s->listeners = l;
+  log_info(s->log, "listening on %s", l->name);
+}
+
+int listen_add(server *s, const char *addr, char *err, size_t errlen) {
+  addr_spec a;
+  if (addr_parse(addr, &a, err, errlen) < 0) return BFEED_EINVAL;
+  listener *l = calloc(1, sizeof *l);
+  if (!l) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+  l->s = s;
+  snprintf(l->name, sizeof l->name, "%s", addr);
+  int rc = a.kind == ADDR_UNIX ? listen_unix(l, &a, err, errlen) : listen_tcp(l, &a, err, errlen);
+  l->h.handle.data = l;
+  if (rc < 0) {
+    if (l->h.handle.type != UV_UNKNOWN_HANDLE) uv_close(&l->h.handle, on_listener_closed);
+    else free(l);
+    return rc;
+  }
+  add(s, l);
+  return 0;
+}
+
+int listen_adopt_systemd(server *s, char *err, size_t errlen) {
+  int n = sd_listen_fds(1);
+  if (n < 0) return snprintf(err, errlen, "socket activation: %s", strerror(-n)), BFEED_EIO;
+  for (int i = 0; i < n; i++) {
+    int fd = SD_LISTEN_FDS_START + i, rc;
+    listener *l = calloc(1, sizeof *l);
+    if (!l) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+    l->s = s;
+    if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) > 0) {
+      snprintf(l->name, sizeof l->name, "systemd socket %d (unix)", fd);
+      rc = uv_pipe_init(s->loop, &l->h.pipe, 0);
+      if (rc == 0) rc = uv_pipe_open(&l->h.pipe, fd);
+    } else if (sd_is_socket_inet(fd, AF_UNSPEC, SOCK_STREAM, 1, 0) > 0) {
+      snprintf(l->name, sizeof l->name, "systemd socket %d (tcp)", fd);
+      rc = uv_tcp_init(s->loop, &l->h.tcp);
+      if (rc == 0) rc = uv_tcp_open(&l->h.tcp, fd);
+    } else {
+      free(l);
+      return snprintf(err, errlen, "socket activation: fd %d is not a listening stream socket", fd), BFEED_EINVAL;
+    }
+    l->h.handle.data = l;
+    if (rc == 0) rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, on_connection);
+    if (rc < 0) {
+      snprintf(err, errlen, "socket activation: fd %d: %s", fd, uv_strerror(rc));
+      uv_close(&l->h.handle, on_listener_closed);
+      return BFEED_EIO;
+    }
+    add(s, l);
+  }
+  return n;
+}
+
+void listen_close_all(server *s) {
+  for (listener *l = s->listeners; l; l = l->next) {
+    if (l->unix_path[0]) unlink(l->unix_path);
+    uv_close(&l->h.handle, on_listener_closed);
+  }
+  s->listeners = NULL;
+}

@@ -1,0 +1,75 @@
+/* stats.c -- see stats.h */
+#include "stats.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget.h"
+#include "conn_impl.h"
+#include "report.h"
+#include "server.h"
+#include "stream.h"
+
+ds_stats *stats_for(server *s, const char *name) {
+  ds_stats *d;
+  for (d = s->stats; d; d = d->next)
+    if (strcmp(d->name, name) == 0) return d;
+  if (!(d = calloc(1, sizeof *d))) return NULL;
+  snprintf(d->name, sizeof d->name, "%s", name);
+  hist_init(&d->batch_latency, hist_bounds_batch);
+  hist_init(&d->sample_time, hist_bounds_sample);
+  d->next = s->stats;
+  s->stats = d;
+  return d;
+}
+
+void stats_free(server *s) {
+  while (s->stats) {
+    ds_stats *d = s->stats;
+    s->stats = d->next;
+    free(d);
+  }
+}
+
+void stats_report(server *s, wbuf *w) {
+  report_writer r;
+  unsigned queued = 0, busy = 0;
+  char id[REPORT_ID_MAX];
+  if (s->pool) workers_load(s->pool, &queued, &busy);
+  report_begin(&r, w);
+  report_group_begin(&r, "daemon", "bfeedd");
+  report_counter_put(&r, "uptime_s", (uv_hrtime() - s->started_ns) / 1000000000u);
+  report_counter_put(&r, "clients", (uint64_t)s->nconns);
+  report_counter_put(&r, "clients_total", s->clients_total);
+  report_counter_put(&r, "clients_rejected", s->rejected_total);
+  report_counter_put(&r, "protocol_errors", s->protocol_errors);
+  report_counter_put(&r, "streams", (uint64_t)server_stream_count(s));
+  report_counter_put(&r, "workers", s->pool ? (uint64_t)workers_count(s->pool) : 0);
+  report_counter_put(&r, "workers_busy", busy);
+  report_counter_put(&r, "queue_depth", queued);
+  report_counter_put(&r, "datasets", s->ndatasets);
+  report_counter_put(&r, "memory_held_bytes", budget_held(s));
+  report_counter_put(&r, "max_memory_bytes", s->limits.max_memory);
+  for (ds_stats *d = s->stats; d; d = d->next) {
+    report_group_begin(&r, "dataset", d->name);
+    report_counter_put(&r, "streams_total", d->streams);
+    report_counter_put(&r, "samples", d->samples);
+    report_counter_put(&r, "batches", d->batches);
+    report_counter_put(&r, "raw_bytes", d->raw_bytes);
+    report_counter_put(&r, "wire_bytes", d->wire_bytes);
+    report_counter_put(&r, "skipped", d->skipped);
+    report_counter_put(&r, "worker_busy_us", d->busy_ns / 1000);
+  }
+  for (conn *c = s->conns; c; c = c->next)
+    for (int i = 0; i < c->nstreams; i++) {
+      msg_counter ctr[MSG_MAX_COUNTERS];
+      size_t n = stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS);
+      snprintf(id, sizeof id, "%u/%u:%s", c->id, stream_id(c->streams[i]), stream_dataset(c->streams[i])->name);
+      report_group_begin(&r, "stream", id);
+      report_counter_put(&r, "client", c->id);
+      report_counter_put(&r, "write_queue_bytes", c->write_queue);
+      for (size_t k = 0; k < n; k++) report_counter_put(&r, ctr[k].name, ctr[k].value);
+    }
+  report_end(&r);
+}
