@@ -364,7 +364,33 @@ def test_logs():
           f"elsewhere lines have a UTC timestamp and level: {first!r}")
 
 
-TESTS = {"verify": test_verify, "notify": test_notify, "activate": test_activate, "config": test_config,
+def test_listen():
+    """Listen failures name the address as it was given, and the real cause."""
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    port = busy.getsockname()[1]
+    data = ["--dataset", "a=" + os.path.join(DEMO, "train")]
+
+    def start_error(*args):
+        r = subprocess.run([BFEEDD] + data + list(args), capture_output=True, text=True, timeout=30)
+        return r.returncode, r.stderr
+
+    for asked in [f"127.0.0.1:{port}", f"localhost:{port}"]:
+        rc, err = start_error("--listen", asked)
+        ok = rc == 1 and f"cannot listen on {asked}: address already in use" in err
+        check(ok, f"a busy port names the address asked for, {asked}" + ("" if ok else f": rc {rc}, {err!r}"))
+    rc, err = start_error("--listen", "unix:" + os.path.join(TMP, "s.sock"), "--metrics-listen", f"127.0.0.1:{port}")
+    ok = rc == 1 and f"metrics_listen 127.0.0.1:{port}: address already in use" in err
+    check(ok, "a busy metrics port names the metrics_listen address" + ("" if ok else f": rc {rc}, {err!r}"))
+    missing = os.path.join(TMP, "no-such-folder")
+    rc, err = start_error("--listen", f"unix:{missing}/x.sock")
+    ok = rc == 1 and f"folder {missing} does not exist" in err and "permission denied" not in err
+    check(ok, "a Unix socket in a missing folder says the folder does not exist" + ("" if ok else f": rc {rc}, {err!r}"))
+    busy.close()
+
+
+TESTS = {"listen": test_listen, "verify": test_verify, "notify": test_notify, "activate": test_activate, "config": test_config,
          "reload": test_reload, "metrics": test_metrics, "install": test_install, "logs": test_logs}
 
 if __name__ == "__main__":
