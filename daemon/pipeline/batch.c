@@ -15,46 +15,6 @@
 #include "rng.h"
 #include "wire.h"
 
-uint64_t epoch_shard_size(uint64_t nsamples, uint32_t shard_count) {
-  return nsamples / shard_count;
-}
-
-epoch_order *epoch_order_make(const batch_spec *s, int shuffle, uint64_t epoch) {
-  const bfeed_stream_opts *o = &s->opts;
-  uint64_t nsamples = s->ds->nsamples;
-  uint64_t n = epoch_shard_size(nsamples, o->shard_count);
-  uint32_t *all = malloc(nsamples * sizeof *all);
-  epoch_order *e = malloc(sizeof *e + n * sizeof e->idx[0]);
-  if (!all || !e) {
-    free(all);
-    free(e);
-    return NULL;
-  }
-  if (shuffle)
-    rng_permutation(all, nsamples, o->seed, epoch);
-  else
-    for (uint64_t i = 0; i < nsamples; i++) all[i] = (uint32_t)i;
-  for (uint64_t p = 0; p < n; p++) e->idx[p] = all[p * o->shard_count + o->shard_index];
-  free(all);
-  e->refs = 1;
-  e->epoch = epoch;
-  e->n = (uint32_t)n;
-  if (o->bucket && dataset_has_text(s->ds) && batch_bucket(s, e->idx, e->n, shuffle, epoch) < 0) {
-    free(e);
-    return NULL;
-  }
-  return e;
-}
-
-epoch_order *epoch_order_ref(epoch_order *e) {
-  __atomic_add_fetch(&e->refs, 1, __ATOMIC_RELAXED);
-  return e;
-}
-
-void epoch_order_unref(epoch_order *e) {
-  if (e && __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) free(e);
-}
-
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
                      const logger *log, bufpool *pool) {
   static const float unit_mean[3] = {0, 0, 0}, unit_std[3] = {1, 1, 1};
@@ -274,15 +234,15 @@ static void fill(const batch_spec *s, batch_worker *w, const batch_layout *L, ui
     size_t slot = (size_t)s->opts.size * s->opts.size * 3;
     for (uint32_t i = 0; i < B; i++) put_image(s, w->rgb + slot * i, raw + L->image->offset, i);
   }
-  if (L->tokens) batch_put_tokens(s, sel, B, (uint32_t)L->tokens->shape[1], raw + L->tokens->offset);
-  if (L->pooled) batch_put_pooled(s, sel, B, w->f32, raw + L->pooled->offset);
+  if (L->tokens) batch_text_put_tokens(s, sel, B, (uint32_t)L->tokens->shape[1], raw + L->tokens->offset);
+  if (L->pooled) batch_text_put_pooled(s, sel, B, w->f32, raw + L->pooled->offset);
   if (L->length)
     for (uint32_t i = 0; i < B; i++) {
       uint32_t n = batch_sample_len(s, sel[i]);
       if (L->tokens && n > L->tokens->shape[1]) n = (uint32_t)L->tokens->shape[1];
       wire_put32(raw + L->length->offset + 4 * i, n);
     }
-  if (L->features) batch_put_features(s, sel, B, w->f32, raw + L->features->offset);
+  if (L->features) batch_text_put_features(s, sel, B, w->f32, raw + L->features->offset);
   if (L->label)
     for (uint32_t i = 0; i < B; i++) wire_put32(raw + L->label->offset + 4 * i, (uint32_t)s->ds->labels[sel[i]]);
   for (uint32_t i = 0; i < B; i++) wire_put64(raw + L->index->offset + 8 * i, (uint64_t)sel[i]);

@@ -25,31 +25,10 @@
 #include "bfeed_types.h"
 #include "bufpool.h"
 #include "dataset.h"
+#include "epoch.h"
 #include "log.h"
 #include "sample.h"
 #include "tlv.h"
-
-/* The order in which one epoch visits this shard's samples. Shared by the
- * jobs of that epoch (reference counted, immutable once made). */
-typedef struct epoch_order {
-  int refs;        /* atomic */
-  uint64_t epoch;
-  uint32_t n;      /* samples of this shard in the epoch */
-  uint32_t idx[];  /* dataset index at each position */
-} epoch_order;
-
-/* Samples per epoch in shard (index, count): floor(n / count), so that all
- * shards are equally long, as synchronous data-parallel training needs. */
-uint64_t epoch_shard_size(uint64_t nsamples, uint32_t shard_count);
-struct batch_spec;
-/* Position p of the shard is position p * count + index of the epoch's
- * (shuffled or dataset) order. With length bucketing (text, opts.bucket =
- * K) each run of K batches' positions is then sorted by sample length and,
- * when shuffling, its whole batches are permuted (batch_bucket). NULL when
- * out of memory. */
-epoch_order *epoch_order_make(const struct batch_spec *s, int shuffle, uint64_t epoch);
-epoch_order *epoch_order_ref(epoch_order *e);
-void epoch_order_unref(epoch_order *e);
 
 /* The random stream that permutes bucketed batches: Philox keyed by the
  * seed, this domain (distinct from rng.h's), the epoch and the bucket. */

@@ -23,7 +23,7 @@ uint32_t batch_text_len(const batch_spec *s, const uint32_t *sel, uint32_t B) {
   return T;
 }
 
-void batch_put_tokens(const batch_spec *s, const uint32_t *sel, uint32_t B, uint32_t T, uint8_t *dst) {
+void batch_text_put_tokens(const batch_spec *s, const uint32_t *sel, uint32_t B, uint32_t T, uint8_t *dst) {
   const dataset *ds = s->ds;
   size_t row = (size_t)ds->vectors.dim * 2;
   for (uint32_t i = 0; i < B; i++, dst += row * T) {
@@ -38,7 +38,7 @@ void batch_put_tokens(const batch_spec *s, const uint32_t *sel, uint32_t B, uint
   }
 }
 
-void batch_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, float *acc, uint8_t *dst) {
+void batch_text_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, float *acc, uint8_t *dst) {
   const dataset *ds = s->ds;
   uint32_t D = ds->vectors.dim;
   uint16_t *out = (uint16_t *)dst;
@@ -60,7 +60,7 @@ void batch_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, floa
   }
 }
 
-void batch_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst) {
+void batch_text_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst) {
   const npysrc *f = &s->ds->features;
   size_t nf = (size_t)f->row_floats;
   uint16_t *out = (uint16_t *)dst;
@@ -85,7 +85,7 @@ static int cmp_key(const void *a, const void *b) {
   return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-int batch_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, uint64_t epoch) {
+int batch_text_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, uint64_t epoch) {
   uint64_t B = s->opts.batch, run = B * s->opts.bucket;
   /* Only whole batches are bucketed: the n mod B positions at the end, the
    * short batch, stay as the shuffle left them, so the samples a stream

@@ -16,20 +16,20 @@
  * never empty. */
 uint32_t batch_text_len(const batch_spec *s, const uint32_t *sel, uint32_t B);
 /* tokens bf16 [B, T, D]: each sample's first rows, then zeros. */
-void batch_put_tokens(const batch_spec *s, const uint32_t *sel, uint32_t B, uint32_t T, uint8_t *dst);
+void batch_text_put_tokens(const batch_spec *s, const uint32_t *sel, uint32_t B, uint32_t T, uint8_t *dst);
 /* pooled bf16 [B, D]: per sample the float32 mean of its served token
  * vectors, summed in token order, divided by their count, rounded to bf16
  * (zeros for an empty sample). acc holds D floats. */
-void batch_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, float *acc, uint8_t *dst);
+void batch_text_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, float *acc, uint8_t *dst);
 /* features bf16 [B, ...]: each sample's float32 row cast to bf16. tmp holds
  * one row (for rows not aligned to 4 bytes in the mapped file). */
-void batch_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst);
+void batch_text_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst);
 /* Reorder idx[0..n) (an epoch's shard order) for length bucketing: the
  * whole batches' positions are cut into runs of opts.bucket batches, each
  * run sorted by served length (ties by position) and, with shuffle, its
  * batches permuted by Philox(seed, BATCH_RNG_DOMAIN_BUCKET, epoch, run).
  * The last n mod B positions (the short batch) are left alone. -1 when out
  * of memory. */
-int batch_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, uint64_t epoch);
+int batch_text_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, uint64_t epoch);
 
 #endif

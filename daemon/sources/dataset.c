@@ -211,9 +211,9 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
       rc = dataset_keys_check(&k, no_keys, err, errlen);
       if (rc == 0) rc = load_image_folder(d, path->value, err, errlen);
       break;
-    case DATASET_TEXT: rc = dataset_load_text(d, &k, log, err, errlen); break;
+    case DATASET_TEXT: rc = dataset_text_load(d, &k, log, err, errlen); break;
     case DATASET_NPY: rc = load_npy(d, &k, log, err, errlen); break;
-    default: rc = dataset_load_manifest(d, &k, log, err, errlen); break;
+    default: rc = dataset_text_load_manifest(d, &k, log, err, errlen); break;
   }
   if (rc < 0) {
     size_t n = strlen(err);

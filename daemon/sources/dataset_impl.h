@@ -27,7 +27,7 @@ int dataset_key_fail(const dataset_kv *kv, const char *name, char *err, size_t e
     __attribute__((format(printf, 5, 6)));
 
 /* The kinds with text (d->name, d->root set; the rest is theirs to fill). */
-int dataset_load_text(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen);
-int dataset_load_manifest(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen);
+int dataset_text_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen);
+int dataset_text_load_manifest(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen);
 
 #endif

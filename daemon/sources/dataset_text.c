@@ -53,7 +53,7 @@ static int parse_settings(const dataset_keys *k, text_settings *s, char *err, si
     return dataset_key_fail(kv, k->name, err, errlen, "expected skip, zero or unk");
   if ((kv = dataset_key(k, "cache_dir"))) s->wv.cache_dir = kv->value;
   if ((kv = dataset_key(k, "format"))) {
-    int f = text_format_parse(kv->value);
+    int f = text_source_format_parse(kv->value);
     if (f < 0) return dataset_key_fail(kv, k->name, err, errlen, "expected auto, fasttext, tsv or folder");
     s->src.format = (text_format)f;
   }
@@ -188,7 +188,7 @@ static void builder_free(builder *b) {
   strlist_free(&b->images);
 }
 
-int dataset_load_text(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
+int dataset_text_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
   static const char *const keys[] = {TEXT_KEYS, "format", "label", NULL};
   text_settings s;
   if (dataset_keys_check(k, keys, err, errlen) < 0 || parse_settings(k, &s, err, errlen) < 0 ||
@@ -203,7 +203,7 @@ int dataset_load_text(dataset *d, const dataset_keys *k, const logger *log, char
   return rc;
 }
 
-int dataset_load_manifest(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
+int dataset_text_load_manifest(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
   static const char *const keys[] = {TEXT_KEYS, NULL};
   text_settings s;
   if (dataset_keys_check(k, keys, err, errlen) < 0 || parse_settings(k, &s, err, errlen) < 0 ||

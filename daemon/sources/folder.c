@@ -11,28 +11,6 @@
 
 #define FOLDER_MAX_DEPTH 32
 
-int strlist_push(strlist *l, char *s) {
-  if (!s) return -1;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 64;
-    char **v = realloc(l->v, cap * sizeof *v);
-    if (!v) {
-      free(s);
-      return -1;
-    }
-    l->v = v;
-    l->cap = cap;
-  }
-  l->v[l->n++] = s;
-  return 0;
-}
-
-void strlist_free(strlist *l) {
-  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
-  free(l->v);
-  memset(l, 0, sizeof *l);
-}
-
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }

@@ -11,15 +11,7 @@
 
 #include <stddef.h>
 
-/* A growable list of malloc'd strings. */
-typedef struct strlist {
-  char **v;
-  size_t n, cap;
-} strlist;
-
-/* Append s (taking it); -1 and s freed when out of memory or s is NULL. */
-int strlist_push(strlist *l, char *s);
-void strlist_free(strlist *l);
+#include "strlist.h"
 
 /* 1 if name ends in one of exts (a NULL-terminated list such as
  * {".jpg", ".jpeg", NULL}), ignoring case. */

@@ -15,7 +15,7 @@
 #define LABEL_PREFIX_LEN 9
 #define TEXT_MAX_FILE (1ull << 40) /* no limit in practice: files are mapped, not read */
 
-int text_format_parse(const char *s) {
+int text_source_format_parse(const char *s) {
   static const char *const names[] = {"auto", "fasttext", "tsv", "folder"};
   for (int i = 0; i < 4; i++)
     if (strcmp(s, names[i]) == 0) return i;

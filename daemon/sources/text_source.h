@@ -38,7 +38,7 @@ typedef struct text_source_opts {
 } text_source_opts;
 
 /* "auto", "fasttext", "tsv", "folder" -> format, or -1. */
-int text_format_parse(const char *s);
+int text_source_format_parse(const char *s);
 
 /* The records of one file's bytes (fasttext or tsv; auto decides). */
 int text_source_parse(const char *data, size_t size, const char *name, const text_source_opts *o,

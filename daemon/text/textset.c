@@ -28,7 +28,7 @@ static uint32_t lookup(textset *t, const wordvec *v, const textset_opts *o, cons
   uint32_t row = WORDVEC_NONE;
   if (len <= v->max_word_len) {
     if (o->tok.lowercase) {
-      tok_lower(t->lower, tok, len);
+      tokenize_lower(t->lower, tok, len);
       tok = t->lower;
     }
     row = wordvec_find(v, tok, len);
@@ -54,11 +54,11 @@ int textset_add(textset *t, const wordvec *v, const textset_opts *o, const char 
     t->lower_cap = v->max_word_len;
   }
   t->off[t->n + 1] = t->off[t->n];
-  tok_iter it;
-  tok_init(&it, text, len, &o->tok);
+  tokenize_iter it;
+  tokenize_init(&it, text, len, &o->tok);
   const char *tok;
   size_t tl;
-  while (tok_next(&it, &tok, &tl)) {
+  while (tokenize_next(&it, &tok, &tl)) {
     t->tokens++;
     uint32_t row = lookup(t, v, o, tok, tl);
     if (row == WORDVEC_NONE) continue;

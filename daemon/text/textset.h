@@ -22,7 +22,7 @@ enum textset_oov { TEXTSET_OOV_SKIP = 0, TEXTSET_OOV_ZERO = 1, TEXTSET_OOV_UNK =
 #define TEXTSET_MAX_SAMPLE_TOKENS (1u << 30)
 
 typedef struct textset_opts {
-  tok_opts tok;
+  tokenize_opts tok;
   int oov;      /* enum textset_oov */
   uint32_t unk; /* the table row served for unknown tokens under TEXTSET_OOV_UNK */
 } textset_opts;

@@ -9,13 +9,13 @@ static int is_punct(unsigned char c) {
   return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~');
 }
 
-void tok_init(tok_iter *it, const char *text, size_t len, const tok_opts *o) {
+void tokenize_init(tokenize_iter *it, const char *text, size_t len, const tokenize_opts *o) {
   it->p = text;
   it->end = text + len;
   it->o = *o;
 }
 
-int tok_next(tok_iter *it, const char **tok, size_t *len) {
+int tokenize_next(tokenize_iter *it, const char **tok, size_t *len) {
   const unsigned char *p = (const unsigned char *)it->p, *end = (const unsigned char *)it->end;
   while (p < end && is_space(*p)) p++;
   if (p == end) {
@@ -44,7 +44,7 @@ static unsigned lower_cp(unsigned cp) {
   return cp;
 }
 
-void tok_lower(char *dst, const char *src, size_t len) {
+void tokenize_lower(char *dst, const char *src, size_t len) {
   const unsigned char *s = (const unsigned char *)src;
   unsigned char *d = (unsigned char *)dst;
   size_t i = 0;

@@ -19,21 +19,21 @@
 
 #include <stddef.h>
 
-typedef struct tok_opts {
+typedef struct tokenize_opts {
   int lowercase;
   int split_punct;
-} tok_opts;
+} tokenize_opts;
 
-typedef struct tok_iter {
+typedef struct tokenize_iter {
   const char *p, *end;
-  tok_opts o;
-} tok_iter;
+  tokenize_opts o;
+} tokenize_iter;
 
-void tok_init(tok_iter *it, const char *text, size_t len, const tok_opts *o);
+void tokenize_init(tokenize_iter *it, const char *text, size_t len, const tokenize_opts *o);
 /* The next token as [*tok, *tok + *len) of the text (not lowercased):
  * 1, or 0 at the end. */
-int tok_next(tok_iter *it, const char **tok, size_t *len);
+int tokenize_next(tokenize_iter *it, const char **tok, size_t *len);
 /* dst[0..len) = src[0..len) lowercased by the rule above. */
-void tok_lower(char *dst, const char *src, size_t len);
+void tokenize_lower(char *dst, const char *src, size_t len);
 
 #endif

@@ -24,16 +24,16 @@
 
 /* Tokens of s under o, joined by '|'. */
 static void tokens(const char *s, int lowercase, int punct, char *out, size_t cap) {
-  tok_opts o = {lowercase, punct};
-  tok_iter it;
+  tokenize_opts o = {lowercase, punct};
+  tokenize_iter it;
   const char *t;
   size_t n, k = 0;
   char low[256];
-  tok_init(&it, s, strlen(s), &o);
+  tokenize_init(&it, s, strlen(s), &o);
   out[0] = 0;
-  while (tok_next(&it, &t, &n)) {
+  while (tokenize_next(&it, &t, &n)) {
     assert_true(n > 0 && n < sizeof low);
-    if (lowercase) tok_lower(low, t, n), t = low;
+    if (lowercase) tokenize_lower(low, t, n), t = low;
     k += (size_t)snprintf(out + k, cap - k, "%s%.*s", k ? "|" : "", (int)n, t);
   }
 }

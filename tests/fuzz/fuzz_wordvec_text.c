@@ -36,17 +36,17 @@ static int on_manifest(void *ctx, const manifest_record *r, char *err, size_t er
 }
 
 static void tokens(const char *p, size_t n, int lowercase, int punct) {
-  tok_opts o = {lowercase, punct};
-  tok_iter it;
+  tokenize_opts o = {lowercase, punct};
+  tokenize_iter it;
   const char *t;
   size_t len, total = 0;
   char low[64];
-  tok_init(&it, p, n, &o);
-  while (tok_next(&it, &t, &len)) {
+  tokenize_init(&it, p, n, &o);
+  while (tokenize_next(&it, &t, &len)) {
     FUZZ_CHECK(len >= 1 && t >= p && t + len <= p + n);
     for (size_t i = 0; i < len; i++) FUZZ_CHECK(t[i] != ' ' && t[i] != '\n' && t[i] != '\t');
     if (len <= sizeof low) {
-      tok_lower(low, t, len);
+      tokenize_lower(low, t, len);
       for (size_t i = 0; i < len; i++) FUZZ_CHECK((low[i] == ' ') == (t[i] == ' '));
     }
     total += len;

@@ -1,0 +1,33 @@
+/*
+ * epoch.h -- the order in which one epoch visits a shard's samples.
+ * Called by stream.c (one order per epoch in flight) and batch.c (a job's positions to dataset indices).
+ */
+#ifndef BFEED_EPOCH_H
+#define BFEED_EPOCH_H
+
+#include <stdint.h>
+
+struct batch_spec;
+
+/* The order in which one epoch visits this shard's samples. Shared by the
+ * jobs of that epoch (reference counted, immutable once made). */
+typedef struct epoch_order {
+  int refs;        /* atomic */
+  uint64_t epoch;
+  uint32_t n;      /* samples of this shard in the epoch */
+  uint32_t idx[];  /* dataset index at each position */
+} epoch_order;
+
+/* Samples per epoch in shard (index, count): floor(n / count), so that all
+ * shards are equally long, as synchronous data-parallel training needs. */
+uint64_t epoch_shard_size(uint64_t nsamples, uint32_t shard_count);
+/* Position p of the shard is position p * count + index of the epoch's
+ * (shuffled or dataset) order. With length bucketing (text, opts.bucket =
+ * K) each run of K batches' positions is then sorted by sample length and,
+ * when shuffling, its whole batches are permuted (batch_text_bucket). NULL when
+ * out of memory. */
+epoch_order *epoch_order_make(const struct batch_spec *s, int shuffle, uint64_t epoch);
+epoch_order *epoch_order_ref(epoch_order *e);
+void epoch_order_unref(epoch_order *e);
+
+#endif

@@ -1,0 +1,29 @@
+/* strlist.c -- see strlist.h */
+#include "strlist.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bfeed.h"
+
+int strlist_push(strlist *l, char *s) {
+  if (!s) return BFEED_ENOMEM;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    char **v = realloc(l->v, cap * sizeof *v);
+    if (!v) {
+      free(s);
+      return BFEED_ENOMEM;
+    }
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n++] = s;
+  return 0;
+}
+
+void strlist_free(strlist *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}

@@ -1,0 +1,19 @@
+/*
+ * strlist.h -- a growable list of malloc'd strings.
+ * Called by folder.c (listings), dataset.c and dataset_text.c (image paths), text_source.c.
+ */
+#ifndef BFEED_STRLIST_H
+#define BFEED_STRLIST_H
+
+#include <stddef.h>
+
+typedef struct strlist {
+  char **v;
+  size_t n, cap;
+} strlist;
+
+/* Append s (taking it); BFEED_ENOMEM, s freed, when out of memory or s is NULL. */
+int strlist_push(strlist *l, char *s);
+void strlist_free(strlist *l);
+
+#endif
