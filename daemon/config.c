@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bfeed.h"
 #include "log.h"
 
 const config_key config_keys[] = {
@@ -35,13 +36,13 @@ void config_init(config *c) {
 static int parse_bytes(const char *v, uint64_t *out) {
   char *end;
   unsigned long long x = strtoull(v, &end, 10);
-  if (!*v || *v == '-' || end == v) return -1;
+  if (!*v || *v == '-' || end == v) return BFEED_EINVAL;
   int shift = 0;
   if (*end == 'K' || *end == 'k') shift = 10, end++;
   else if (*end == 'M' || *end == 'm') shift = 20, end++;
   else if (*end == 'G' || *end == 'g') shift = 30, end++;
   else if (*end == 'T' || *end == 't') shift = 40, end++;
-  if (*end || x > (UINT64_MAX >> shift)) return -1;
+  if (*end || x > (UINT64_MAX >> shift)) return BFEED_EINVAL;
   *out = (uint64_t)x << shift;
   return 0;
 }
@@ -93,43 +94,45 @@ void config_free(config *c) {
 static int parse_int(const char *v, int lo, int hi, int *out) {
   char *end;
   long x = strtol(v, &end, 10);
-  if (!*v || *end || x < lo || x > hi) return -1;
+  if (!*v || *end || x < lo || x > hi) return BFEED_EINVAL;
   *out = (int)x;
   return 0;
 }
 
-static config_dataset *find_or_add(config *c, const char *name, char *err, size_t errlen) {
+static int find_or_add(config *c, const char *name, config_dataset **out, char *err, size_t errlen) {
   if (!*name || strlen(name) >= 128 || strpbrk(name, "=[] \t"))
     return snprintf(err, errlen, "dataset name '%s' must be 1..127 characters without '=', brackets or blanks", name),
-           NULL;
+           BFEED_EINVAL;
   for (size_t i = 0; i < c->ndatasets; i++)
-    if (strcmp(c->datasets[i].name, name) == 0) return &c->datasets[i];
+    if (strcmp(c->datasets[i].name, name) == 0) return *out = &c->datasets[i], 0;
   config_dataset *d = realloc(c->datasets, (c->ndatasets + 1) * sizeof *d);
-  if (!d) return snprintf(err, errlen, "out of memory"), NULL;
+  if (!d) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   c->datasets = d;
   d += c->ndatasets;
   memset(d, 0, sizeof *d);
-  if (!(d->name = strdup(name))) return snprintf(err, errlen, "out of memory"), NULL;
+  if (!(d->name = strdup(name))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   c->ndatasets++;
-  return d;
+  *out = d;
+  return 0;
 }
 
 static int push(char ***v, size_t n, const char *s) {
   char **nv = realloc(*v, (n + 1) * sizeof *nv);
-  if (!nv) return -1;
+  if (!nv) return BFEED_ENOMEM;
   *v = nv;
-  return (nv[n] = strdup(s)) ? 0 : -1;
+  return (nv[n] = strdup(s)) ? 0 : BFEED_ENOMEM;
 }
 
 int config_dataset_set(config *c, const char *name, const char *key, const char *value, const char *where,
                        char *err, size_t errlen) {
-  config_dataset *d = find_or_add(c, name, err, errlen);
-  if (!d) return -1;
+  config_dataset *d;
+  int rc = find_or_add(c, name, &d, err, errlen);
+  if (rc < 0) return rc;
   for (size_t k = 0; k < d->nkv; k++)
     if (strcmp(d->keys[k], key) == 0)
-      return snprintf(err, errlen, "%s: dataset %s: key '%s' given twice", where, name, key), -1;
+      return snprintf(err, errlen, "%s: dataset %s: key '%s' given twice", where, name, key), BFEED_EINVAL;
   if (push(&d->keys, d->nkv, key) < 0 || push(&d->values, d->nkv, value) < 0 || push(&d->wheres, d->nkv, where) < 0)
-    return snprintf(err, errlen, "out of memory"), -1;
+    return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   d->nkv++;
   return 0;
 }
@@ -137,12 +140,13 @@ int config_dataset_set(config *c, const char *name, const char *key, const char 
 int config_dataset_flag(config *c, const char *arg, char *err, size_t errlen) {
   char buf[4096], where[160];
   const char *eq = strchr(arg, '=');
-  if (!eq || eq == arg) return snprintf(err, errlen, "--dataset %s: expected NAME=DIR or NAME=KIND:PATH[,key=value...]", arg), -1;
-  if (strlen(arg) >= sizeof buf) return snprintf(err, errlen, "--dataset: argument too long"), -1;
+  if (!eq || eq == arg) return snprintf(err, errlen, "--dataset %s: expected NAME=DIR or NAME=KIND:PATH[,key=value...]", arg), BFEED_EINVAL;
+  if (strlen(arg) >= sizeof buf) return snprintf(err, errlen, "--dataset: argument too long"), BFEED_EINVAL;
   snprintf(buf, sizeof buf, "%.*s", (int)(eq - arg), arg);
   snprintf(where, sizeof where, "--dataset %s", buf);
-  config_dataset *d = find_or_add(c, buf, err, errlen);
-  if (!d) return -1;
+  config_dataset *d;
+  int rc = find_or_add(c, buf, &d, err, errlen);
+  if (rc < 0) return rc;
   dataset_clear(d); /* a flag replaces the file's settings of that dataset */
   char name[128];
   snprintf(name, sizeof name, "%s", buf);
@@ -152,20 +156,20 @@ int config_dataset_flag(config *c, const char *arg, char *err, size_t errlen) {
   char *spec = buf, *colon = strchr(spec, ':'), *comma = strchr(spec, ',');
   if (colon && (!comma || colon < comma) && colon > spec && strspn(spec, "abcdefghijklmnopqrstuvwxyz") == (size_t)(colon - spec)) {
     *colon = 0;
-    if (config_dataset_set(c, name, "kind", spec, where, err, errlen) < 0) return -1;
+    if ((rc = config_dataset_set(c, name, "kind", spec, where, err, errlen)) < 0) return rc;
     spec = colon + 1;
   }
   char *rest = strchr(spec, ',');
   if (rest) *rest++ = 0;
-  if (config_dataset_set(c, name, "path", spec, where, err, errlen) < 0) return -1;
+  if ((rc = config_dataset_set(c, name, "path", spec, where, err, errlen)) < 0) return rc;
   while (rest && *rest) {
     char *item = rest;
     rest = strchr(rest, ',');
     if (rest) *rest++ = 0;
     char *e = strchr(item, '=');
-    if (!e) return snprintf(err, errlen, "%s: '%s' is not key=value", where, item), -1;
+    if (!e) return snprintf(err, errlen, "%s: '%s' is not key=value", where, item), BFEED_EINVAL;
     *e = 0;
-    if (config_dataset_set(c, name, item, e + 1, where, err, errlen) < 0) return -1;
+    if ((rc = config_dataset_set(c, name, item, e + 1, where, err, errlen)) < 0) return rc;
   }
   return 0;
 }
@@ -173,52 +177,52 @@ int config_dataset_flag(config *c, const char *arg, char *err, size_t errlen) {
 int config_set(config *c, const char *key, const char *value, const char *where, char *err, size_t errlen) {
   if (strcmp(key, "listen") == 0) {
     char **l = realloc(c->listen, (c->nlisten + 1) * sizeof *l);
-    if (!l || !(l[c->nlisten] = strdup(value))) return snprintf(err, errlen, "out of memory"), -1;
+    if (!l || !(l[c->nlisten] = strdup(value))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
     c->listen = l;
     c->nlisten++;
     return 0;
   }
   if (strcmp(key, "metrics_listen") == 0 || strcmp(key, "cache_dir") == 0) {
     char **slot = key[0] == 'm' ? &c->metrics_listen : &c->cache_dir, *v = strdup(value);
-    if (!v) return snprintf(err, errlen, "out of memory"), -1;
+    if (!v) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
     free(*slot);
     *slot = v;
     return 0;
   }
   if (strcmp(key, "max_window") == 0) {
     if (parse_int(value, 1, 64, &c->max_window) < 0)
-      return snprintf(err, errlen, "%s: max_window = '%s': expected 1 to 64", where, value), -1;
+      return snprintf(err, errlen, "%s: max_window = '%s': expected 1 to 64", where, value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "max_memory") == 0) {
     if (parse_bytes(value, &c->max_memory) < 0)
-      return snprintf(err, errlen, "%s: max_memory = '%s': expected bytes, e.g. 536870912, 512M or 2G", where, value), -1;
+      return snprintf(err, errlen, "%s: max_memory = '%s': expected bytes, e.g. 536870912, 512M or 2G", where, value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "workers") == 0) {
     if (parse_int(value, 0, 1024, &c->workers) < 0)
-      return snprintf(err, errlen, "%s: workers = '%s': expected 0 (all cores) to 1024", where, value), -1;
+      return snprintf(err, errlen, "%s: workers = '%s': expected 0 (all cores) to 1024", where, value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "max_clients") == 0) {
     if (parse_int(value, 1, 100000, &c->max_clients) < 0)
-      return snprintf(err, errlen, "%s: max_clients = '%s': expected 1 to 100000", where, value), -1;
+      return snprintf(err, errlen, "%s: max_clients = '%s': expected 1 to 100000", where, value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "max_streams") == 0) {
     if (parse_int(value, 1, 64, &c->max_streams) < 0)
-      return snprintf(err, errlen, "%s: max_streams = '%s': expected 1 to 64", where, value), -1;
+      return snprintf(err, errlen, "%s: max_streams = '%s': expected 1 to 64", where, value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "log_level") == 0) {
     int lv = log_level_parse(value);
     if (lv < 0)
       return snprintf(err, errlen, "%s: log_level = '%s': expected error, warning, notice, info or debug",
-                      where, value), -1;
+                      where, value), BFEED_EINVAL;
     c->log_level = lv;
     return 0;
   }
-  return snprintf(err, errlen, "%s: unknown key '%s'", where, key), -1;
+  return snprintf(err, errlen, "%s: unknown key '%s'", where, key), BFEED_EINVAL;
 }
 
 typedef struct ini_ctx {
@@ -228,7 +232,7 @@ typedef struct ini_ctx {
   int lineno;
   char *err;
   size_t errlen;
-  int failed;
+  int failed; /* 0, or the BFEED_E* code of the first problem */
 } ini_ctx;
 
 /* Debian builds inih without INI_HANDLER_LINENO, so the handler is not told
@@ -247,25 +251,25 @@ static int on_ini(void *user, const char *section, const char *key, const char *
   snprintf(where, sizeof where, "%s:%d", x->path, x->lineno);
   if (x->failed) return 0;
   if (strcmp(section, "bfeedd") == 0) {
-    x->failed = config_set(x->c, key, value, where, x->err, x->errlen) < 0;
+    x->failed = config_set(x->c, key, value, where, x->err, x->errlen);
   } else if (strncmp(section, "dataset ", 8) == 0) {
     /* Keys are checked by the dataset's kind when it loads. */
-    x->failed = config_dataset_set(x->c, section + 8, key, value, where, x->err, x->errlen) < 0;
+    x->failed = config_dataset_set(x->c, section + 8, key, value, where, x->err, x->errlen);
   } else {
     snprintf(x->err, x->errlen, "%s: unknown section [%s] (expected [bfeedd] or [dataset NAME])", where,
              section);
-    x->failed = 1;
+    x->failed = BFEED_EINVAL;
   }
   return !x->failed;
 }
 
 int config_load_file(config *c, const char *path, char *err, size_t errlen) {
   ini_ctx x = {c, path, fopen(path, "r"), 0, err, errlen, 0};
-  if (!x.f) return snprintf(err, errlen, "cannot read config file %s: %m", path), -1;
+  if (!x.f) return snprintf(err, errlen, "cannot read config file %s: %m", path), BFEED_EIO;
   int rc = ini_parse_stream(ini_reader_counting, &x, on_ini, &x);
   fclose(x.f);
-  if (x.failed) return -1;
-  if (rc > 0) return snprintf(err, errlen, "%s:%d: syntax error", path, rc), -1;
-  if (rc < 0) return snprintf(err, errlen, "%s: cannot parse (out of memory?)", path), -1;
+  if (x.failed) return x.failed;
+  if (rc > 0) return snprintf(err, errlen, "%s:%d: syntax error", path, rc), BFEED_EINVAL;
+  if (rc < 0) return snprintf(err, errlen, "%s: cannot parse (out of memory?)", path), BFEED_ENOMEM;
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bfeed.h"
 #include "batch_text.h"
 #include "bf16.h"
 #include "frame.h"
@@ -133,7 +134,7 @@ static int grow(void *buf, size_t *cap, size_t need) {
   void **b = buf;
   if (need <= *cap) return 0;
   void *p = realloc(*b, need);
-  if (!p) return -1;
+  if (!p) return BFEED_ENOMEM;
   *b = p;
   *cap = need;
   return 0;
@@ -203,7 +204,7 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
       (dataset_has_images(s->ds) && grow(&w->rgb, &w->rgb_cap, slot * B) < 0)) {
     job->rc = BFEED_ENOMEM;
     snprintf(job->err, sizeof job->err, "out of memory for a batch of %u samples", B);
-    return -1;
+    return job->rc;
   }
   for (uint32_t i = 0; i < B; i++) {
     if (!dataset_has_images(s->ds)) {
@@ -215,7 +216,7 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
       job->rc = BFEED_EDATASET;
       snprintf(job->err, sizeof job->err, "dataset %s: no sample of epoch %llu could be decoded", s->ds->name,
                (unsigned long long)job->epoch);
-      return -1;
+      return job->rc;
     }
     w->sel[i] = (uint32_t)idx;
   }

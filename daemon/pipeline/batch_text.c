@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bfeed.h"
 #include "bf16.h"
 #include "rng.h"
 
@@ -96,7 +97,7 @@ int batch_text_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffl
   uint32_t *order = malloc((span / B + 1) * sizeof *order);
   if (!k || !order) {
     free(k), free(order);
-    return -1;
+    return BFEED_ENOMEM;
   }
   uint64_t r = 0;
   for (uint64_t start = 0; start < whole; start += run, r++) {

@@ -12,6 +12,8 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
+#include "bfeed.h"
+
 /* jpeg_crop_scanline treats the edges of the cropped region as image
  * edges, so fancy upsampling replicates chroma there instead of reading the
  * neighbour: the outermost columns would differ from a full decode. Asking
@@ -64,13 +66,13 @@ static int fail(jdec *d, char *err, size_t errlen) {
     break;
   }
   jpeg_abort_decompress(&d->cinfo);
-  return -1;
+  return BFEED_EDATASET;
 }
 
 static int fail_msg(jdec *d, char *err, size_t errlen, const char *what) {
   snprintf(err, errlen, "%s", what);
   jpeg_abort_decompress(&d->cinfo);
-  return -1;
+  return BFEED_EDATASET;
 }
 
 /* Separate from jpeg_decode_new so that no local of the caller lives across the
@@ -80,7 +82,7 @@ static int create(jdec *d) {
   d->jerr.error_exit = on_error;
   d->jerr.emit_message = on_message;
   if (setjmp(d->jump))
-    return -1;
+    return BFEED_ENOMEM;
   jpeg_create_decompress(&d->cinfo);
   return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bfeed.h"
 #include "jpeg_decode.h"
 #include "resize.h"
 
@@ -94,7 +95,7 @@ static void mirror(uint8_t *img, int size) {
 
 static int oom(char *err, size_t errlen) {
   snprintf(err, errlen, "out of memory");
-  return -1;
+  return BFEED_ENOMEM;
 }
 
 /* The header has been read into s->dec. */
@@ -104,8 +105,9 @@ static int run_plan(sample_scratch *s, const jpeg_decode_info *info, const plan 
   int m = p->allow_dct_scale
               ? sample_dct_scale(pl->cx1 - pl->cx0, pl->cy1 - pl->cy0, pl->out_w, pl->out_h)
               : 8;
-  if (jpeg_decode_start(s->dec, m, err, errlen) != 0)
-    return -1;
+  int rc = jpeg_decode_start(s->dec, m, err, errlen);
+  if (rc != 0)
+    return rc;
   int sw, sh;
   jpeg_decode_scaled_size(info, m, &sw, &sh);
 
@@ -124,9 +126,9 @@ static int run_plan(sample_scratch *s, const jpeg_decode_info *info, const plan 
   void *tmp = reserve(s, BUF_RESIZE, resize_tmp_size(&h, &v));
   if (!pixels || !tmp)
     return oom(err, errlen);
-  if (jpeg_decode_read(s->dec, xlo + h.lo, xlo + h.hi, ylo + v.lo, ylo + v.hi, pixels, stride, err,
-                errlen) != 0)
-    return -1;
+  rc = jpeg_decode_read(s->dec, xlo + h.lo, xlo + h.hi, ylo + v.lo, ylo + v.hi, pixels, stride, err, errlen);
+  if (rc != 0)
+    return rc;
   resize_rgb8(&h, &v, pixels, stride, out, (size_t)size * 3, tmp);
   if (pl->flip)
     mirror(out, size);
@@ -143,7 +145,7 @@ static int read_header(sample_scratch *s, const uint8_t *jpeg, size_t len, jpeg_
 static int crop_plan(const jpeg_decode_info *info, const transform_crop *c, int size, plan *pl) {
   if (size < 1 || c->width < 1 || c->height < 1 || c->left < 0 || c->top < 0 ||
       c->width > info->width - c->left || c->height > info->height - c->top)
-    return -1;
+    return BFEED_EINTERNAL;
   *pl = (plan){c->left, c->top, c->left + c->width, c->top + c->height, size, size, 0, 0,
                c->flip};
   return 0;
@@ -152,47 +154,48 @@ static int crop_plan(const jpeg_decode_info *info, const transform_crop *c, int 
 static int eval_plan(const jpeg_decode_info *info, const transform_eval *e, int size, plan *pl) {
   if (size < 1 || e->left < 0 || e->top < 0 || e->resized_w < 1 || e->resized_h < 1 ||
       size > e->resized_w - e->left || size > e->resized_h - e->top)
-    return -1;
+    return BFEED_EINTERNAL;
   *pl = (plan){0, 0, info->width, info->height, e->resized_w, e->resized_h, e->left, e->top, 0};
   return 0;
 }
 
 static int bad_geometry(char *err, size_t errlen) {
   snprintf(err, errlen, "internal: crop outside the image");
-  return -1;
+  return BFEED_EINTERNAL;
+}
+
+/* Header, then the given crop (or, without one, the given eval geometry). */
+static int load_planned(const uint8_t *jpeg, size_t len, const sample_params *p, const transform_crop *crop,
+                        const transform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err, size_t errlen) {
+  jpeg_decode_info info;
+  plan pl;
+  int rc = read_header(scratch, jpeg, len, &info, err, errlen);
+  if (rc != 0)
+    return rc;
+  if ((crop ? crop_plan(&info, crop, p->size, &pl) : eval_plan(&info, ev, p->size, &pl)) != 0)
+    return bad_geometry(err, errlen);
+  return run_plan(scratch, &info, &pl, p, out, err, errlen);
 }
 
 int sample_load_crop(const uint8_t *jpeg, size_t len, const sample_params *p,
                      const transform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen) {
-  jpeg_decode_info info;
-  plan pl;
-  if (read_header(scratch, jpeg, len, &info, err, errlen) != 0)
-    return -1;
-  if (crop_plan(&info, crop, p->size, &pl) != 0)
-    return bad_geometry(err, errlen);
-  return run_plan(scratch, &info, &pl, p, out, err, errlen);
+  return load_planned(jpeg, len, p, crop, NULL, out, scratch, err, errlen);
 }
 
 int sample_load_eval(const uint8_t *jpeg, size_t len, const sample_params *p,
                      const transform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen) {
-  jpeg_decode_info info;
-  plan pl;
-  if (read_header(scratch, jpeg, len, &info, err, errlen) != 0)
-    return -1;
-  if (eval_plan(&info, ev, p->size, &pl) != 0)
-    return bad_geometry(err, errlen);
-  return run_plan(scratch, &info, &pl, p, out, err, errlen);
+  return load_planned(jpeg, len, p, NULL, ev, out, scratch, err, errlen);
 }
 
 int sample_load(const uint8_t *jpeg, size_t len, const sample_params *p, rng_t *rng,
                 uint8_t *out, sample_scratch *scratch, char *err, size_t errlen) {
   jpeg_decode_info info;
   plan pl;
-  int bad;
-  if (read_header(scratch, jpeg, len, &info, err, errlen) != 0)
-    return -1;
+  int bad = read_header(scratch, jpeg, len, &info, err, errlen);
+  if (bad != 0)
+    return bad;
   if (p->mode == SAMPLE_EVAL) {
     transform_eval ev;
     transform_eval_params(info.width, info.height, p->size, &ev);

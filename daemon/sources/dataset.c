@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bfeed.h"
 #include "dataset_impl.h"
 #include "folder.h"
 
@@ -34,7 +35,7 @@ int dataset_key_fail(const dataset_kv *kv, const char *name, char *err, size_t e
   va_start(ap, fmt);
   if (n >= 0 && (size_t)n < errlen) vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
   va_end(ap);
-  return -1;
+  return BFEED_EDATASET;
 }
 
 int dataset_keys_check(const dataset_keys *k, const char *const *allowed, char *err, size_t errlen) {
@@ -48,7 +49,7 @@ int dataset_keys_check(const dataset_keys *k, const char *const *allowed, char *
       for (int a = 0; allowed[a] && n >= 0 && (size_t)n < errlen; a++)
         n += snprintf(err + n, errlen - (size_t)n, " %s", allowed[a]);
       if (n >= 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, "%s)", allowed[0] ? "" : " none");
-      return -1;
+      return BFEED_EDATASET;
     }
   }
   return 0;
@@ -88,7 +89,7 @@ static const char *const jpeg_exts[] = {".jpg", ".jpeg", NULL};
 
 static int load_image_folder(dataset *d, const char *root, char *err, size_t errlen) {
   strlist classes = {0}, files = {0};
-  int rc = -1;
+  int rc = BFEED_EDATASET;
   if (folder_list(root, &classes, NULL, jpeg_exts, err, errlen) < 0) goto done;
   if (classes.n == 0) {
     snprintf(err, errlen, "dataset %s: folder %s has no class sub-folders", d->name, root);
@@ -141,12 +142,13 @@ done:
 
 static int load_npy(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
   static const char *const keys[] = {"labels", NULL};
-  if (dataset_keys_check(k, keys, err, errlen) < 0) return -1;
-  if (npy_source_open_features(&d->features, d->root, err, errlen) < 0) return -1;
+  int rc;
+  if ((rc = dataset_keys_check(k, keys, err, errlen)) < 0) return rc;
+  if ((rc = npy_source_open_features(&d->features, d->root, err, errlen)) < 0) return rc;
   d->nsamples = (size_t)d->features.nrows;
   const dataset_kv *labels = dataset_key(k, "labels");
-  if (labels && npy_source_read_labels(labels->value, d->features.nrows, &d->labels, &d->nclasses, err, errlen) < 0)
-    return -1;
+  if (labels && (rc = npy_source_read_labels(labels->value, d->features.nrows, &d->labels, &d->nclasses, err, errlen)) < 0)
+    return rc;
   const npy_source_header *h = &d->features.h;
   log_info(log, "dataset %s: %llu float32 feature rows of %llu values from %s%s%s", d->name,
            (unsigned long long)h->shape[0], (unsigned long long)d->features.row_floats, d->root,
@@ -243,19 +245,19 @@ int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t 
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     snprintf(err, errlen, "cannot open: %s", strerror(errno));
-    return -1;
+    return BFEED_EIO;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     snprintf(err, errlen, "not a regular file");
     close(fd);
-    return -1;
+    return BFEED_EIO;
   }
   if ((uint64_t)st.st_size > DATASET_MAX_FILE) {
     snprintf(err, errlen, "file is %lld bytes, over the %u-byte limit", (long long)st.st_size,
              DATASET_MAX_FILE);
     close(fd);
-    return -1;
+    return BFEED_ETOOBIG;
   }
   size_t want = (size_t)st.st_size;
   if (want + 1 > *cap) {
@@ -263,7 +265,7 @@ int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t 
     if (!b) {
       snprintf(err, errlen, "out of memory reading %zu bytes", want);
       close(fd);
-      return -1;
+      return BFEED_ENOMEM;
     }
     *buf = b;
     *cap = want + 1;
@@ -276,7 +278,7 @@ int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t 
       snprintf(err, errlen, "read failed after %zu of %zu bytes: %s", got, want,
                r < 0 ? strerror(errno) : "file shrank");
       close(fd);
-      return -1;
+      return BFEED_EIO;
     }
     got += (size_t)r;
   }

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bfeed.h"
 #include "dataset_impl.h"
 #include "folder.h"
 #include "labelset.h"
@@ -46,7 +47,7 @@ static int parse_settings(const dataset_keys *k, text_settings *s, char *err, si
   uint64_t max_bytes;
   memset(s, 0, sizeof *s);
   if (!(kv = dataset_key(k, "vectors")))
-    return snprintf(err, errlen, "dataset %s: kind %s needs vectors=FILE (an embeddings file)", k->name, k->kind), -1;
+    return snprintf(err, errlen, "dataset %s: kind %s needs vectors=FILE (an embeddings file)", k->name, k->kind), BFEED_EDATASET;
   s->vectors = kv->value;
   s->unk = (kv = dataset_key(k, "unk")) ? kv->value : "<unk>";
   if ((kv = dataset_key(k, "oov")) && (s->ts.oov = textset_oov_parse(kv->value)) < 0)
@@ -65,12 +66,14 @@ static int parse_settings(const dataset_keys *k, text_settings *s, char *err, si
     else if (*kv->value && !*end && v >= 1 && v <= 64) s->src.label_pick = (int)v;
     else return dataset_key_fail(kv, k->name, err, errlen, "expected first, last or a position 1..64");
   }
-  if (dataset_key_bool(k, "lowercase", 0, &s->ts.tok.lowercase, err, errlen) < 0 ||
-      dataset_key_bool(k, "punct", 0, &s->ts.tok.split_punct, err, errlen) < 0 ||
-      dataset_key_bool(k, "cache", 1, &s->wv.cache, err, errlen) < 0 ||
-      dataset_key_u64(k, "max_len", 0, 1u << 20, 0, &s->max_len, err, errlen) < 0 ||
-      dataset_key_u64(k, "max_table_bytes", 1, UINT64_MAX, WORDVEC_DEFAULT_MAX_BYTES, &max_bytes, err, errlen) < 0)
-    return -1;
+  int rc;
+  if ((rc = dataset_key_bool(k, "lowercase", 0, &s->ts.tok.lowercase, err, errlen)) < 0 ||
+      (rc = dataset_key_bool(k, "punct", 0, &s->ts.tok.split_punct, err, errlen)) < 0 ||
+      (rc = dataset_key_bool(k, "cache", 1, &s->wv.cache, err, errlen)) < 0 ||
+      (rc = dataset_key_u64(k, "max_len", 0, 1u << 20, 0, &s->max_len, err, errlen)) < 0 ||
+      (rc = dataset_key_u64(k, "max_table_bytes", 1, UINT64_MAX, WORDVEC_DEFAULT_MAX_BYTES, &max_bytes, err,
+                            errlen)) < 0)
+    return rc;
   s->wv.max_bytes = max_bytes;
   return 0;
 }
@@ -87,7 +90,7 @@ static int load_vectors(dataset *d, text_settings *s, const logger *log, char *e
   wordvec *v = &d->vectors;
   char why[1024];
   if (wordvec_load(s->vectors, &s->wv, v, &rep, why, sizeof why) < 0)
-    return snprintf(err, errlen, "dataset %s: vectors: %s", d->name, why), -1;
+    return snprintf(err, errlen, "dataset %s: vectors: %s", d->name, why), BFEED_EDATASET;
   char bf[32], f32[32];
   const char *how = rep.cache == WORDVEC_CACHE_HIT ? "mapped from the cache" : "parsed";
   log_info(log, "dataset %s: vectors %s: %u words x %u (%s), %s as bf16 (%s as float32), %s in %.3f s", d->name,
@@ -103,7 +106,7 @@ static int load_vectors(dataset *d, text_settings *s, const logger *log, char *e
              s->vectors, (unsigned long long)v->duplicates);
   if (s->ts.oov == TEXTSET_OOV_UNK && (s->ts.unk = wordvec_find(v, s->unk, strlen(s->unk))) == WORDVEC_NONE)
     return snprintf(err, errlen, "dataset %s: oov=unk, but %s has no word '%s' (name another with unk=WORD)", d->name,
-                    s->vectors, s->unk), -1;
+                    s->vectors, s->unk), BFEED_EDATASET;
   d->max_len = (uint32_t)s->max_len;
   return 0;
 }
@@ -125,16 +128,16 @@ static int add_sample(builder *b, const char *label, size_t label_len, const cha
   if (d->text.n == b->cap) {
     size_t cap = b->cap ? 2 * b->cap : 1024;
     uint32_t *p = realloc(b->prov, cap * sizeof *p);
-    if (!p) return snprintf(err, errlen, "dataset %s: out of memory", d->name), -1;
+    if (!p) return snprintf(err, errlen, "dataset %s: out of memory", d->name), BFEED_ENOMEM;
     b->prov = p;
     b->cap = cap;
   }
   if (d->text.n >= UINT32_MAX)
-    return snprintf(err, errlen, "%s:%llu: more than %u samples", file, (unsigned long long)line, UINT32_MAX), -1;
+    return snprintf(err, errlen, "%s:%llu: more than %u samples", file, (unsigned long long)line, UINT32_MAX), BFEED_EDATASET;
   if (labelset_add(&b->labels, label, label_len, &b->prov[d->text.n]) < 0 ||
       textset_add(&d->text, &d->vectors, &b->s->ts, text, text_len) < 0)
     return snprintf(err, errlen, "%s:%llu: out of memory, or a text of more than %u tokens", file,
-                    (unsigned long long)line, TEXTSET_MAX_SAMPLE_TOKENS), -1;
+                    (unsigned long long)line, TEXTSET_MAX_SAMPLE_TOKENS), BFEED_ENOMEM;
   return 0;
 }
 
@@ -146,7 +149,7 @@ static int on_manifest(void *ctx, const manifest_record *r, char *err, size_t er
   builder *b = ctx;
   size_t dl = r->image[0] == '/' ? 0 : strlen(b->dir);
   char *path = malloc(dl + 1 + r->image_len + 1);
-  if (!path) return snprintf(err, errlen, "dataset %s: out of memory", b->d->name), -1;
+  if (!path) return snprintf(err, errlen, "dataset %s: out of memory", b->d->name), BFEED_ENOMEM;
   if (dl) memcpy(path, b->dir, dl), path[dl] = '/';
   memcpy(path + (dl ? dl + 1 : 0), r->image, r->image_len);
   path[(dl ? dl + 1 : 0) + r->image_len] = 0;
@@ -156,9 +159,9 @@ static int on_manifest(void *ctx, const manifest_record *r, char *err, size_t er
     snprintf(err, errlen, "%s:%llu: image %s: %s", r->file, (unsigned long long)r->line, path,
              e ? strerror(e) : "not a regular file");
     free(path);
-    return -1;
+    return BFEED_EDATASET;
   }
-  if (strlist_push(&b->images, path) < 0) return snprintf(err, errlen, "dataset %s: out of memory", b->d->name), -1;
+  if (strlist_push(&b->images, path) < 0) return snprintf(err, errlen, "dataset %s: out of memory", b->d->name), BFEED_ENOMEM;
   return add_sample(b, r->label, r->label_len, r->text, r->text_len, r->file, r->line, err, errlen);
 }
 
@@ -166,9 +169,9 @@ static int on_manifest(void *ctx, const manifest_record *r, char *err, size_t er
 static int finish(builder *b, int allow_numeric, const logger *log, char *err, size_t errlen) {
   dataset *d = b->d;
   textset *t = &d->text;
-  if (t->n == 0) return snprintf(err, errlen, "dataset %s: no samples in %s", d->name, d->root), -1;
+  if (t->n == 0) return snprintf(err, errlen, "dataset %s: no samples in %s", d->name, d->root), BFEED_EDATASET;
   if (labelset_finish(&b->labels, allow_numeric) < 0 || !(d->labels = malloc(t->n * sizeof *d->labels)))
-    return snprintf(err, errlen, "dataset %s: out of memory", d->name), -1;
+    return snprintf(err, errlen, "dataset %s: out of memory", d->name), BFEED_ENOMEM;
   for (size_t i = 0; i < t->n; i++) d->labels[i] = (int32_t)b->labels.map[b->prov[i]];
   d->classes = b->labels.classes;
   d->nclasses = b->labels.nclasses;
@@ -188,16 +191,23 @@ static void builder_free(builder *b) {
   strlist_free(&b->images);
 }
 
+/* What both kinds do first: check the keys, read the settings, load the table. */
+static int prepare(dataset *d, const dataset_keys *k, const char *const *keys, text_settings *s, const logger *log,
+                   char *err, size_t errlen) {
+  int rc;
+  if ((rc = dataset_keys_check(k, keys, err, errlen)) < 0 || (rc = parse_settings(k, s, err, errlen)) < 0) return rc;
+  return load_vectors(d, s, log, err, errlen);
+}
+
 int dataset_text_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
   static const char *const keys[] = {TEXT_KEYS, "format", "label", NULL};
   text_settings s;
-  if (dataset_keys_check(k, keys, err, errlen) < 0 || parse_settings(k, &s, err, errlen) < 0 ||
-      load_vectors(d, &s, log, err, errlen) < 0)
-    return -1;
+  int rc = prepare(d, k, keys, &s, log, err, errlen);
+  if (rc < 0) return rc;
   builder b = {.d = d, .s = &s};
   struct stat st;
   int folder = stat(d->root, &st) == 0 && S_ISDIR(st.st_mode);
-  int rc = text_source_read(d->root, &s.src, on_text, &b, err, errlen);
+  rc = text_source_read(d->root, &s.src, on_text, &b, err, errlen);
   if (rc == 0) rc = finish(&b, !folder, log, err, errlen);
   builder_free(&b);
   return rc;
@@ -206,17 +216,16 @@ int dataset_text_load(dataset *d, const dataset_keys *k, const logger *log, char
 int dataset_text_load_manifest(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
   static const char *const keys[] = {TEXT_KEYS, NULL};
   text_settings s;
-  if (dataset_keys_check(k, keys, err, errlen) < 0 || parse_settings(k, &s, err, errlen) < 0 ||
-      load_vectors(d, &s, log, err, errlen) < 0)
-    return -1;
+  int rc = prepare(d, k, keys, &s, log, err, errlen);
+  if (rc < 0) return rc;
   char *dir = strdup(d->root);
-  if (!dir) return snprintf(err, errlen, "dataset %s: out of memory", d->name), -1;
+  if (!dir) return snprintf(err, errlen, "dataset %s: out of memory", d->name), BFEED_ENOMEM;
   char *slash = strrchr(dir, '/');
   if (slash) *slash = 0;
   builder b = {.d = d, .s = &s, .dir = slash ? (slash == dir ? "/" : dir) : "."};
-  int rc = manifest_read(d->root, on_manifest, &b, err, errlen);
+  rc = manifest_read(d->root, on_manifest, &b, err, errlen);
   if (rc == 0) rc = finish(&b, 1, log, err, errlen);
-  if (rc == 0 && !(d->bad = calloc(d->nsamples, 1))) rc = (snprintf(err, errlen, "dataset %s: out of memory", d->name), -1);
+  if (rc == 0 && !(d->bad = calloc(d->nsamples, 1))) rc = (snprintf(err, errlen, "dataset %s: out of memory", d->name), BFEED_ENOMEM);
   if (rc == 0) {
     d->paths = b.images.v;
     b.images.v = NULL;

@@ -9,6 +9,8 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "bfeed.h"
+
 #define FOLDER_MAX_DEPTH 32
 
 static int cmp_str(const void *a, const void *b) {
@@ -38,7 +40,7 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
   DIR *d = opendir(dir);
   if (!d) {
     snprintf(err, errlen, "cannot open folder %s: %s", dir, strerror(errno));
-    return -1;
+    return BFEED_EIO;
   }
   struct dirent *e;
   int rc = 0;
@@ -46,7 +48,7 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
     if (e->d_name[0] == '.') continue;
     char *path = join(dir, e->d_name);
     struct stat st;
-    if (!path) rc = -1;
+    if (!path) rc = BFEED_EIO;
     else if (stat(path, &st) != 0) free(path); /* dangling link: not a sample */
     else if (S_ISDIR(st.st_mode) && dirs) rc = strlist_push(dirs, path);
     else if (S_ISREG(st.st_mode) && files && folder_has_ext(e->d_name, exts)) rc = strlist_push(files, path);
@@ -55,7 +57,7 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
   closedir(d);
   if (rc < 0) {
     snprintf(err, errlen, "out of memory listing %s", dir);
-    return -1;
+    return BFEED_ENOMEM;
   }
   if (dirs && dirs->n > 1) qsort(dirs->v, dirs->n, sizeof *dirs->v, cmp_str); /* qsort(NULL, 0) is UB */
   if (files && files->n > 1) qsort(files->v, files->n, sizeof *files->v, cmp_str);
@@ -63,13 +65,13 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
 }
 
 static int walk(const char *dir, strlist *out, const char *const *exts, int depth, char *err, size_t errlen) {
+  int rc;
   strlist dirs = {0}, files = {0};
   if (depth > FOLDER_MAX_DEPTH) {
     snprintf(err, errlen, "folder %s nests too deep (symlink loop?)", dir);
-    return -1;
+    return BFEED_EDATASET;
   }
-  if (folder_list(dir, &dirs, &files, exts, err, errlen) < 0) return -1;
-  int rc = 0;
+  if ((rc = folder_list(dir, &dirs, &files, exts, err, errlen)) < 0) return rc;
   for (size_t i = 0; i < files.n && rc == 0; i++) {
     rc = strlist_push(out, files.v[i]);
     files.v[i] = NULL;

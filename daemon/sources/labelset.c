@@ -6,10 +6,12 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "bfeed.h"
+
 static int grow_index(labelset *l) {
   size_t nslots = l->nslots ? 2 * l->nslots : 64;
   uint32_t *s = calloc(nslots, sizeof *s);
-  if (!s) return -1;
+  if (!s) return BFEED_ENOMEM;
   for (size_t i = 0; i < l->n; i++) {
     size_t h = (size_t)XXH3_64bits(l->names[i], strlen(l->names[i])) & (nslots - 1);
     while (s[h]) h = (h + 1) & (nslots - 1);
@@ -22,7 +24,7 @@ static int grow_index(labelset *l) {
 }
 
 int labelset_add(labelset *l, const char *name, size_t len, uint32_t *id) {
-  if (2 * (l->n + 1) > l->nslots && grow_index(l) < 0) return -1;
+  if (2 * (l->n + 1) > l->nslots && grow_index(l) < 0) return BFEED_ENOMEM;
   size_t h = (size_t)XXH3_64bits(name, len) & (l->nslots - 1);
   for (; l->slots[h]; h = (h + 1) & (l->nslots - 1)) {
     const char *s = l->names[l->slots[h] - 1];
@@ -30,11 +32,11 @@ int labelset_add(labelset *l, const char *name, size_t len, uint32_t *id) {
   }
   if ((l->n & (l->n - 1)) == 0) { /* capacity doubles at powers of two */
     char **v = realloc(l->names, (l->n ? 2 * l->n : 1) * sizeof *v);
-    if (!v) return -1;
+    if (!v) return BFEED_ENOMEM;
     l->names = v;
   }
   char *s = malloc(len + 1);
-  if (!s) return -1;
+  if (!s) return BFEED_ENOMEM;
   memcpy(s, name, len);
   s[len] = 0;
   l->names[l->n] = s;
@@ -64,24 +66,24 @@ int labelset_finish(labelset *l, int allow_numeric) {
     else if (v > max) max = v;
   }
   l->map = malloc((l->n ? l->n : 1) * sizeof *l->map);
-  if (!l->map) return -1;
+  if (!l->map) return BFEED_ENOMEM;
   if (l->numeric && l->n > 0) {
     l->nclasses = (size_t)max + 1;
     l->classes = calloc(l->nclasses, sizeof *l->classes);
-    if (!l->classes) return -1;
+    if (!l->classes) return BFEED_ENOMEM;
     for (size_t c = 0; c < l->nclasses; c++) {
       char buf[24];
       snprintf(buf, sizeof buf, "%zu", c);
-      if (!(l->classes[c] = strdup(buf))) return -1;
+      if (!(l->classes[c] = strdup(buf))) return BFEED_ENOMEM;
     }
     for (size_t i = 0; i < l->n; i++) l->map[i] = (uint32_t)plain_number(l->names[i]);
     return 0;
   }
   l->nclasses = l->n;
   l->classes = calloc(l->n ? l->n : 1, sizeof *l->classes);
-  if (!l->classes) return -1;
+  if (!l->classes) return BFEED_ENOMEM;
   for (size_t i = 0; i < l->n; i++)
-    if (!(l->classes[i] = strdup(l->names[i]))) return -1;
+    if (!(l->classes[i] = strdup(l->names[i]))) return BFEED_ENOMEM;
   qsort(l->classes, l->n, sizeof *l->classes, cmp_name);
   for (size_t i = 0; i < l->n; i++) {
     char **hit = bsearch(&l->names[i], l->classes, l->n, sizeof *l->classes, cmp_name);

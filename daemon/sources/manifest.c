@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bfeed.h"
 #include "mapfile.h"
 #include "text_source.h"
 
@@ -18,7 +19,7 @@ static int record(manifest_record *r, const char *p, size_t n, char *err, size_t
   const char *t2 = t1 ? memchr(t1 + 1, '\t', n - (size_t)(t1 + 1 - p)) : NULL;
   if (!t2)
     return snprintf(err, errlen, "%s:%llu: expected image_path<TAB>label<TAB>text", r->file,
-                    (unsigned long long)r->line), -1;
+                    (unsigned long long)r->line), BFEED_EDATASET;
   r->image = p;
   r->image_len = (size_t)(t1 - p);
   r->label = t1 + 1;
@@ -27,7 +28,7 @@ static int record(manifest_record *r, const char *p, size_t n, char *err, size_t
   r->text_len = n - (size_t)(t2 + 1 - p);
   if (r->image_len == 0 || memchr(r->image, 0, r->image_len))
     return snprintf(err, errlen, "%s:%llu: the image path is empty or holds a NUL byte", r->file,
-                    (unsigned long long)r->line), -1;
+                    (unsigned long long)r->line), BFEED_EDATASET;
   return text_source_check_label(r->label, r->label_len, r->file, r->line, err, errlen);
 }
 
@@ -40,16 +41,18 @@ int manifest_parse(const char *data, size_t size, const char *name, manifest_fn 
     size_t n = (size_t)(le - p);
     if (n > 0 && p[n - 1] == '\r') n--;
     r.line++;
-    if (!blank(p, n) && (record(&r, p, n, err, errlen) < 0 || fn(ctx, &r, err, errlen) < 0)) return -1;
+    int rc;
+    if (!blank(p, n) && ((rc = record(&r, p, n, err, errlen)) < 0 || (rc = fn(ctx, &r, err, errlen)) < 0)) return rc;
     p = le + (nl != NULL);
   }
   return 0;
 }
 
 int manifest_read(const char *path, manifest_fn fn, void *ctx, char *err, size_t errlen) {
+  int rc;
   mapfile m;
-  if (mapfile_open(&m, path, UINT64_MAX, err, errlen) < 0) return -1;
-  int rc = manifest_parse((const char *)m.data, m.size, path, fn, ctx, err, errlen);
+  if ((rc = mapfile_open(&m, path, UINT64_MAX, err, errlen)) < 0) return rc;
+  rc = manifest_parse((const char *)m.data, m.size, path, fn, ctx, err, errlen);
   mapfile_close(&m);
   return rc;
 }

@@ -8,23 +8,25 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "bfeed.h"
+
 int mapfile_open(mapfile *m, const char *path, uint64_t max_size, char *err, size_t errlen) {
   memset(m, 0, sizeof *m);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return -1;
+    return BFEED_EIO;
   }
   if (fstat(fd, &m->st) != 0 || !S_ISREG(m->st.st_mode)) {
     snprintf(err, errlen, "%s: not a regular file", path);
     close(fd);
-    return -1;
+    return BFEED_EIO;
   }
   if ((uint64_t)m->st.st_size > max_size || (uint64_t)m->st.st_size > SIZE_MAX) {
     snprintf(err, errlen, "%s: %lld bytes, over the %llu-byte limit", path, (long long)m->st.st_size,
              (unsigned long long)max_size);
     close(fd);
-    return -1;
+    return BFEED_ETOOBIG;
   }
   m->size = (size_t)m->st.st_size;
   if (m->size > 0) {
@@ -33,7 +35,7 @@ int mapfile_open(mapfile *m, const char *path, uint64_t max_size, char *err, siz
       snprintf(err, errlen, "%s: cannot map %zu bytes: %s", path, m->size, strerror(errno));
       close(fd);
       m->size = 0;
-      return -1;
+      return BFEED_EIO;
     }
     m->data = p;
   }

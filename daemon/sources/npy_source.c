@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bfeed.h"
+
 #define NPY_MAGIC "\x93NUMPY"
 
 static int failf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -14,7 +16,7 @@ static int failf(char *err, size_t errlen, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(err, errlen, fmt, ap);
   va_end(ap);
-  return -1;
+  return BFEED_EDATASET;
 }
 
 typedef struct hparse {
@@ -32,7 +34,7 @@ static int bad(hparse *x, const char *fmt, ...) {
   va_start(ap, fmt);
   if (n >= 0 && (size_t)n < x->errlen) vsnprintf(x->err + n, x->errlen - (size_t)n, fmt, ap);
   va_end(ap);
-  return -1;
+  return BFEED_EDATASET;
 }
 
 static void ws(hparse *x) {
@@ -42,7 +44,7 @@ static void ws(hparse *x) {
 static int eat(hparse *x, char c) {
   ws(x);
   if (x->pos < x->end && x->p[x->pos] == c) return x->pos++, 0;
-  return -1;
+  return BFEED_EDATASET;
 }
 
 /* A Python string literal without escapes: 'abc' or "abc". */
@@ -84,16 +86,17 @@ static int shape(hparse *x, npy_source_header *h) {
 }
 
 static int dict(hparse *x, npy_source_header *h) {
+  int rc;
   int have = 0; /* bits: descr, fortran_order, shape */
   if (eat(x, '{') < 0) return bad(x, "expected '{' (the header is a Python dict)");
   for (;;) {
     if (eat(x, '}') == 0) break;
     char key[32];
-    if (str(x, key, sizeof key) < 0) return -1;
+    if ((rc = str(x, key, sizeof key)) < 0) return rc;
     if (eat(x, ':') < 0) return bad(x, "expected ':' after '%s'", key);
     ws(x);
     if (strcmp(key, "descr") == 0) {
-      if (str(x, h->descr, sizeof h->descr) < 0) return -1;
+      if ((rc = str(x, h->descr, sizeof h->descr)) < 0) return rc;
       have |= 1;
     } else if (strcmp(key, "fortran_order") == 0) {
       if (x->end - x->pos >= 4 && memcmp(x->p + x->pos, "True", 4) == 0) h->fortran_order = 1, x->pos += 4;
@@ -101,7 +104,7 @@ static int dict(hparse *x, npy_source_header *h) {
       else return bad(x, "fortran_order must be True or False");
       have |= 2;
     } else if (strcmp(key, "shape") == 0) {
-      if (shape(x, h) < 0) return -1;
+      if ((rc = shape(x, h)) < 0) return rc;
       have |= 4;
     } else {
       return bad(x, "unknown header key '%s'", key);
@@ -127,6 +130,7 @@ static unsigned item_size(const char *d) {
 }
 
 int npy_source_parse_header(const uint8_t *p, size_t n, const char *name, npy_source_header *h, char *err, size_t errlen) {
+  int rc;
   hparse x = {.p = p, .pos = 0, .end = n, .name = name, .err = err, .errlen = errlen};
   memset(h, 0, sizeof *h);
   if (n < 10 || memcmp(p, NPY_MAGIC, 6) != 0) return bad(&x, "not a .npy file (no \\x93NUMPY magic)");
@@ -145,7 +149,7 @@ int npy_source_parse_header(const uint8_t *p, size_t n, const char *name, npy_so
   if (hl > n - start) return x.pos = 8, bad(&x, "the header claims %zu bytes, the file has %zu after it", hl, n - start);
   x.pos = start;
   x.end = start + hl;
-  if (dict(&x, h) < 0) return -1;
+  if ((rc = dict(&x, h)) < 0) return rc;
   h->data_offset = start + hl;
   unsigned isz = item_size(h->descr);
   if (isz == 0) return x.pos = start, bad(&x, "dtype '%s' is not supported", h->descr);
@@ -174,11 +178,12 @@ static void shape_str(const npy_source_header *h, char *out, size_t cap) {
 }
 
 int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errlen) {
+  int rc;
   memset(s, 0, sizeof *s);
-  if (mapfile_open(&s->file, path, UINT64_MAX, err, errlen) < 0) return -1;
+  if ((rc = mapfile_open(&s->file, path, UINT64_MAX, err, errlen)) < 0) return rc;
   npy_source_header *h = &s->h;
   char sh[96];
-  int rc = npy_source_parse_header(s->file.data, s->file.size, path, h, err, errlen);
+  rc = npy_source_parse_header(s->file.data, s->file.size, path, h, err, errlen);
   if (rc == 0) shape_str(h, sh, sizeof sh);
   if (rc == 0 && strcmp(h->descr, "<f4") != 0)
     rc = failf(err, errlen, "%s: dtype '%s': features must be little-endian float32 ('<f4')", path, h->descr);
@@ -192,7 +197,7 @@ int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errl
     rc = failf(err, errlen, "%s: shape %s: samples hold no values", path, sh);
   if (rc < 0) {
     npy_source_close(s);
-    return -1;
+    return BFEED_EDATASET;
   }
   s->nrows = h->shape[0];
   s->row_floats = h->data_bytes / 4 / h->shape[0];
@@ -201,11 +206,12 @@ int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errl
 }
 
 int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *nclasses, char *err, size_t errlen) {
+  int rc;
   mapfile m;
   npy_source_header h;
   *labels = NULL;
-  if (mapfile_open(&m, path, UINT64_MAX, err, errlen) < 0) return -1;
-  int rc = npy_source_parse_header(m.data, m.size, path, &h, err, errlen);
+  if ((rc = mapfile_open(&m, path, UINT64_MAX, err, errlen)) < 0) return rc;
+  rc = npy_source_parse_header(m.data, m.size, path, &h, err, errlen);
   int wide = rc == 0 && strcmp(h.descr, "<i8") == 0;
   if (rc == 0 && !wide && strcmp(h.descr, "<i4") != 0)
     rc = failf(err, errlen, "%s: dtype '%s': labels must be '<i4' or '<i8'", path, h.descr);
@@ -227,7 +233,7 @@ int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_
   if (rc < 0) {
     free(*labels);
     *labels = NULL;
-    return -1;
+    return BFEED_EDATASET;
   }
   *nclasses = (size_t)(max + 1);
   return 0;

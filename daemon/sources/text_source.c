@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "bfeed.h"
 #include "folder.h"
 #include "labelset.h"
 #include "mapfile.h"
@@ -25,12 +26,12 @@ int text_source_format_parse(const char *s) {
 static int is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 int text_source_check_label(const char *label, size_t len, const char *file, uint64_t line, char *err, size_t errlen) {
-  if (len == 0) return snprintf(err, errlen, "%s:%llu: empty label", file, (unsigned long long)line), -1;
+  if (len == 0) return snprintf(err, errlen, "%s:%llu: empty label", file, (unsigned long long)line), BFEED_EDATASET;
   if (len > LABELSET_MAX_LEN)
     return snprintf(err, errlen, "%s:%llu: a label of %zu bytes, over the %u-byte limit", file, (unsigned long long)line,
-                    len, LABELSET_MAX_LEN), -1;
+                    len, LABELSET_MAX_LEN), BFEED_EDATASET;
   if (memchr(label, 0, len))
-    return snprintf(err, errlen, "%s:%llu: the label holds a NUL byte", file, (unsigned long long)line), -1;
+    return snprintf(err, errlen, "%s:%llu: the label holds a NUL byte", file, (unsigned long long)line), BFEED_EDATASET;
   return 0;
 }
 
@@ -54,11 +55,11 @@ static int fasttext_line(text_record *r, const char *p, size_t n, int pick, char
   }
   if (count == 0)
     return snprintf(err, errlen, "%s:%llu: no %s at the start of the line", r->file, (unsigned long long)r->line,
-                    LABEL_PREFIX), -1;
+                    LABEL_PREFIX), BFEED_EDATASET;
   int want = pick == 0 ? 1 : pick < 0 ? (count < 64 ? count : 64) : pick;
   if (want > count || want > 64)
     return snprintf(err, errlen, "%s:%llu: the line has %d labels, label=%d asks for more", r->file,
-                    (unsigned long long)r->line, count, pick), -1;
+                    (unsigned long long)r->line, count, pick), BFEED_EDATASET;
   r->label = labels[want - 1];
   r->label_len = lens[want - 1];
   r->text = p;
@@ -69,7 +70,7 @@ static int fasttext_line(text_record *r, const char *p, size_t n, int pick, char
 static int tsv_line(text_record *r, const char *p, size_t n, char *err, size_t errlen) {
   const char *tab = memchr(p, '\t', n);
   if (!tab)
-    return snprintf(err, errlen, "%s:%llu: no tab: expected label<TAB>text", r->file, (unsigned long long)r->line), -1;
+    return snprintf(err, errlen, "%s:%llu: no tab: expected label<TAB>text", r->file, (unsigned long long)r->line), BFEED_EDATASET;
   const char *a = p, *b = tab;
   while (a < b && *a == ' ') a++;
   while (b > a && b[-1] == ' ') b--;
@@ -106,9 +107,9 @@ int text_source_parse(const char *data, size_t size, const char *name, const tex
   if (f == TEXT_AUTO) f = detect(p, end);
   if (f == TEXT_AUTO)
     return snprintf(err, errlen, "%s: cannot tell the format: the first line has neither %s nor a tab (set format=fasttext or tsv)",
-                    name, LABEL_PREFIX), -1;
+                    name, LABEL_PREFIX), BFEED_EDATASET;
   if (f != TEXT_FASTTEXT && f != TEXT_TSV)
-    return snprintf(err, errlen, "%s: a file, not a folder, so format=folder does not apply", name), -1;
+    return snprintf(err, errlen, "%s: a file, not a folder, so format=folder does not apply", name), BFEED_EDATASET;
   text_record r = {.file = name};
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
@@ -117,7 +118,7 @@ int text_source_parse(const char *data, size_t size, const char *name, const tex
     r.line++;
     if (!blank(p, n)) {
       int rc = f == TEXT_FASTTEXT ? fasttext_line(&r, p, n, o->label_pick, err, errlen) : tsv_line(&r, p, n, err, errlen);
-      if (rc < 0 || fn(ctx, &r, err, errlen) < 0) return -1;
+      if (rc < 0 || (rc = fn(ctx, &r, err, errlen)) < 0) return rc;
     }
     p = le + (nl != NULL);
   }
@@ -127,8 +128,9 @@ int text_source_parse(const char *data, size_t size, const char *name, const tex
 static int read_file(const char *path, const text_source_opts *o, text_record_fn fn, void *ctx, char *err,
                      size_t errlen) {
   mapfile m;
-  if (mapfile_open(&m, path, TEXT_MAX_FILE, err, errlen) < 0) return -1;
-  int rc = text_source_parse((const char *)m.data, m.size, path, o, fn, ctx, err, errlen);
+  int rc;
+  if ((rc = mapfile_open(&m, path, TEXT_MAX_FILE, err, errlen)) < 0) return rc;
+  rc = text_source_parse((const char *)m.data, m.size, path, o, fn, ctx, err, errlen);
   mapfile_close(&m);
   return rc;
 }
@@ -137,7 +139,7 @@ static int read_folder(const char *root, text_record_fn fn, void *ctx, char *err
   static const char *const txt[] = {".txt", NULL};
   strlist classes = {0}, files = {0};
   int rc = folder_list(root, &classes, NULL, txt, err, errlen);
-  if (rc == 0 && classes.n == 0) rc = (snprintf(err, errlen, "folder %s has no class sub-folders", root), -1);
+  if (rc == 0 && classes.n == 0) rc = (snprintf(err, errlen, "folder %s has no class sub-folders", root), BFEED_EDATASET);
   for (size_t c = 0; rc == 0 && c < classes.n; c++) {
     const char *slash = strrchr(classes.v[c], '/');
     const char *cls = slash ? slash + 1 : classes.v[c];
@@ -159,10 +161,10 @@ static int read_folder(const char *root, text_record_fn fn, void *ctx, char *err
 int text_source_read(const char *path, const text_source_opts *o, text_record_fn fn, void *ctx, char *err,
                      size_t errlen) {
   struct stat st;
-  if (stat(path, &st) != 0) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), -1;
+  if (stat(path, &st) != 0) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), BFEED_EIO;
   if (S_ISDIR(st.st_mode)) {
     if (o->format != TEXT_AUTO && o->format != TEXT_FOLDER)
-      return snprintf(err, errlen, "%s is a folder: format must be folder (or auto)", path), -1;
+      return snprintf(err, errlen, "%s is a folder: format must be folder (or auto)", path), BFEED_EDATASET;
     return read_folder(path, fn, ctx, err, errlen);
   }
   return read_file(path, o, fn, ctx, err, errlen);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bfeed.h"
+
 int textset_oov_parse(const char *s) {
   if (strcmp(s, "skip") == 0) return TEXTSET_OOV_SKIP;
   if (strcmp(s, "zero") == 0) return TEXTSET_OOV_ZERO;
@@ -15,7 +17,7 @@ static int push_id(textset *t, uint32_t id) {
   if (t->off[t->n + 1] == t->idcap) {
     uint64_t cap = t->idcap ? 2 * t->idcap : 4096;
     uint32_t *v = realloc(t->ids, cap * sizeof *v);
-    if (!v) return -1;
+    if (!v) return BFEED_ENOMEM;
     t->ids = v;
     t->idcap = cap;
   }
@@ -42,14 +44,14 @@ int textset_add(textset *t, const wordvec *v, const textset_opts *o, const char 
   if (t->n + 1 >= t->ncap) {
     size_t cap = t->ncap ? 2 * t->ncap : 1024;
     uint64_t *off = realloc(t->off, cap * sizeof *off);
-    if (!off) return -1;
+    if (!off) return BFEED_ENOMEM;
     if (!t->off) off[0] = 0;
     t->off = off;
     t->ncap = cap;
   }
   if (t->lower_cap < v->max_word_len) {
     char *l = realloc(t->lower, v->max_word_len);
-    if (!l) return -1;
+    if (!l) return BFEED_ENOMEM;
     t->lower = l;
     t->lower_cap = v->max_word_len;
   }
@@ -62,7 +64,8 @@ int textset_add(textset *t, const wordvec *v, const textset_opts *o, const char 
     t->tokens++;
     uint32_t row = lookup(t, v, o, tok, tl);
     if (row == WORDVEC_NONE) continue;
-    if (t->off[t->n + 1] - t->off[t->n] >= TEXTSET_MAX_SAMPLE_TOKENS || push_id(t, row) < 0) return -1;
+    if (t->off[t->n + 1] - t->off[t->n] >= TEXTSET_MAX_SAMPLE_TOKENS) return BFEED_ETOOBIG;
+    if (push_id(t, row) < 0) return BFEED_ENOMEM;
   }
   uint32_t n = (uint32_t)(t->off[t->n + 1] - t->off[t->n]);
   if (n > t->longest) t->longest = n;

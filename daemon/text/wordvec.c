@@ -11,6 +11,7 @@
 #include <time.h>
 #include <xxhash.h>
 
+#include "bfeed.h"
 #include "mapfile.h"
 
 uint64_t wordvec_hash(const char *word, size_t len) { return XXH3_64bits(word, len); }
@@ -58,13 +59,13 @@ int wordvec_cache_path(const char *path, const char *cache_dir, char *out, size_
     n = snprintf(out, cap, "%s.bfwv", path);
   } else {
     char abs[PATH_MAX];
-    if (!realpath(path, abs)) return -1;
+    if (!realpath(path, abs)) return BFEED_EIO;
     const char *base = strrchr(abs, '/');
     base = base ? base + 1 : abs;
     n = snprintf(out, cap, "%s/%s.%016llx.bfwv", cache_dir, base,
                  (unsigned long long)XXH3_64bits(abs, strlen(abs)));
   }
-  return n > 0 && (size_t)n < cap ? 0 : -1;
+  return n > 0 && (size_t)n < cap ? 0 : BFEED_ETOOBIG;
 }
 
 static double now_s(void) {
@@ -84,11 +85,12 @@ static void source_of(const struct stat *st, wordvec_source *src) {
 static int load_source(const char *path, const wordvec_opts *o, uint64_t max_bytes, wordvec *out,
                        wordvec_report *rep, char *err, size_t errlen) {
   mapfile mf;
-  if (mapfile_open(&mf, path, UINT64_MAX, err, errlen) < 0) return -1;
+  int rc;
+  if ((rc = mapfile_open(&mf, path, UINT64_MAX, err, errlen)) < 0) return rc;
   if (mf.data) madvise((void *)mf.data, mf.size, MADV_SEQUENTIAL);
   wordvec_source src;
   source_of(&mf.st, &src);
-  int rc = wordvec_parse(mf.data, mf.size, path, max_bytes, out, err, errlen);
+  rc = wordvec_parse(mf.data, mf.size, path, max_bytes, out, err, errlen);
   mapfile_close(&mf);
   if (rc < 0 || !o->cache) return rc;
   char why[512];
@@ -120,18 +122,18 @@ int wordvec_load(const char *path, const wordvec_opts *o, wordvec *out, wordvec_
     struct stat st;
     if (stat(path, &st) != 0) {
       snprintf(err, errlen, "%s: %s", path, strerror(errno));
-      return -1;
+      return BFEED_EDATASET;
     }
     wordvec_source src;
     source_of(&st, &src);
     if (wordvec_cache_path(path, o->cache_dir, rep->cache_path, sizeof rep->cache_path) < 0) {
       snprintf(err, errlen, "%s: cannot name its cache file (path too long or unresolvable)", path);
-      return -1;
+      return BFEED_EDATASET;
     }
     int hit = wordvec_cache_map(rep->cache_path, &src, out, rep->note, sizeof rep->note);
     if (hit < 0) {
       snprintf(err, errlen, "%s: %s", rep->cache_path, rep->note);
-      return -1;
+      return BFEED_EDATASET;
     }
     if (hit == 1) {
       rep->cache = WORDVEC_CACHE_HIT;

@@ -28,6 +28,8 @@
 
 #include "wordvec.h"
 
+#include "bfeed.h"
+
 #define CACHE_MAGIC "BFWVEC01"
 #define CACHE_VERSION 1u
 #define CACHE_BYTE_ORDER 0x01020304u
@@ -68,7 +70,7 @@ static uint64_t header_sum(const cache_header *h) {
 /* ------------------------------------------------------------------ */
 /* Checking                                                            */
 
-#define BAD(...) return snprintf(err, errlen, __VA_ARGS__), -1
+#define BAD(...) return snprintf(err, errlen, __VA_ARGS__), BFEED_EDATASET
 
 int wordvec_cache_check(const uint8_t *p, size_t n, const wordvec_source *src, wordvec *view, char *err,
                         size_t errlen) {
@@ -177,7 +179,7 @@ static int write_all(int fd, const void *p, uint64_t n) {
   while (n > 0) {
     ssize_t w = write(fd, b, n > (1u << 30) ? (1u << 30) : (size_t)n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return -1;
+    if (w <= 0) return BFEED_EIO;
     b += w;
     n -= (uint64_t)w;
   }
@@ -214,9 +216,9 @@ int wordvec_cache_write(const wordvec *w, const wordvec_source *src, const char 
 
   char tmp[4200];
   if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= sizeof tmp)
-    return snprintf(err, errlen, "cache path %s is too long", path), -1;
+    return snprintf(err, errlen, "cache path %s is too long", path), BFEED_EIO;
   int fd = mkstemp(tmp);
-  if (fd < 0) return snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno)), -1;
+  if (fd < 0) return snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(errno)), BFEED_EIO;
   uint64_t vec_end = h.off_vectors + (uint64_t)h.nwords * h.dim * 2;
   uint64_t off_end = h.off_word_off + ((uint64_t)h.nwords + 1) * 8;
   uint64_t slot_end = h.off_slots + (uint64_t)h.nslots * 4;
@@ -229,13 +231,13 @@ int wordvec_cache_write(const wordvec *w, const wordvec_source *src, const char 
   if (rc == 0) rc = pad_to(fd, slot_end, h.off_words);
   if (rc == 0) rc = write_all(fd, w->words, h.words_bytes);
   /* The data must be on disk before the name points at it. */
-  if (rc == 0) rc = fchmod(fd, 0644) == 0 && fsync(fd) == 0 ? 0 : -1;
+  if (rc == 0) rc = fchmod(fd, 0644) == 0 && fsync(fd) == 0 ? 0 : BFEED_EIO;
   int saved = errno;
-  if (close(fd) != 0 && rc == 0) rc = -1, saved = errno;
-  if (rc == 0 && rename(tmp, path) != 0) rc = -1, saved = errno;
+  if (close(fd) != 0 && rc == 0) rc = BFEED_EIO, saved = errno;
+  if (rc == 0 && rename(tmp, path) != 0) rc = BFEED_EIO, saved = errno;
   if (rc < 0) {
     unlink(tmp);
-    return snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved)), -1;
+    return snprintf(err, errlen, "cannot write %s: %s", path, strerror(saved)), BFEED_EIO;
   }
   return 0;
 }

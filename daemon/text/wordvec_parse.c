@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bf16.h"
+#include "bfeed.h"
 #include "wordvec.h"
 
 #define VALUE_MAX_CHARS 63 /* longer "numbers" are not numbers */
@@ -40,7 +41,7 @@ static int fail(wv_build *b, const char *fmt, ...) {
   va_start(ap, fmt);
   if (n >= 0 && (size_t)n < b->errlen) vsnprintf(b->err + n, b->errlen - (size_t)n, fmt, ap);
   va_end(ap);
-  return -1;
+  return BFEED_EDATASET;
 }
 
 static void build_free(wv_build *b) {
@@ -126,7 +127,7 @@ static size_t trim_len(const char *p, size_t n) {
 
 static int parse_float(const char *tok, size_t len, float *out) {
   char buf[VALUE_MAX_CHARS + 1];
-  if (len == 0 || len > VALUE_MAX_CHARS) return -1;
+  if (len == 0 || len > VALUE_MAX_CHARS) return BFEED_EDATASET;
   memcpy(buf, tok, len);
   buf[len] = 0;
   char *end;
@@ -193,6 +194,7 @@ static uint64_t count_lines(const char *p, const char *end) {
 /* Records of a text body starting at line number first_line; `expect` is
  * the header's count (0 for GloVe, which has none). */
 static int text_body(wv_build *b, const char *p, const char *end, uint64_t first_line, uint64_t expect) {
+  int rc;
   uint64_t lineno = first_line, records = 0;
   while (p < end) {
     const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -202,7 +204,7 @@ static int text_body(wv_build *b, const char *p, const char *end, uint64_t first
       if (expect && records == expect)
         return fail(b, ":%llu: more words than the %llu the header announces", (unsigned long long)lineno,
                     (unsigned long long)expect);
-      if (text_record(b, p, len, lineno) < 0) return -1;
+      if ((rc = text_record(b, p, len, lineno)) < 0) return rc;
       records++;
     }
     p = nl ? nl + 1 : end;
@@ -248,7 +250,7 @@ static int binary_body(wv_build *b, const uint8_t *data, size_t size, size_t pos
     pos = (size_t)(sp + 1 - data) + vbytes;
   }
   free(vals);
-  if (rc < 0) return -1;
+  if (rc < 0) return rc;
   for (; pos < size; pos++)
     if (data[pos] != '\n' && data[pos] != '\r' && !is_blank((char)data[pos]))
       return fail(b, ": byte offset %zu: data after the %llu records the header announces", pos,
@@ -320,7 +322,7 @@ int wordvec_parse(const uint8_t *data, size_t size, const char *name, uint64_t m
   wordvec_format format;
   if (parse_header(p, first_len, &v, &d)) {
     if (v == 0) return fail(&b, ":1: the header announces 0 words");
-    if (check_size(&b, v, d, max_bytes, "the header announces") < 0) return -1;
+    if ((rc = check_size(&b, v, d, max_bytes, "the header announces")) < 0) return rc;
     if (looks_like_text(body, end)) {
       format = WORDVEC_W2V_TEXT;
       uint64_t lines = count_lines(body, end);
@@ -355,7 +357,7 @@ int wordvec_parse(const uint8_t *data, size_t size, const char *name, uint64_t m
     uint64_t lines = count_lines(q, end);
     if (d == 0)
       return fail(&b, ":%llu: a word with no values (dimension 0)", (unsigned long long)skipped + 1);
-    if (check_size(&b, lines, d, max_bytes, "") < 0) return -1;
+    if ((rc = check_size(&b, lines, d, max_bytes, "")) < 0) return rc;
     rc = build_init(&b, (uint32_t)lines, (uint32_t)d);
     if (rc == 0) rc = text_body(&b, q, end, skipped + 1, 0);
   }

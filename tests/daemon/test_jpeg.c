@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "bfeed.h"
 #include "jpeg_decode.h"
 #include "sample.h"
 
@@ -209,16 +210,16 @@ static void test_sample_rejects(void **state) {
   static const transform_crop outside[] = {
       {0, 0, 107, 150, 0}, {-1, 0, 10, 10, 0}, {0, 141, 10, 10, 0}, {5, 5, 0, 10, 0}};
   for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
-    assert_int_equal(sample_load_crop(good, len, &p, &outside[i], out, &s, err, sizeof(err)), -1);
+    assert_int_equal(sample_load_crop(good, len, &p, &outside[i], out, &s, err, sizeof(err)), BFEED_EINTERNAL);
     assert_non_null(strstr(err, "outside"));
   }
   transform_eval too_far = {106, 150, 80, 0};
-  assert_int_equal(sample_load_eval(good, len, &p, &too_far, out, &s, err, sizeof(err)), -1);
+  assert_int_equal(sample_load_eval(good, len, &p, &too_far, out, &s, err, sizeof(err)), BFEED_EINTERNAL);
 
   /* A truncated file is refused whatever the crop, even one whose rows all
    * lie before the cut. */
   transform_crop top = {0, 0, 20, 20, 0};
-  assert_int_equal(sample_load_crop(good, len * 3 / 4, &p, &top, out, &s, err, sizeof(err)), -1);
+  assert_int_equal(sample_load_crop(good, len * 3 / 4, &p, &top, out, &s, err, sizeof(err)), BFEED_EDATASET);
   assert_string_equal(err, "truncated data");
   sample_scratch_free(&s);
   free(good);

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "bfeed.h"
 #include "labelset.h"
 #include "manifest.h"
 #include "npy_source.h"
@@ -128,19 +129,19 @@ static void test_text_sources(void **state) {
   assert_int_equal(parse("pos\tgood\tfilm\n  neg \tbad\n", TEXT_AUTO, 0, &c, err, sizeof err), 0);
   assert_string_equal(c.buf, "pos=good\tfilm;neg=bad;");
 
-  assert_int_equal(parse("__label__a x\n\nno label here\n", TEXT_AUTO, 0, &c, err, sizeof err), -1);
+  assert_int_equal(parse("__label__a x\n\nno label here\n", TEXT_AUTO, 0, &c, err, sizeof err), BFEED_EDATASET);
   assert_string_equal(err, "in.txt:3: no __label__ at the start of the line");
-  assert_int_equal(parse("__label__a __label__b x\n", TEXT_FASTTEXT, 3, &c, err, sizeof err), -1);
+  assert_int_equal(parse("__label__a __label__b x\n", TEXT_FASTTEXT, 3, &c, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "in.txt:1: the line has 2 labels"));
-  assert_int_equal(parse("a\tx\nb x\n", TEXT_AUTO, 0, &c, err, sizeof err), -1);
+  assert_int_equal(parse("a\tx\nb x\n", TEXT_AUTO, 0, &c, err, sizeof err), BFEED_EDATASET);
   assert_string_equal(err, "in.txt:2: no tab: expected label<TAB>text");
-  assert_int_equal(parse("\tx\n", TEXT_TSV, 0, &c, err, sizeof err), -1);
+  assert_int_equal(parse("\tx\n", TEXT_TSV, 0, &c, err, sizeof err), BFEED_EDATASET);
   assert_string_equal(err, "in.txt:1: empty label");
-  assert_int_equal(parse("just words\n", TEXT_AUTO, 0, &c, err, sizeof err), -1);
+  assert_int_equal(parse("just words\n", TEXT_AUTO, 0, &c, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "in.txt: cannot tell the format"));
   char nul[] = "a\0b\tx\n";
   text_source_opts o = {TEXT_TSV, 0};
-  assert_int_equal(text_source_parse(nul, sizeof nul - 1, "in.txt", &o, on_record, &c, err, sizeof err), -1);
+  assert_int_equal(text_source_parse(nul, sizeof nul - 1, "in.txt", &o, on_record, &c, err, sizeof err), BFEED_EDATASET);
   assert_string_equal(err, "in.txt:1: the label holds a NUL byte");
 }
 
@@ -158,10 +159,10 @@ static void test_manifest(void **state) {
   assert_int_equal(manifest_parse(ok, strlen(ok), "m.tsv", on_manifest, &c, err, sizeof err), 0);
   assert_string_equal(c.buf, "img/a.jpg|cat|a small cat;b.jpg|1|tabs\tinside;");
   const char *bad = "a.jpg\tcat\tx\nb.jpg cat text\n";
-  assert_int_equal(manifest_parse(bad, strlen(bad), "m.tsv", on_manifest, &c, err, sizeof err), -1);
+  assert_int_equal(manifest_parse(bad, strlen(bad), "m.tsv", on_manifest, &c, err, sizeof err), BFEED_EDATASET);
   assert_string_equal(err, "m.tsv:2: expected image_path<TAB>label<TAB>text");
   const char *empty = "\tcat\tx\n";
-  assert_int_equal(manifest_parse(empty, strlen(empty), "m.tsv", on_manifest, &c, err, sizeof err), -1);
+  assert_int_equal(manifest_parse(empty, strlen(empty), "m.tsv", on_manifest, &c, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "m.tsv:1: the image path is empty"));
 }
 
@@ -213,10 +214,10 @@ static void test_npy_headers(void **state) {
   npy_source_header h;
   char err[256];
   buf[8] = 0xff; /* a header longer than the file */
-  assert_int_equal(npy_source_parse_header(buf, n, "f.npy", &h, err, sizeof err), -1);
+  assert_int_equal(npy_source_parse_header(buf, n, "f.npy", &h, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "byte offset 8: the header claims"));
   memcpy(buf, "\x93NUMPX", 6);
-  assert_int_equal(npy_source_parse_header(buf, n, "f.npy", &h, err, sizeof err), -1);
+  assert_int_equal(npy_source_parse_header(buf, n, "f.npy", &h, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "no \\x93NUMPY magic"));
   for (size_t k = 0; k < n; k++) npy_source_parse_header(buf, k, "f.npy", &h, err, sizeof err); /* prefixes: no crash */
 }

@@ -22,6 +22,7 @@
 #include <dirent.h>
 
 #include "bf16.h"
+#include "bfeed.h"
 #include "wordvec.h"
 
 static char tmpdir[64];
@@ -327,7 +328,7 @@ static void test_cache_check_every_byte(void **state) {
   wordvec view;
   assert_int_equal(wordvec_cache_check(buf, n, &src, &view, err, sizeof err), 0);
   wordvec_source other = {1, 2, 4};
-  assert_int_equal(wordvec_cache_check(buf, n, &other, &view, err, sizeof err), -1);
+  assert_int_equal(wordvec_cache_check(buf, n, &other, &view, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "another version"));
   size_t vec_end = 256 + (size_t)w.nwords * w.dim * 2;
   int refused = 0;
@@ -348,7 +349,7 @@ static void test_cache_check_every_byte(void **state) {
     }
   }
   assert_true(refused > 0);
-  for (size_t k = 0; k < n; k += 7) assert_int_equal(wordvec_cache_check(buf, k, NULL, &view, err, sizeof err), -1);
+  for (size_t k = 0; k < n; k += 7) assert_int_equal(wordvec_cache_check(buf, k, NULL, &view, err, sizeof err), BFEED_EDATASET);
   free(buf);
   wordvec_free(&w);
 }
