@@ -1,5 +1,6 @@
 /*
  * config.h -- bfeedd's settings: defaults, the config file, the flags.
+ * Called by main.c (start, --check-config, SIGHUP reload).
  *
  * The file is INI (parsed by inih); see conf/bfeedd.conf for every key.
  * Each key has a flag of the same name (max_clients <-> --max-clients) and

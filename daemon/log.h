@@ -1,5 +1,6 @@
 /*
  * log.h -- the daemon's log lines, on stderr.
+ * Called by every daemon module that reports: main.c owns the logger and passes it down.
  *
  * Under journald (JOURNAL_STREAM set) each line starts with a syslog
  * priority prefix such as "<4>" so the journal records the level; elsewhere

@@ -1,5 +1,6 @@
 /*
  * batch.h -- building one batch: the pure function at the heart of bfeed.
+ * Called by workers.c (batch_build on a worker thread) and stream.c (specs, jobs).
  *
  * A batch is fully determined by its spec (dataset, stream options), its
  * epoch order and its index. batch_build() runs on a worker thread: it

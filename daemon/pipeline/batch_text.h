@@ -1,8 +1,9 @@
 /*
- * batch_text.h -- the parts of a batch that come from tables rather than
- * images: word vectors (tokens, pooled), float32 features, and the length
- * bucketing of an epoch's order. Pure functions of the spec and the chosen
- * samples, like the rest of batch_build().
+ * batch_text.h -- the parts of a batch from tables: word vectors, features, length buckets.
+ * Called by batch.c (filling tensors) and epoch.c (bucketing an epoch's order).
+ *
+ * Pure functions of the spec and the chosen samples, like the rest of
+ * batch_build().
  */
 #ifndef BFEED_BATCH_TEXT_H
 #define BFEED_BATCH_TEXT_H

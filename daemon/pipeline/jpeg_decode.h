@@ -1,5 +1,6 @@
 /*
  * jpeg_decode.h -- JPEG bytes to RGB8 rows, decoding only what is asked for.
+ * Called by sample.c (and the JPEG tests).
  *
  * Built on libjpeg's jpeglib.h API (libjpeg-turbo) rather than TurboJPEG
  * because a crop needs partial decoding: DCT-domain scaling (M/8), column

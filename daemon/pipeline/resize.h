@@ -1,5 +1,6 @@
 /*
  * resize.h -- Pillow 9.4's bilinear resample, RGBX in, RGB8 out.
+ * Called by sample.c (and the resize tests).
  *
  * The arithmetic is Pillow's (libImaging/Resample.c): a triangle filter
  * whose support widens with the downscale factor (antialiasing), weights

@@ -1,5 +1,6 @@
 /*
  * rng.h -- counter-based random numbers (Philox4x32-10, Salmon et al. 2011).
+ * Called by transform.c (crops), epoch.c (shuffles), batch.c and batch_text.c (per-sample and bucket streams).
  *
  * Why counter-based: every batch must be a pure function of (seed, epoch,
  * sample index), whatever thread computes it and in whatever order. A

@@ -1,5 +1,6 @@
 /*
  * sample.h -- one image sample: JPEG bytes in, size x size RGB8 out.
+ * Called by batch.c (one call per image sample, on a worker thread).
  *
  * Decodes with libjpeg-turbo (RGB, grayscale and CMYK/YCCK all come out as
  * RGB), decoding only the rows and columns the crop needs and letting the

@@ -1,5 +1,6 @@
 /*
  * transform.h -- where to crop, with torchvision's semantics.
+ * Called by sample.c (which crop to decode and resample).
  *
  * These functions only choose rectangles (in source pixels); decoding and
  * resampling happen in sample.c. Keeping the choice separate lets the tests

@@ -1,5 +1,6 @@
 /*
  * workers.h -- the thread pool that builds batches.
+ * Called by server.c (start, stop) and stream.c (submit, cancel).
  *
  * Why not libuv's pool: its size is a process-wide environment variable and
  * it is shared with libuv's own file-system work; batch building needs a

@@ -1,5 +1,6 @@
 /*
  * notify.h -- telling the service manager how the daemon is doing.
+ * Called by main.c (ready, reloading, stopping, status, watchdog).
  *
  * Thin wrappers over libsystemd's sd_notify(3): READY=1 once listening with
  * datasets loaded, STATUS= lines, RELOADING=1/STOPPING=1, and WATCHDOG=1

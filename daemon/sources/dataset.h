@@ -1,5 +1,6 @@
 /*
  * dataset.h -- what a stream serves: a dataset of one of four kinds.
+ * Called by main.c (load, reload), dispatch.c (lookup by name), stream.c and batch.c (reading samples).
  *
  *   image     ROOT/CLASS/FILE.jpg (or deeper below CLASS), as torchvision's
  *             ImageFolder: labels are the indices of the sorted folder

@@ -1,6 +1,6 @@
 /*
- * dataset_impl.h -- what the loaders of the dataset kinds share
- * (dataset.c: image, npy and the dispatch; dataset_text.c: text, manifest).
+ * dataset_impl.h -- what the loaders of the dataset kinds share: settings and the text kinds.
+ * Called by dataset.c (image, npy, the dispatch) and dataset_text.c (text, manifest).
  */
 #ifndef BFEED_DATASET_IMPL_H
 #define BFEED_DATASET_IMPL_H

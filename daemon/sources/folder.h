@@ -1,5 +1,6 @@
 /*
  * folder.h -- listing the files of ImageFolder-like trees.
+ * Called by dataset.c (image folders) and text_source.c (folders of .txt files).
  *
  * ROOT/CLASS/.../FILE: class folders sorted by name, files below each
  * found depth first in sorted order (as sorted(os.walk) would), dot files

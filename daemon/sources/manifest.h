@@ -1,5 +1,8 @@
 /*
- * manifest.h -- image + text records: a TSV manifest, one record a line,
+ * manifest.h -- image + text records from a TSV manifest, one record a line.
+ * Called by dataset_text.c (kind manifest).
+ *
+ * A line is
  *
  *     image_path<TAB>label<TAB>text
  *

@@ -1,5 +1,6 @@
 /*
  * mapfile.h -- a whole file, memory-mapped read-only.
+ * Called by the loaders of big files: text_source.c, manifest.c, npy_source.c, wordvec.c.
  *
  * The text loaders parse files of hundreds of megabytes; mapping them
  * lets the kernel page them in and drop them again, instead of the daemon

@@ -1,5 +1,6 @@
 /*
  * npy_source.h -- precomputed features in NumPy .npy files, memory-mapped.
+ * Called by dataset.c (kind npy); batch_text.c reads the mapped rows.
  *
  * Features: little-endian float32 ('<f4'), C order, shape [N, D] or
  * [N, T, D]. Labels (optional): '<i4' or '<i8', shape [N], values in

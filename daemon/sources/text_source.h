@@ -1,5 +1,6 @@
 /*
  * text_source.h -- labelled text records from the files people have.
+ * Called by dataset_text.c (kind text).
  *
  *   fasttext  one record per line: "__label__pos __label__x some text ...";
  *             the leading __label__ tokens are the labels, the rest of the

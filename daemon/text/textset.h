@@ -1,5 +1,6 @@
 /*
  * textset.h -- a text dataset's samples as rows of an embedding table.
+ * Called by dataset_text.c (building it at load) and batch_text.c (rows of a sample).
  *
  * Text is tokenized once, when the dataset loads (tokenize.h), and each
  * token looked up in the table; a sample is then a run of row numbers, so

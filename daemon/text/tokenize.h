@@ -1,5 +1,6 @@
 /*
  * tokenize.h -- how text becomes words, for the text datasets.
+ * Called by textset.c (at load) and by make-demo --text (client/cli).
  *
  * The rule, documented in PROTOCOL.md and reimplemented by the tests'
  * Python oracle:

@@ -1,5 +1,6 @@
 /*
  * wordvec.h -- word embedding tables, held as bf16 and shared read-only.
+ * Called by dataset_text.c (loading a table), textset.c (lookups) and batch_text.c (rows).
  *
  * Loads the formats people have, told apart by their content:
  *
