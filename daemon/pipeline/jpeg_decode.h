@@ -8,7 +8,7 @@
  *
  * Every libjpeg error, and every warning that means pixels were lost (a
  * truncated file is only a warning to libjpeg, which then pads with grey),
- * comes back as -1 with a one-line reason; nothing here exits or aborts.
+ * comes back as BFEED_EDATASET with a one-line reason; nothing here exits or aborts.
  *
  * Colour is converted as Pillow 9.4 does it, so that decoding matches
  * Image.open(f).convert("RGB") bit for bit: YCbCr, RGB and grayscale by

@@ -38,7 +38,7 @@ void sample_scratch_free(sample_scratch *s);
 
 /* Decode and transform one JPEG. out gets size*size*3 bytes, HWC, RGB.
  * rng supplies the train-mode crop and flip draws (unused in EVAL).
- * Returns 0, or -1 with a one-line reason in err ("not a JPEG", "truncated
+ * Returns 0, or BFEED_EDATASET with a one-line reason in err ("not a JPEG", "truncated
  * data", "corrupt data: ..."); never aborts on bad input. */
 int sample_load(const uint8_t *jpeg, size_t len, const sample_params *p, rng_t *rng,
                 uint8_t *out, sample_scratch *scratch, char *err, size_t errlen);

@@ -17,7 +17,7 @@ typedef struct dataset_keys {
 const dataset_kv *dataset_key(const dataset_keys *k, const char *key);
 /* Refuse a key outside `allowed` (NULL-terminated; kind and path always are). */
 int dataset_keys_check(const dataset_keys *k, const char *const *allowed, char *err, size_t errlen);
-/* Typed values, *out = def when the key is absent; -1 with a message
+/* Typed values, *out = def when the key is absent; BFEED_EDATASET with a message
  * naming the setting's origin when the value is malformed. */
 int dataset_key_bool(const dataset_keys *k, const char *key, int def, int *out, char *err, size_t errlen);
 int dataset_key_u64(const dataset_keys *k, const char *key, uint64_t lo, uint64_t hi, uint64_t def, uint64_t *out,

@@ -31,10 +31,10 @@ typedef struct labelset {
   int numeric;
 } labelset;
 
-/* The provisional id of name[0..len), adding it if new. -1 out of memory. */
+/* The provisional id of name[0..len), adding it if new. BFEED_ENOMEM out of memory. */
 int labelset_add(labelset *l, const char *name, size_t len, uint32_t *id);
 /* Decide the classes; allow_numeric 0 always sorts names (folders, as
- * ImageFolder does). -1 out of memory. */
+ * ImageFolder does). BFEED_ENOMEM out of memory. */
 int labelset_finish(labelset *l, int allow_numeric);
 void labelset_free(labelset *l);
 

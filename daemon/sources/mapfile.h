@@ -22,8 +22,9 @@ typedef struct mapfile {
   struct stat st;      /* of the file that was mapped */
 } mapfile;
 
-/* Map path. Fails (-1, message naming the file) if it cannot be opened, is
- * not a regular file, or is larger than max_size bytes. */
+/* Map path. Fails (BFEED_EIO, or BFEED_ETOOBIG; the message names the
+ * file) if it cannot be opened, is not a regular file, or is larger than
+ * max_size bytes. */
 int mapfile_open(mapfile *m, const char *path, uint64_t max_size, char *err, size_t errlen);
 void mapfile_close(mapfile *m);
 

@@ -30,7 +30,7 @@ typedef struct npy_source_header {
 
 /* Parse and check the header of a whole .npy file p[0..n) (the data must
  * be exactly as long as the header says). Accepts any descr and rank up to
- * NPY_SOURCE_MAX_DIMS; the callers decide what they serve. 0, or -1 with a
+ * NPY_SOURCE_MAX_DIMS; the callers decide what they serve. 0, or BFEED_EDATASET with a
  * message naming `name` and the byte offset of the problem. */
 int npy_source_parse_header(const uint8_t *p, size_t n, const char *name, npy_source_header *h, char *err, size_t errlen);
 

@@ -48,7 +48,7 @@ int text_source_parse(const char *data, size_t size, const char *name, const tex
 int text_source_read(const char *path, const text_source_opts *o, text_record_fn fn, void *ctx, char *err,
                      size_t errlen);
 
-/* A label is 1..LABELSET_MAX_LEN bytes without NUL; -1 with a message
+/* A label is 1..LABELSET_MAX_LEN bytes without NUL; BFEED_EDATASET with a message
  * naming file:line otherwise. */
 int text_source_check_label(const char *label, size_t len, const char *file, uint64_t line, char *err,
                             size_t errlen);

@@ -41,8 +41,8 @@ typedef struct textset {
   size_t lower_cap;
 } textset;
 
-/* Tokenize text[0..len) into a new sample. -1: out of memory, or a sample
- * of more than TEXTSET_MAX_SAMPLE_TOKENS tokens. */
+/* Tokenize text[0..len) into a new sample. BFEED_ENOMEM, or BFEED_ETOOBIG
+ * for a sample of more than TEXTSET_MAX_SAMPLE_TOKENS tokens. */
 int textset_add(textset *t, const wordvec *v, const textset_opts *o, const char *text, size_t len);
 /* Give back the memory reserved for growth. */
 void textset_finish(textset *t);

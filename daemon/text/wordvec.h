@@ -77,7 +77,7 @@ void wordvec_free(wordvec *w);
 /* Parse a whole file held in memory. `name` is used in messages, which
  * name the line ("name:12: ...") or, for binary files, the byte offset.
  * Tables whose bf16 vectors would exceed max_bytes are refused before any
- * allocation. Returns 0, or -1 with the message. */
+ * allocation. Returns 0, or BFEED_EDATASET (BFEED_ENOMEM) with the message. */
 int wordvec_parse(const uint8_t *data, size_t size, const char *name, uint64_t max_bytes, wordvec *out,
                   char *err, size_t errlen);
 
@@ -91,15 +91,15 @@ typedef struct wordvec_source {
 } wordvec_source;
 
 /* Write w to path atomically (a temporary file in the same folder, then a
- * rename). 0, or -1 with the reason. */
+ * rename). 0, or BFEED_EIO with the reason. */
 int wordvec_cache_write(const wordvec *w, const wordvec_source *src, const char *path, char *err, size_t errlen);
 /* Map the cache at path. 1: mapped (out owns the mapping); 0: no usable
  * cache (absent, for another version of the source, or damaged; err says
- * which); -1 only for out of memory. */
+ * which). */
 int wordvec_cache_map(const char *path, const wordvec_source *src, wordvec *out, char *err, size_t errlen);
 /* Check that p[0..n) is a whole, consistent cache (for src, unless src is
  * NULL) and point view's arrays into it. Every offset and count is checked,
- * so lookups on a checked view stay inside p. 0, or -1 with the reason. */
+ * so lookups on a checked view stay inside p. 0, or BFEED_EDATASET with the reason. */
 int wordvec_cache_check(const uint8_t *p, size_t n, const wordvec_source *src, wordvec *view, char *err,
                         size_t errlen);
 
