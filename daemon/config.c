@@ -3,6 +3,7 @@
 
 #include <ini.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,21 @@ int config_dataset_flag(config *c, const char *arg, char *err, size_t errlen) {
   return 0;
 }
 
+/* The whole-number keys: where each goes and the range it takes. */
+typedef struct int_key {
+  const char *key;
+  int lo, hi;
+  size_t offset;
+  const char *range;
+} int_key;
+
+static const int_key int_keys[] = {
+    {"workers", 0, 1024, offsetof(config, workers), "0 (all cores) to 1024"},
+    {"max_clients", 1, 100000, offsetof(config, max_clients), "1 to 100000"},
+    {"max_streams", 1, 64, offsetof(config, max_streams), "1 to 64"},
+    {"max_window", 1, 64, offsetof(config, max_window), "1 to 64"},
+};
+
 int config_set(config *c, const char *key, const char *value, const char *where, char *err, size_t errlen) {
   if (strcmp(key, "listen") == 0) {
     char **l = realloc(c->listen, (c->nlisten + 1) * sizeof *l);
@@ -189,29 +205,16 @@ int config_set(config *c, const char *key, const char *value, const char *where,
     *slot = v;
     return 0;
   }
-  if (strcmp(key, "max_window") == 0) {
-    if (parse_int(value, 1, 64, &c->max_window) < 0)
-      return snprintf(err, errlen, "%s: max_window = '%s': expected 1 to 64", where, value), BFEED_EINVAL;
+  for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++) {
+    const int_key *k = &int_keys[i];
+    if (strcmp(key, k->key) != 0) continue;
+    if (parse_int(value, k->lo, k->hi, (int *)((char *)c + k->offset)) < 0)
+      return snprintf(err, errlen, "%s: %s = '%s': expected %s", where, key, value, k->range), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "max_memory") == 0) {
     if (parse_bytes(value, &c->max_memory) < 0)
       return snprintf(err, errlen, "%s: max_memory = '%s': expected bytes, e.g. 536870912, 512M or 2G", where, value), BFEED_EINVAL;
-    return 0;
-  }
-  if (strcmp(key, "workers") == 0) {
-    if (parse_int(value, 0, 1024, &c->workers) < 0)
-      return snprintf(err, errlen, "%s: workers = '%s': expected 0 (all cores) to 1024", where, value), BFEED_EINVAL;
-    return 0;
-  }
-  if (strcmp(key, "max_clients") == 0) {
-    if (parse_int(value, 1, 100000, &c->max_clients) < 0)
-      return snprintf(err, errlen, "%s: max_clients = '%s': expected 1 to 100000", where, value), BFEED_EINVAL;
-    return 0;
-  }
-  if (strcmp(key, "max_streams") == 0) {
-    if (parse_int(value, 1, 64, &c->max_streams) < 0)
-      return snprintf(err, errlen, "%s: max_streams = '%s': expected 1 to 64", where, value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "log_level") == 0) {

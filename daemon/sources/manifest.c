@@ -8,12 +8,6 @@
 #include "mapfile.h"
 #include "text_source.h"
 
-static int blank(const char *p, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (p[i] != ' ' && (p[i] < '\t' || p[i] > '\r')) return 0;
-  return 1;
-}
-
 static int record(manifest_record *r, const char *p, size_t n, char *err, size_t errlen) {
   const char *t1 = memchr(p, '\t', n);
   const char *t2 = t1 ? memchr(t1 + 1, '\t', n - (size_t)(t1 + 1 - p)) : NULL;
@@ -36,14 +30,13 @@ int manifest_parse(const char *data, size_t size, const char *name, manifest_fn 
                    size_t errlen) {
   const char *p = data, *end = data + size;
   manifest_record r = {.file = name};
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
-    size_t n = (size_t)(le - p);
-    if (n > 0 && p[n - 1] == '\r') n--;
+  const char *line;
+  size_t n;
+  int rc;
+  while ((line = text_source_line(&p, end, &n)) != NULL) {
     r.line++;
-    int rc;
-    if (!blank(p, n) && ((rc = record(&r, p, n, err, errlen)) < 0 || (rc = fn(ctx, &r, err, errlen)) < 0)) return rc;
-    p = le + (nl != NULL);
+    if (!text_source_blank(line, n) && ((rc = record(&r, line, n, err, errlen)) < 0 || (rc = fn(ctx, &r, err, errlen)) < 0))
+      return rc;
   }
   return 0;
 }

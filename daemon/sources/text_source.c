@@ -81,21 +81,31 @@ static int tsv_line(text_record *r, const char *p, size_t n, char *err, size_t e
   return label_ok(r, err, errlen);
 }
 
-static int blank(const char *p, size_t n) {
+int text_source_blank(const char *p, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!is_space(p[i])) return 0;
   return 1;
 }
 
+const char *text_source_line(const char **p, const char *end, size_t *n) {
+  const char *line = *p;
+  if (line >= end) return NULL;
+  const char *nl = memchr(line, '\n', (size_t)(end - line)), *le = nl ? nl : end;
+  *n = (size_t)(le - line);
+  if (*n > 0 && line[*n - 1] == '\r') (*n)--;
+  *p = le + (nl != NULL);
+  return line;
+}
+
 static text_format detect(const char *p, const char *end) {
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
-    if (!blank(p, (size_t)(le - p))) {
-      while (is_space(*p)) p++;
-      if ((size_t)(le - p) >= LABEL_PREFIX_LEN && memcmp(p, LABEL_PREFIX, LABEL_PREFIX_LEN) == 0) return TEXT_FASTTEXT;
-      return memchr(p, '\t', (size_t)(le - p)) ? TEXT_TSV : TEXT_AUTO;
-    }
-    p = le + (nl != NULL);
+  const char *line;
+  size_t n;
+  while ((line = text_source_line(&p, end, &n)) != NULL) {
+    if (text_source_blank(line, n)) continue;
+    const char *le = line + n;
+    while (is_space(*line)) line++;
+    if ((size_t)(le - line) >= LABEL_PREFIX_LEN && memcmp(line, LABEL_PREFIX, LABEL_PREFIX_LEN) == 0) return TEXT_FASTTEXT;
+    return memchr(line, '\t', (size_t)(le - line)) ? TEXT_TSV : TEXT_AUTO;
   }
   return TEXT_AUTO;
 }
@@ -111,16 +121,13 @@ int text_source_parse(const char *data, size_t size, const char *name, const tex
   if (f != TEXT_FASTTEXT && f != TEXT_TSV)
     return snprintf(err, errlen, "%s: a file, not a folder, so format=folder does not apply", name), BFEED_EDATASET;
   text_record r = {.file = name};
-  while (p < end) {
-    const char *nl = memchr(p, '\n', (size_t)(end - p)), *le = nl ? nl : end;
-    size_t n = (size_t)(le - p);
-    if (n > 0 && p[n - 1] == '\r') n--;
+  const char *line;
+  size_t n;
+  while ((line = text_source_line(&p, end, &n)) != NULL) {
     r.line++;
-    if (!blank(p, n)) {
-      int rc = f == TEXT_FASTTEXT ? fasttext_line(&r, p, n, o->label_pick, err, errlen) : tsv_line(&r, p, n, err, errlen);
-      if (rc < 0 || (rc = fn(ctx, &r, err, errlen)) < 0) return rc;
-    }
-    p = le + (nl != NULL);
+    if (text_source_blank(line, n)) continue;
+    int rc = f == TEXT_FASTTEXT ? fasttext_line(&r, line, n, o->label_pick, err, errlen) : tsv_line(&r, line, n, err, errlen);
+    if (rc < 0 || (rc = fn(ctx, &r, err, errlen)) < 0) return rc;
   }
   return 0;
 }

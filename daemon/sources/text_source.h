@@ -48,6 +48,12 @@ int text_source_parse(const char *data, size_t size, const char *name, const tex
 int text_source_read(const char *path, const text_source_opts *o, text_record_fn fn, void *ctx, char *err,
                      size_t errlen);
 
+/* The next line of [*p, end) and its length in *n, without its "\n" or
+ * "\r\n"; *p moves past it. NULL at the end. (Also manifest.c's.) */
+const char *text_source_line(const char **p, const char *end, size_t *n);
+/* 1 if p[0..n) is only ASCII whitespace (a line to skip). */
+int text_source_blank(const char *p, size_t n);
+
 /* A label is 1..LABELSET_MAX_LEN bytes without NUL; BFEED_EDATASET with a message
  * naming file:line otherwise. */
 int text_source_check_label(const char *label, size_t len, const char *file, uint64_t line, char *err,
