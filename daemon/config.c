@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "log.h"
 
 const config_key config_keys[] = {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "batch_text.h"
 #include "bf16.h"
 #include "frame.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "bf16.h"
 #include "rng.h"
 

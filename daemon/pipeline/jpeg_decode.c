@@ -12,7 +12,7 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 /* jpeg_crop_scanline treats the edges of the cropped region as image
  * edges, so fancy upsampling replicates chroma there instead of reading the

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 int net_tcp_listen(uv_loop_t *loop, uv_tcp_t *tcp, const char *host, uint16_t port, int backlog,
                    uv_connection_cb cb, const char *what, char *name, size_t namelen, int *inited, char *err,

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "dataset_impl.h"
 #include "folder.h"
 

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "dataset_impl.h"
 #include "folder.h"
 #include "labelset.h"

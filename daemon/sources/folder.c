@@ -9,7 +9,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 #define FOLDER_MAX_DEPTH 32
 

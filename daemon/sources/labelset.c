@@ -6,7 +6,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 static int grow_index(labelset *l) {
   size_t nslots = l->nslots ? 2 * l->nslots : 64;

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "mapfile.h"
 #include "text_source.h"
 

@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 int mapfile_open(mapfile *m, const char *path, uint64_t max_size, char *err, size_t errlen) {
   memset(m, 0, sizeof *m);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 int strlist_push(strlist *l, char *s) {
   if (!s) return BFEED_ENOMEM;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "folder.h"
 #include "labelset.h"
 #include "mapfile.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 int textset_oov_parse(const char *s) {
   if (strcmp(s, "skip") == 0) return TEXTSET_OOV_SKIP;

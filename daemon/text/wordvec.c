@@ -11,7 +11,7 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "mapfile.h"
 
 uint64_t wordvec_hash(const char *word, size_t len) { return XXH3_64bits(word, len); }

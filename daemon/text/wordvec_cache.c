@@ -28,7 +28,7 @@
 
 #include "wordvec.h"
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 
 #define CACHE_MAGIC "BFWVEC01"
 #define CACHE_VERSION 1u

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "bf16.h"
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "wordvec.h"
 
 #define VALUE_MAX_CHARS 63 /* longer "numbers" are not numbers */

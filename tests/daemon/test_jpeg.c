@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "jpeg_decode.h"
 #include "sample.h"
 

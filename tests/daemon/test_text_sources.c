@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "labelset.h"
 #include "manifest.h"
 #include "npy_source.h"

@@ -22,7 +22,7 @@
 #include <dirent.h>
 
 #include "bf16.h"
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "wordvec.h"
 
 static char tmpdir[64];
