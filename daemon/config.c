@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bfeed_types.h"
+#include "image_decode.h"
 #include "log.h"
 
 const config_key config_keys[] = {
@@ -20,6 +21,7 @@ const config_key config_keys[] = {
     {"max_streams", "N", "streams per connection (16)"},
     {"max_window", "N", "largest prefetch window a stream may ask for, 1..64 (64)"},
     {"max_memory", "BYTES", "finished batches held at once, e.g. 2G; 0 = no limit (2G)"},
+    {"max_pixels", "N", "images with more pixels are skipped, from their header; 0 = no limit (178956970)"},
     {"log_level", "LEVEL", "error, warning, notice, info or debug (info)"},
     {NULL, NULL, NULL}};
 
@@ -30,6 +32,7 @@ void config_init(config *c) {
   c->max_streams = 16;
   c->max_window = 64;
   c->max_memory = 2ull << 30;
+  c->max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT; /* Pillow's decompression-bomb limit */
   c->log_level = LOG_INFO;
 }
 
@@ -215,6 +218,12 @@ int config_set(config *c, const char *key, const char *value, const char *where,
   if (strcmp(key, "max_memory") == 0) {
     if (parse_bytes(value, &c->max_memory) < 0)
       return snprintf(err, errlen, "%s: max_memory = '%s': expected bytes, e.g. 536870912, 512M or 2G", where, value), BFEED_EINVAL;
+    return 0;
+  }
+  if (strcmp(key, "max_pixels") == 0) {
+    if (parse_bytes(value, &c->max_pixels) < 0)
+      return snprintf(err, errlen, "%s: max_pixels = '%s': expected a number of pixels, e.g. 178956970 or 256M; 0 = no limit",
+                      where, value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "log_level") == 0) {

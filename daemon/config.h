@@ -31,6 +31,7 @@ typedef struct config {
   int max_streams;
   int max_window;
   uint64_t max_memory; /* bytes of finished batches held at once */
+  uint64_t max_pixels; /* images with more are skipped; 0 = no limit */
   int log_level;   /* syslog priority, see log.h */
   config_dataset *datasets;
   size_t ndatasets;

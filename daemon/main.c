@@ -156,7 +156,8 @@ static server_limits limits_of(const config *cfg) {
   return (server_limits){.max_clients = cfg->max_clients,
                          .max_streams = cfg->max_streams,
                          .max_window = (uint32_t)cfg->max_window,
-                         .max_memory = cfg->max_memory};
+                         .max_memory = cfg->max_memory,
+                         .max_pixels = cfg->max_pixels};
 }
 
 static void on_sighup(uv_signal_t *h, int signum) {

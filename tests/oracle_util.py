@@ -2,7 +2,8 @@
 socket, and a word-vector table that exists with or without the team's
 ../shared data.
 
-Used by integration/fetch_oracle.py, integration/wordvec_fetch_oracle.py,
+Used by integration/fetch_oracle.py, integration/format_fetch_oracle.py,
+integration/wordvec_fetch_oracle.py,
 client/train_accept.py, client/wordvec_demo_oracle.py and
 service/test_service.py, which put this folder on sys.path.
 """
@@ -39,11 +40,12 @@ def accepts(path):
 
 
 class Daemon:
-    """bfeedd serving datasets ("NAME=SPEC" strings) on tmp/d.sock, its
-    stdout and stderr in tmp/bfeedd.log. Raises RuntimeError, quoting the
-    log, when it exits or does not listen within timeout seconds."""
+    """bfeedd serving datasets ("NAME=SPEC" strings) on tmp/d.sock, with
+    any extra flags, its stdout and stderr in tmp/bfeedd.log. Raises
+    RuntimeError, quoting the log, when it exits or does not listen within
+    timeout seconds."""
 
-    def __init__(self, bfeedd, tmp, datasets, workers=2, timeout=20.0):
+    def __init__(self, bfeedd, tmp, datasets, workers=2, timeout=20.0, extra=()):
         self.sock = os.path.join(tmp, "d.sock")
         self.log_path = os.path.join(tmp, "bfeedd.log")
         self.addr = "unix:" + self.sock
@@ -52,6 +54,7 @@ class Daemon:
             argv += ["--workers", str(workers)]
         for d in datasets:
             argv += ["--dataset", d]
+        argv += list(extra)
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
         try:

@@ -11,6 +11,7 @@
 #include "bf16.h"
 #include "frame.h"
 #include "fwriter.h"
+#include "image_decode.h"
 #include "msg.h"
 #include "names.h"
 #include "rng.h"
@@ -29,6 +30,7 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   s->sample.size = (int)o->size;
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
   s->sample.allow_dct_scale = 1;
+  s->sample.max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT; /* the server sets its own */
   /* Inputs are 8-bit after resampling, so normalisation and the cast are a
    * table of 3 x 256 values, computed as torchvision computes them:
    * ToTensor divides by 255 in float32, Normalize subtracts and divides in
@@ -183,13 +185,15 @@ static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t
     size_t len;
     rng_t r;
     rng_init(&r, s->opts.seed, RNG_DOMAIN_SAMPLE, job->epoch, idx);
-    if (dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, why, sizeof why) == 0 &&
-        sample_load(w->file, len, &s->sample, &r, rgb, &w->scratch, why, sizeof why) == 0)
+    const char *name = s->ds->paths[idx];
+    int read = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, why, sizeof why) == 0;
+    /* sample_load's reasons start with the name it is given. */
+    if (read && sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, why, sizeof why) == 0)
       return idx;
     job->skipped++;
     log_write(s->log, dataset_mark_bad(s->ds, idx) ? LOG_WARN : LOG_DEBUG,
-              "dataset %s: skipping %s: %s (replaced by the next sample in the epoch)", s->ds->name,
-              s->ds->paths[idx], why);
+              "dataset %s: skipping %s%s%s (replaced by the next sample in the epoch)", s->ds->name,
+              read ? "" : name, read ? "" : ": ", why);
   }
   return -1;
 }

@@ -157,8 +157,6 @@ int jpeg_decode_header(jdec *d, const uint8_t *buf, size_t len, jpeg_decode_info
     return fail_msg(d, err, errlen, "truncated data");
   if (color_of(c->jpeg_color_space) < 0)
     return fail_msg(d, err, errlen, "corrupt data: unsupported colour space");
-  if ((uint64_t)c->image_width * c->image_height > JPEG_DECODE_MAX_PIXELS)
-    return fail_msg(d, err, errlen, "corrupt data: image too large");
   info->width = (int)c->image_width;
   info->height = (int)c->image_height;
   info->components = c->num_components;

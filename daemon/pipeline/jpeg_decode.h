@@ -1,6 +1,6 @@
 /*
  * jpeg_decode.h -- JPEG bytes to RGB8 rows, decoding only what is asked for.
- * Called by sample.c (and the JPEG tests).
+ * Called by image_decode.c, the format dispatcher of the sample path (and the JPEG tests).
  *
  * Built on libjpeg's jpeglib.h API (libjpeg-turbo) rather than TurboJPEG
  * because a crop needs partial decoding: DCT-domain scaling (M/8), column
@@ -15,6 +15,9 @@
  * libjpeg itself; CMYK and YCCK read as inverted (Adobe) CMYK and then
  * converted with Pillow's cmyk2rgb.
  *
+ * The pixel limit is image_decode.c's, checked between jpeg_decode_header
+ * and jpeg_decode_start, before any memory the size of the image is used.
+ *
  * A jdec is one decoder, reused for many images by one thread at a time.
  * Use: jpeg_decode_header, then jpeg_decode_start, then jpeg_decode_read (once). Calling
  * jpeg_decode_header again at any point abandons the previous image.
@@ -24,11 +27,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-/* Images with more pixels are refused before any pixel memory is set
- * aside: 2^27 pixels (e.g. 16384 x 8192) is far above any dataset image and
- * bounds what one corrupt header can make a worker allocate. */
-#define JPEG_DECODE_MAX_PIXELS ((uint64_t)1 << 27)
 
 typedef struct jdec jdec;
 

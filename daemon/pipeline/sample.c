@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "bfeed_types.h"
-#include "jpeg_decode.h"
+#include "image_decode.h"
 #include "resize.h"
 
 typedef struct plan {
@@ -25,15 +25,15 @@ typedef struct plan {
   int flip;
 } plan;
 
-enum { BUF_PIXELS = 0, BUF_RESIZE = 1, BUF_WEIGHTS = 2 };
+enum { BUF_RESIZE = 0, BUF_WEIGHTS = 1 };
 
 void sample_scratch_free(sample_scratch *s) {
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 2; i++) {
     free(s->buf[i]);
     s->buf[i] = NULL;
     s->cap[i] = 0;
   }
-  jpeg_decode_free(s->dec);
+  image_decode_free(s->dec);
   s->dec = NULL;
 }
 
@@ -98,18 +98,19 @@ static int oom(char *err, size_t errlen) {
   return BFEED_ENOMEM;
 }
 
-/* The header has been read into s->dec. */
-static int run_plan(sample_scratch *s, const jpeg_decode_info *info, const plan *pl,
+/* The header has been read into s->dec. Only JPEG can be decoded at M/8:
+ * PNG and WebP are always resampled from their full-size pixels. */
+static int run_plan(sample_scratch *s, const image_decode_info *info, const plan *pl,
                     const sample_params *p, uint8_t *out, char *err, size_t errlen) {
   int size = p->size;
-  int m = p->allow_dct_scale
+  int m = p->allow_dct_scale && info->scalable
               ? sample_dct_scale(pl->cx1 - pl->cx0, pl->cy1 - pl->cy0, pl->out_w, pl->out_h)
               : 8;
-  int rc = jpeg_decode_start(s->dec, m, err, errlen);
+  int rc = image_decode_start(s->dec, m, err, errlen);
   if (rc != 0)
     return rc;
   int sw, sh;
-  jpeg_decode_scaled_size(info, m, &sw, &sh);
+  image_decode_scaled_size(info, m, &sw, &sh);
 
   size_t hbytes = axis_bytes(pl->cx0, pl->cx1, m, pl->out_w, size);
   size_t vbytes = axis_bytes(pl->cy0, pl->cy1, m, pl->out_h, size);
@@ -121,12 +122,13 @@ static int run_plan(sample_scratch *s, const jpeg_decode_info *info, const plan 
   axis_init(&h, weights, pl->cx0, pl->cx1, sw, m, pl->out_w, pl->wx, size, &xlo);
   axis_init(&v, weights + hbytes, pl->cy0, pl->cy1, sh, m, pl->out_h, pl->wy, size, &ylo);
 
-  size_t stride = (size_t)(h.hi - h.lo) * 4;
-  uint8_t *pixels = reserve(s, BUF_PIXELS, stride * (size_t)(v.hi - v.lo));
+  const uint8_t *pixels;
+  size_t stride;
   void *tmp = reserve(s, BUF_RESIZE, resize_tmp_size(&h, &v));
-  if (!pixels || !tmp)
+  if (!tmp)
     return oom(err, errlen);
-  rc = jpeg_decode_read(s->dec, xlo + h.lo, xlo + h.hi, ylo + v.lo, ylo + v.hi, pixels, stride, err, errlen);
+  rc = image_decode_read(s->dec, xlo + h.lo, xlo + h.hi, ylo + v.lo, ylo + v.hi, &pixels, &stride,
+                         err, errlen);
   if (rc != 0)
     return rc;
   resize_rgb8(&h, &v, pixels, stride, out, (size_t)size * 3, tmp);
@@ -135,14 +137,14 @@ static int run_plan(sample_scratch *s, const jpeg_decode_info *info, const plan 
   return 0;
 }
 
-static int read_header(sample_scratch *s, const uint8_t *jpeg, size_t len, jpeg_decode_info *info,
-                       char *err, size_t errlen) {
-  if (!s->dec && !(s->dec = jpeg_decode_new()))
+static int read_header(sample_scratch *s, const uint8_t *buf, size_t len, const sample_params *p,
+                       image_decode_info *info, char *err, size_t errlen) {
+  if (!s->dec && !(s->dec = image_decode_new()))
     return oom(err, errlen);
-  return jpeg_decode_header(s->dec, jpeg, len, info, err, errlen);
+  return image_decode_header(s->dec, buf, len, p->max_pixels, info, err, errlen);
 }
 
-static int crop_plan(const jpeg_decode_info *info, const transform_crop *c, int size, plan *pl) {
+static int crop_plan(const image_decode_info *info, const transform_crop *c, int size, plan *pl) {
   if (size < 1 || c->width < 1 || c->height < 1 || c->left < 0 || c->top < 0 ||
       c->width > info->width - c->left || c->height > info->height - c->top)
     return BFEED_EINTERNAL;
@@ -151,7 +153,7 @@ static int crop_plan(const jpeg_decode_info *info, const transform_crop *c, int 
   return 0;
 }
 
-static int eval_plan(const jpeg_decode_info *info, const transform_eval *e, int size, plan *pl) {
+static int eval_plan(const image_decode_info *info, const transform_eval *e, int size, plan *pl) {
   if (size < 1 || e->left < 0 || e->top < 0 || e->resized_w < 1 || e->resized_h < 1 ||
       size > e->resized_w - e->left || size > e->resized_h - e->top)
     return BFEED_EINTERNAL;
@@ -164,48 +166,56 @@ static int bad_geometry(char *err, size_t errlen) {
   return BFEED_EINTERNAL;
 }
 
-/* Header, then the given crop (or, without one, the given eval geometry). */
-static int load_planned(const uint8_t *jpeg, size_t len, const sample_params *p, const transform_crop *crop,
-                        const transform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err, size_t errlen) {
-  jpeg_decode_info info;
+/* Every failure names its image: a path, or a record of a shard. */
+static int sample_named(int rc, const char *name, char *err, size_t errlen) {
+  if (rc == 0 || !name)
+    return rc;
+  char why[256];
+  snprintf(why, sizeof why, "%s", err);
+  snprintf(err, errlen, "%s: %s", name, why);
+  return rc;
+}
+
+/* The crop, or the eval window, or neither: then drawn from rng or derived
+ * from the image size as p->mode says. */
+static int sample_decode(const uint8_t *buf, size_t len, const sample_params *p,
+                         const transform_crop *crop, const transform_eval *ev, rng_t *rng,
+                         uint8_t *out, sample_scratch *scratch, char *err, size_t errlen) {
+  image_decode_info info;
+  transform_crop c;
+  transform_eval e;
   plan pl;
-  int rc = read_header(scratch, jpeg, len, &info, err, errlen);
+  int rc = read_header(scratch, buf, len, p, &info, err, errlen);
   if (rc != 0)
     return rc;
-  if ((crop ? crop_plan(&info, crop, p->size, &pl) : eval_plan(&info, ev, p->size, &pl)) != 0)
+  if (!crop && !ev && p->mode == SAMPLE_EVAL) {
+    transform_eval_params(info.width, info.height, p->size, &e);
+    ev = &e;
+  } else if (!crop && !ev) {
+    transform_random_resized_crop(info.width, info.height, rng, &c);
+    crop = &c;
+  }
+  if (ev ? eval_plan(&info, ev, p->size, &pl) : crop_plan(&info, crop, p->size, &pl))
     return bad_geometry(err, errlen);
   return run_plan(scratch, &info, &pl, p, out, err, errlen);
 }
 
-int sample_load_crop(const uint8_t *jpeg, size_t len, const sample_params *p,
+int sample_load_crop(const uint8_t *buf, size_t len, const char *name, const sample_params *p,
                      const transform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen) {
-  return load_planned(jpeg, len, p, crop, NULL, out, scratch, err, errlen);
+  int rc = sample_decode(buf, len, p, crop, NULL, NULL, out, scratch, err, errlen);
+  return sample_named(rc, name, err, errlen);
 }
 
-int sample_load_eval(const uint8_t *jpeg, size_t len, const sample_params *p,
+int sample_load_eval(const uint8_t *buf, size_t len, const char *name, const sample_params *p,
                      const transform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen) {
-  return load_planned(jpeg, len, p, NULL, ev, out, scratch, err, errlen);
+  int rc = sample_decode(buf, len, p, NULL, ev, NULL, out, scratch, err, errlen);
+  return sample_named(rc, name, err, errlen);
 }
 
-int sample_load(const uint8_t *jpeg, size_t len, const sample_params *p, rng_t *rng,
-                uint8_t *out, sample_scratch *scratch, char *err, size_t errlen) {
-  jpeg_decode_info info;
-  plan pl;
-  int bad = read_header(scratch, jpeg, len, &info, err, errlen);
-  if (bad != 0)
-    return bad;
-  if (p->mode == SAMPLE_EVAL) {
-    transform_eval ev;
-    transform_eval_params(info.width, info.height, p->size, &ev);
-    bad = eval_plan(&info, &ev, p->size, &pl);
-  } else {
-    transform_crop c;
-    transform_random_resized_crop(info.width, info.height, rng, &c);
-    bad = crop_plan(&info, &c, p->size, &pl);
-  }
-  if (bad)
-    return bad_geometry(err, errlen);
-  return run_plan(scratch, &info, &pl, p, out, err, errlen);
+int sample_load(const uint8_t *buf, size_t len, const char *name, const sample_params *p,
+                rng_t *rng, uint8_t *out, sample_scratch *scratch, char *err, size_t errlen) {
+  int rc = sample_decode(buf, len, p, NULL, NULL, rng, out, scratch, err, errlen);
+  return sample_named(rc, name, err, errlen);
 }

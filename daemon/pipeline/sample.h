@@ -1,12 +1,13 @@
 /*
- * sample.h -- one image sample: JPEG bytes in, size x size RGB8 out.
- * Called by batch.c (one call per image sample, on a worker thread).
+ * sample.h -- one image sample: JPEG, PNG or WebP bytes in, size x size RGB8 out.
+ * Called by batch.c (a worker making a batch) and the tests' dump and bench tools.
  *
- * Decodes with libjpeg-turbo (RGB, grayscale and CMYK/YCCK all come out as
- * RGB), decoding only the rows and columns the crop needs and letting the
- * IDCT scale down (M/8) when the crop is much larger than the output, then
- * resamples with Pillow's bilinear+antialias filter (the same coefficients
- * and 8-bit fixed-point arithmetic as Pillow's Resample.c), and mirrors.
+ * Decodes through image_decode.h to the pixels of Pillow's convert("RGB"):
+ * a JPEG decoding only the rows and columns the crop needs and letting the
+ * IDCT scale down (M/8) when the crop is much larger than the output, a PNG
+ * keeping only the rows it needs, a WebP whole; then resamples with
+ * Pillow's bilinear+antialias filter (the same coefficients and 8-bit
+ * fixed-point arithmetic as Pillow's Resample.c), and mirrors.
  */
 #ifndef BFEED_SAMPLE_H
 #define BFEED_SAMPLE_H
@@ -23,34 +24,38 @@ typedef struct sample_params {
   int size;            /* output is size x size */
   enum sample_mode mode;
   int allow_dct_scale; /* 1 (default): let the IDCT shrink large crops */
+  uint64_t max_pixels; /* larger images are refused from their header; 0 = no limit */
 } sample_params;
 
 /* Per-thread scratch memory reused across samples (grows as needed, so a
  * worker stops allocating once it has seen its largest image).
  * Zero-initialise it; free it with sample_scratch_free. */
-struct jdec;
+struct image_decoder;
 typedef struct sample_scratch {
-  uint8_t *buf[3];  /* decoded rectangle, resize scratch, filter weights */
-  size_t cap[3];
-  struct jdec *dec; /* libjpeg decoder, created on first use */
+  uint8_t *buf[2];  /* resize scratch, filter weights */
+  size_t cap[2];
+  struct image_decoder *dec; /* holds the decoded pixels; created on first use */
 } sample_scratch;
 void sample_scratch_free(sample_scratch *s);
 
-/* Decode and transform one JPEG. out gets size*size*3 bytes, HWC, RGB.
- * rng supplies the train-mode crop and flip draws (unused in EVAL).
- * Returns 0, or BFEED_EDATASET with a one-line reason in err ("not a JPEG", "truncated
- * data", "corrupt data: ..."); never aborts on bad input. */
-int sample_load(const uint8_t *jpeg, size_t len, const sample_params *p, rng_t *rng,
-                uint8_t *out, sample_scratch *scratch, char *err, size_t errlen);
+/* Decode and transform one image, buf[0..len), whose format its first bytes
+ * tell. out gets size*size*3 bytes, HWC, RGB. rng supplies the train-mode
+ * crop and flip draws (unused in EVAL). Returns 0, or BFEED_EDATASET
+ * (BFEED_ENOMEM, BFEED_EINTERNAL) with a one-line reason in err that starts
+ * with name (a path, a record: "NAME: truncated data", "NAME: not a JPEG,
+ * PNG or WebP image", "NAME: PNG of WxH = N pixels, over the max_pixels
+ * limit ..."); never aborts on bad input. */
+int sample_load(const uint8_t *buf, size_t len, const char *name, const sample_params *p,
+                rng_t *rng, uint8_t *out, sample_scratch *scratch, char *err, size_t errlen);
 
 /* The same pipeline with the train crop or the eval geometry given instead
  * of drawn or derived from the image size: for tests and tools that drive
  * exact crops. p->mode is ignored. A crop or window outside the image is an
  * error. */
-int sample_load_crop(const uint8_t *jpeg, size_t len, const sample_params *p,
+int sample_load_crop(const uint8_t *buf, size_t len, const char *name, const sample_params *p,
                      const transform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen);
-int sample_load_eval(const uint8_t *jpeg, size_t len, const sample_params *p,
+int sample_load_eval(const uint8_t *buf, size_t len, const char *name, const sample_params *p,
                      const transform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen);
 

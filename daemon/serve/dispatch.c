@@ -68,6 +68,7 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   stream *st;
   rc = stream_open(&st, c, id, ds, &m.opts, s->pool, s->buffers, stats, s->log, &ok, err, sizeof err);
   if (rc < 0) return conn_send_error(c, id, rc, "%s", err);
+  stream_set_max_pixels(st, s->limits.max_pixels);
   c->streams[c->nstreams++] = st;
   log_info(s->log, "client %u: stream %u on %s: batch %u, size %u, %s, seed %llu, epoch %llu batch %llu", c->id,
            id, ds->name, m.opts.batch, m.opts.size, m.opts.mode == BFEED_MODE_EVAL ? "eval" : "train",

@@ -25,6 +25,7 @@ typedef struct server_limits {
   int max_streams;        /* streams per connection */
   uint32_t max_window;    /* largest window a stream may ask for */
   uint64_t max_memory;    /* finished batch bytes held at once; 0 = no limit */
+  uint64_t max_pixels;    /* larger images are skipped, from their header; 0 = no limit */
 } server_limits;
 
 typedef struct listener listener;

@@ -34,6 +34,8 @@ struct stream {
 
 uint32_t stream_id(const stream *st) { return st->id; }
 
+void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.max_pixels = max_pixels; }
+
 int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
                 bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err, size_t errlen) {
   int rc = msg_opts_check(o, err, errlen);

@@ -27,6 +27,9 @@ typedef struct stream stream;
 int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
                 bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err, size_t errlen);
 uint32_t stream_id(const stream *st);
+/* The daemon's max_pixels for this stream's images (0: none), fixed at
+ * open: set before stream_start; a reload changes later streams only. */
+void stream_set_max_pixels(stream *st, uint64_t max_pixels);
 /* Begin scheduling batches (after OPEN_OK is queued). */
 void stream_start(stream *st);
 /* The client has consumed `consumed` batches in all; 0 or BFEED_EPROTO if

@@ -85,12 +85,14 @@ int dataset_key_u64(const dataset_keys *k, const char *key, uint64_t lo, uint64_
 /* ------------------------------------------------------------------ */
 /* image: an ImageFolder                                               */
 
-static const char *const jpeg_exts[] = {".jpg", ".jpeg", NULL};
+/* What image_decode.h reads; the content decides the format, these only
+ * which files are samples. */
+static const char *const image_exts[] = {".jpg", ".jpeg", ".png", ".webp", NULL};
 
 static int load_image_folder(dataset *d, const char *root, char *err, size_t errlen) {
   strlist classes = {0}, files = {0};
   int rc = BFEED_EDATASET;
-  if (folder_list(root, &classes, NULL, jpeg_exts, err, errlen) < 0) goto done;
+  if (folder_list(root, &classes, NULL, image_exts, err, errlen) < 0) goto done;
   if (classes.n == 0) {
     snprintf(err, errlen, "dataset %s: folder %s has no class sub-folders", d->name, root);
     goto done;
@@ -98,7 +100,7 @@ static int load_image_folder(dataset *d, const char *root, char *err, size_t err
   size_t cap = 0;
   for (size_t c = 0; c < classes.n; c++) {
     size_t before = files.n;
-    if (folder_walk(classes.v[c], &files, jpeg_exts, err, errlen) < 0) goto done;
+    if (folder_walk(classes.v[c], &files, image_exts, err, errlen) < 0) goto done;
     if (files.n > cap) {
       cap = files.cap;
       int32_t *l = realloc(d->labels, cap * sizeof *l);
@@ -108,7 +110,7 @@ static int load_image_folder(dataset *d, const char *root, char *err, size_t err
     for (size_t i = before; i < files.n; i++) d->labels[i] = (int32_t)c;
   }
   if (files.n == 0) {
-    snprintf(err, errlen, "dataset %s: no .jpg/.jpeg files below %s", d->name, root);
+    snprintf(err, errlen, "dataset %s: no .jpg, .jpeg, .png or .webp files below %s", d->name, root);
     goto done;
   }
   if (files.n > UINT32_MAX) {

@@ -2,8 +2,8 @@
  * dataset.h -- what a stream serves: a dataset of one of four kinds.
  * Called by main.c (load, reload), dispatch.c (lookup by name), stream.c and batch.c (reading samples).
  *
- *   image     ROOT/CLASS/FILE.jpg (or deeper below CLASS), as torchvision's
- *             ImageFolder: labels are the indices of the sorted folder
+ *   image     ROOT/CLASS/FILE.jpg, .jpeg, .png or .webp (or deeper below
+ *             CLASS), as torchvision's ImageFolder: labels are the indices of the sorted folder
  *             names, samples are ordered by (class, path) so that a sample
  *             index means the same thing to bfeedd and to torchvision.
  *             Files are listed at load and read when a batch needs them.

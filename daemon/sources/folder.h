@@ -5,7 +5,7 @@
  * ROOT/CLASS/.../FILE: class folders sorted by name, files below each
  * found depth first in sorted order (as sorted(os.walk) would), dot files
  * skipped, symlinks followed (as torchvision does) with a depth limit
- * against loops. Used for JPEG folders and for folders of .txt files.
+ * against loops. Used for image folders and for folders of .txt files.
  */
 #ifndef BFEED_FOLDER_H
 #define BFEED_FOLDER_H

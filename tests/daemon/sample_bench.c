@@ -1,5 +1,5 @@
 /*
- * sample_bench -- microseconds per sample_load on a set of JPEGs.
+ * sample_bench -- microseconds per sample_load on a set of images (JPEG, PNG, WebP).
  *
  *   sample_bench eval|train SIZE DCT REPEAT FILE...
  *
@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   sample_params p = {atoi(argv[2]), strcmp(argv[1], "eval") == 0 ? SAMPLE_EVAL : SAMPLE_TRAIN,
-                     atoi(argv[3])};
+                     atoi(argv[3]), 0};
   int repeat = atoi(argv[4]), n = argc - 5;
   if (p.size < 1 || p.size > 4096 || repeat < 1)
     return 2;
@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
       rng_t rng;
       rng_init(&rng, 1, RNG_DOMAIN_SAMPLE, (uint64_t)r, (uint64_t)i);
-      if (sample_load(files[i], lens[i], &p, &rng, out, &s, err, sizeof(err)) != 0) {
+      if (sample_load(files[i], lens[i], argv[5 + i], &p, &rng, out, &s, err, sizeof(err)) != 0) {
         if (r == 0)
           fprintf(stderr, "%s: %s\n", argv[5 + i], err);
         failed++;

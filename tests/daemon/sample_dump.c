@@ -9,6 +9,12 @@
  * load goes through sample_load itself, with rng(SEED, sample domain,
  * epoch 0, INDEX); MODE is train or eval:
  *   load SIZE DCT MODE SEED INDEX PATH
+ * full decodes a whole image without resampling, to check the decoders
+ * (JPEG, PNG, WebP) against Pillow's convert("RGB"):
+ *   full PATH                 answers "ok N WIDTH HEIGHT\n" and HWC RGB
+ * limit sets the pixel limit (max_pixels) of the commands after it; it
+ * starts at the daemon's default:
+ *   limit N                   answers "ok 0\n"
  * DCT is 1 to let the IDCT scale down, 0 to forbid it. Each answer is
  * "ok N\n" followed by N bytes (SIZE x SIZE x 3, HWC RGB), or
  * "err REASON\n". A train load answers "ok N LEFT TOP WIDTH HEIGHT FLIP\n":
@@ -20,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jpeg_decode.h"
+#include "image_decode.h"
 #include "sample.h"
 
 static uint8_t *read_file(const char *path, size_t *len) {
@@ -52,26 +58,64 @@ static uint8_t *read_file(const char *path, size_t *len) {
 
 /* The crop sample_load draws for this image and generator: the same
  * header read and the same call, made here to tell the oracle. */
-static int drawn_crop(const uint8_t *jpeg, size_t len, const rng_t *rng, transform_crop *crop) {
-  jdec *d = jpeg_decode_new();
-  jpeg_decode_info info;
+static int drawn_crop(const uint8_t *buf, size_t len, const rng_t *rng, transform_crop *crop) {
+  image_decoder *d = image_decode_new();
+  image_decode_info info;
   char err[128];
-  int rc = d ? jpeg_decode_header(d, jpeg, len, &info, err, sizeof(err)) : -1;
+  int rc = d ? image_decode_header(d, buf, len, 0, &info, err, sizeof(err)) : -1;
   if (rc == 0) {
     rng_t r = *rng;
     transform_random_resized_crop(info.width, info.height, &r, crop);
   }
-  jpeg_decode_free(d);
+  image_decode_free(d);
+  return rc;
+}
+
+/* The whole image at full scale, RGBX to RGB, into *out (grown). */
+static int full_decode(const uint8_t *buf, size_t len, const char *path, uint64_t max_pixels,
+                       uint8_t **out, size_t *outcap, int *w, int *h, char *err, size_t errlen) {
+  image_decoder *d = image_decode_new();
+  image_decode_info info;
+  const uint8_t *px;
+  size_t stride;
+  int rc = -1;
+  if (!d)
+    return snprintf(err, errlen, "out of memory"), -1;
+  if (image_decode_header(d, buf, len, max_pixels, &info, err, errlen) == 0 &&
+      image_decode_start(d, 8, err, errlen) == 0 &&
+      image_decode_read(d, 0, info.width, 0, info.height, &px, &stride, err, errlen) == 0) {
+    size_t need = (size_t)info.width * info.height * 3;
+    if (need > *outcap) {
+      free(*out);
+      *outcap = (*out = malloc(need)) ? need : 0;
+    }
+    if (*out) {
+      for (int y = 0; y < info.height; y++)
+        for (int x = 0; x < info.width; x++)
+          memcpy(*out + ((size_t)y * info.width + x) * 3, px + (size_t)y * stride + (size_t)x * 4, 3);
+      *w = info.width;
+      *h = info.height;
+      rc = 0;
+    } else {
+      snprintf(err, errlen, "out of memory");
+    }
+  }
+  if (rc != 0) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "%s: %s", path, why);
+  }
+  image_decode_free(d);
   return rc;
 }
 
 /* Parses one command line and runs it; returns what to print. */
 static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outcap, int *size,
-               transform_crop *drawn, char *err, size_t errlen) {
+               transform_crop *drawn, uint64_t *max_pixels, char *err, size_t errlen) {
   char cmd[8], mode[8];
   int dct, a, b, c, d, flip, used = 0;
   unsigned long long seed, index;
-  sample_params p = {0, SAMPLE_TRAIN, 0};
+  sample_params p = {0, SAMPLE_TRAIN, 0, 0};
   transform_crop crop;
   transform_eval ev;
   rng_t rng;
@@ -79,6 +123,28 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
 
   if (sscanf(line, "%7s", cmd) != 1)
     return snprintf(err, errlen, "bad command"), -1;
+  drawn->width = 0;
+  if (strcmp(cmd, "limit") == 0) {
+    *size = 0;
+    return sscanf(line, "limit %llu", &seed) == 1 ? (*max_pixels = seed, 0)
+                                                   : (snprintf(err, errlen, "bad command"), -1);
+  }
+  if (strcmp(cmd, "full") == 0) {
+    char *path = line + 5;
+    path[strcspn(path, "\n")] = 0;
+    size_t len;
+    uint8_t *buf = read_file(path, &len);
+    if (!buf)
+      return snprintf(err, errlen, "cannot read %s", path), -1;
+    int w = 0, h = 0;
+    int rc = full_decode(buf, len, path, *max_pixels, out, outcap, &w, &h, err, errlen);
+    free(buf);
+    drawn->left = w; /* reported by main as the image size */
+    drawn->top = h;
+    *size = -1;
+    return rc;
+  }
+  p.max_pixels = *max_pixels;
   if (strcmp(cmd, "crop") == 0 &&
       sscanf(line, "crop %d %d %d %d %d %d %d %n", &p.size, &dct, &a, &b, &c, &d, &flip,
              &used) == 7) {
@@ -118,15 +184,14 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
     *outcap = need;
   }
   int rc;
-  drawn->width = 0;
   if (load) {
     if (p.mode == SAMPLE_TRAIN && drawn_crop(jpeg, len, &rng, drawn) != 0)
       drawn->width = 0;
-    rc = sample_load(jpeg, len, &p, &rng, *out, scratch, err, errlen);
+    rc = sample_load(jpeg, len, path, &p, &rng, *out, scratch, err, errlen);
   } else if (p.mode == SAMPLE_EVAL) {
-    rc = sample_load_eval(jpeg, len, &p, &ev, *out, scratch, err, errlen);
+    rc = sample_load_eval(jpeg, len, path, &p, &ev, *out, scratch, err, errlen);
   } else {
-    rc = sample_load_crop(jpeg, len, &p, &crop, *out, scratch, err, errlen);
+    rc = sample_load_crop(jpeg, len, path, &p, &crop, *out, scratch, err, errlen);
   }
   free(jpeg);
   *size = p.size;
@@ -137,14 +202,17 @@ int main(void) {
   sample_scratch scratch = {0};
   uint8_t *out = NULL;
   size_t outcap = 0;
-  char line[8192], err[256];
+  char line[8192], err[8192 + 256];
+  uint64_t max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT;
 
   while (fgets(line, sizeof(line), stdin)) {
     int size = 0;
     transform_crop c;
-    if (run(line, &scratch, &out, &outcap, &size, &c, err, sizeof(err)) == 0) {
-      size_t n = (size_t)size * size * 3;
-      if (c.width > 0)
+    if (run(line, &scratch, &out, &outcap, &size, &c, &max_pixels, err, sizeof(err)) == 0) {
+      size_t n = size < 0 ? (size_t)c.left * c.top * 3 : (size_t)size * size * 3;
+      if (size < 0)
+        printf("ok %zu %d %d\n", n, c.left, c.top);
+      else if (c.width > 0)
         printf("ok %zu %d %d %d %d %d\n", n, c.left, c.top, c.width, c.height, c.flip);
       else
         printf("ok %zu\n", n);

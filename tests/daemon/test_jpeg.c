@@ -201,26 +201,26 @@ static void test_sample_rejects(void **state) {
   size_t len;
   uint8_t *good = load(fixtures[2].name, &len); /* 106 x 150 */
   sample_scratch s = {0};
-  sample_params p = {32, SAMPLE_TRAIN, 1};
+  sample_params p = {32, SAMPLE_TRAIN, 1, 0};
   uint8_t out[32 * 32 * 3];
   char err[128];
 
   transform_crop inside = {10, 20, 96, 130, 1};
-  assert_int_equal(sample_load_crop(good, len, &p, &inside, out, &s, err, sizeof(err)), 0);
+  assert_int_equal(sample_load_crop(good, len, "good.jpg", &p, &inside, out, &s, err, sizeof(err)), 0);
   static const transform_crop outside[] = {
       {0, 0, 107, 150, 0}, {-1, 0, 10, 10, 0}, {0, 141, 10, 10, 0}, {5, 5, 0, 10, 0}};
   for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
-    assert_int_equal(sample_load_crop(good, len, &p, &outside[i], out, &s, err, sizeof(err)), BFEED_EINTERNAL);
+    assert_int_equal(sample_load_crop(good, len, "good.jpg", &p, &outside[i], out, &s, err, sizeof(err)), BFEED_EINTERNAL);
     assert_non_null(strstr(err, "outside"));
   }
   transform_eval too_far = {106, 150, 80, 0};
-  assert_int_equal(sample_load_eval(good, len, &p, &too_far, out, &s, err, sizeof(err)), BFEED_EINTERNAL);
+  assert_int_equal(sample_load_eval(good, len, "good.jpg", &p, &too_far, out, &s, err, sizeof(err)), BFEED_EINTERNAL);
 
   /* A truncated file is refused whatever the crop, even one whose rows all
    * lie before the cut. */
   transform_crop top = {0, 0, 20, 20, 0};
-  assert_int_equal(sample_load_crop(good, len * 3 / 4, &p, &top, out, &s, err, sizeof(err)), BFEED_EDATASET);
-  assert_string_equal(err, "truncated data");
+  assert_int_equal(sample_load_crop(good, len * 3 / 4, "good.jpg", &p, &top, out, &s, err, sizeof(err)), BFEED_EDATASET);
+  assert_string_equal(err, "good.jpg: truncated data");
   sample_scratch_free(&s);
   free(good);
 }

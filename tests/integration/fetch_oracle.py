@@ -69,6 +69,14 @@ def fetch(bfeed, addr, out, index, layout):
     return meta, arrays
 
 
+def finish(name, what, failures):
+    """Print the failures and a summary line; the exit status."""
+    for f in failures:
+        print("FAIL: " + f)
+    print("%s: %s, %s" % (name, what, "FAILED" if failures else "ok"))
+    return 1 if failures else 0
+
+
 def check_meta(meta, arrays, index, layout, count, fail):
     want = {"dataset": "fx", "epoch": 0, "batch_index": index, "mode": "eval", "size": SIZE,
             "layout": layout.upper(), "normalize": "none", "seed": 0, "shard": [0, 1]}
@@ -142,10 +150,7 @@ def main():
             if err:
                 fail(err + "; log:\n" + daemon.log())
 
-    for f in failures:
-        print("FAIL: " + f)
-    print("fetch_oracle: %d images, %s" % (len(files), "FAILED" if failures else "ok"))
-    return 1 if failures else 0
+    return finish("fetch_oracle", "%d images" % len(files), failures)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,175 @@
+/*
+ * image_decode.c -- sniff the format, check the pixel limit, hand over to its decoder.
+ */
+#include "image_decode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bfeed_types.h"
+#include "jpeg_decode.h"
+#include "png_decode.h"
+#include "webp_decode.h"
+
+struct image_decoder {
+  jdec *jpeg;        /* each created on the first image of its format */
+  png_decode *png;
+  const uint8_t *buf;
+  size_t len;
+  image_decode_info info;
+  int scale_num;
+  uint8_t *pixels;   /* the decoded rectangle (WebP: the whole image) */
+  size_t cap;
+};
+
+image_decoder *image_decode_new(void) { return calloc(1, sizeof(image_decoder)); }
+
+void image_decode_free(image_decoder *d) {
+  if (!d)
+    return;
+  jpeg_decode_free(d->jpeg);
+  png_decode_free(d->png);
+  free(d->pixels);
+  free(d);
+}
+
+const char *image_decode_format_name(enum image_decode_format f) {
+  static const char *const names[] = {"JPEG", "PNG", "WebP"};
+  return (unsigned)f < 3 ? names[f] : "unknown";
+}
+
+static const uint8_t image_decode_png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+
+/* The magic numbers Pillow's _accept functions look for: JPEG's SOI
+ * marker, PNG's signature, a RIFF container of type WEBP. */
+static int image_decode_sniff(const uint8_t *b, size_t n) {
+  if (n >= 2 && b[0] == 0xFF && b[1] == 0xD8)
+    return IMAGE_DECODE_JPEG;
+  if (n >= 8 && memcmp(b, image_decode_png_magic, 8) == 0)
+    return IMAGE_DECODE_PNG;
+  if (n >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WEBP", 4) == 0)
+    return IMAGE_DECODE_WEBP;
+  return -1;
+}
+
+static int image_decode_oom(char *err, size_t errlen) {
+  snprintf(err, errlen, "out of memory");
+  return BFEED_ENOMEM;
+}
+
+static int image_decode_header_of(image_decoder *d, int format, const uint8_t *buf, size_t len,
+                                  image_decode_info *info, char *err, size_t errlen) {
+  switch (format) {
+  case IMAGE_DECODE_JPEG: {
+    jpeg_decode_info ji;
+    if (!d->jpeg && !(d->jpeg = jpeg_decode_new()))
+      return image_decode_oom(err, errlen);
+    int rc = jpeg_decode_header(d->jpeg, buf, len, &ji, err, errlen);
+    if (rc != 0)
+      return rc;
+    info->width = ji.width;
+    info->height = ji.height;
+    info->scalable = 1;
+    return 0;
+  }
+  case IMAGE_DECODE_PNG:
+    if (!d->png && !(d->png = png_decode_new()))
+      return image_decode_oom(err, errlen);
+    return png_decode_header(d->png, buf, len, &info->width, &info->height, err, errlen);
+  case IMAGE_DECODE_WEBP:
+    return webp_decode_header(buf, len, &info->width, &info->height, err, errlen);
+  default:
+    snprintf(err, errlen, "not a JPEG, PNG or WebP image");
+    return BFEED_EDATASET;
+  }
+}
+
+int image_decode_header(image_decoder *d, const uint8_t *buf, size_t len, uint64_t max_pixels,
+                        image_decode_info *info, char *err, size_t errlen) {
+  int format = image_decode_sniff(buf, len);
+  memset(info, 0, sizeof *info);
+  d->buf = NULL;
+  int rc = image_decode_header_of(d, format, buf, len, info, err, errlen);
+  if (rc != 0)
+    return rc;
+  info->format = (enum image_decode_format)format;
+  uint64_t pixels = (uint64_t)info->width * (uint64_t)info->height;
+  if (info->width < 1 || info->height < 1)
+    return snprintf(err, errlen, "corrupt data: %s of %dx%d pixels", image_decode_format_name(info->format),
+                    info->width, info->height), BFEED_EDATASET;
+  if (max_pixels && pixels > max_pixels)
+    return snprintf(err, errlen, "%s of %dx%d = %llu pixels, over the max_pixels limit of %llu",
+                    image_decode_format_name(info->format), info->width, info->height,
+                    (unsigned long long)pixels, (unsigned long long)max_pixels), BFEED_EDATASET;
+  d->buf = buf;
+  d->len = len;
+  d->info = *info;
+  d->scale_num = 8;
+  return 0;
+}
+
+void image_decode_scaled_size(const image_decode_info *info, int scale_num, int *w, int *h) {
+  jpeg_decode_info ji = {.width = info->width, .height = info->height};
+  if (info->scalable) {
+    jpeg_decode_scaled_size(&ji, scale_num, w, h);
+  } else {
+    *w = info->width;
+    *h = info->height;
+  }
+}
+
+int image_decode_start(image_decoder *d, int scale_num, char *err, size_t errlen) {
+  if (!d->buf || (scale_num != 8 && !d->info.scalable))
+    return snprintf(err, errlen, "internal: bad scale or no header"), BFEED_EINTERNAL;
+  d->scale_num = scale_num;
+  if (d->info.format == IMAGE_DECODE_JPEG)
+    return jpeg_decode_start(d->jpeg, scale_num, err, errlen);
+  return 0;
+}
+
+static uint8_t *image_decode_reserve(image_decoder *d, size_t n) {
+  if (n > d->cap) {
+    uint8_t *b = malloc(n);
+    if (!b)
+      return NULL;
+    free(d->pixels);
+    d->pixels = b;
+    d->cap = n;
+  }
+  return d->pixels;
+}
+
+int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const uint8_t **px,
+                      size_t *stride, char *err, size_t errlen) {
+  int w, h;
+  image_decode_scaled_size(&d->info, d->scale_num, &w, &h);
+  if (!d->buf || x0 < 0 || x1 > w || x0 >= x1 || y0 < 0 || y1 > h || y0 >= y1)
+    return snprintf(err, errlen, "internal: region outside the image"), BFEED_EINTERNAL;
+  const uint8_t *buf = d->buf;
+  d->buf = NULL; /* one read per header */
+  if (d->info.format == IMAGE_DECODE_WEBP) {
+    size_t row = (size_t)w * 4, size = row * (size_t)h;
+    uint8_t *all = image_decode_reserve(d, size);
+    if (!all)
+      return image_decode_oom(err, errlen);
+    int rc = webp_decode_read(buf, d->len, all, row, size, err, errlen);
+    if (rc != 0)
+      return rc;
+    *px = all + (size_t)y0 * row + (size_t)x0 * 4;
+    *stride = row;
+    return 0;
+  }
+  size_t row = (size_t)(x1 - x0) * 4;
+  uint8_t *rect = image_decode_reserve(d, row * (size_t)(y1 - y0));
+  if (!rect)
+    return image_decode_oom(err, errlen);
+  int rc = d->info.format == IMAGE_DECODE_JPEG
+               ? jpeg_decode_read(d->jpeg, x0, x1, y0, y1, rect, row, err, errlen)
+               : png_decode_read(d->png, x0, x1, y0, y1, rect, row, err, errlen);
+  if (rc != 0)
+    return rc;
+  *px = rect;
+  *stride = row;
+  return 0;
+}

@@ -1,0 +1,62 @@
+/*
+ * image_decode.h -- JPEG, PNG or WebP bytes to RGBX, told apart by their first bytes.
+ * Called by sample.c (one image sample) and by the tests' dump tools.
+ *
+ * The format is the content's, never the file name's (as Pillow decides),
+ * and every format comes out as the pixels of Pillow's
+ * Image.open(f).convert("RGB"). Only JPEG can decode at a reduced scale
+ * (the IDCT's M/8, see jpeg_decode.h); PNG and WebP report scalable = 0.
+ *
+ * Every call returns 0 or a negative BFEED_E* code with a one-line reason
+ * in err: BFEED_EDATASET for what the file holds, BFEED_ENOMEM,
+ * BFEED_EINTERNAL for a caller's mistake.
+ *
+ * The pixel limit is checked from the header, before any memory the size
+ * of the image is set aside: a small file claiming a huge size costs
+ * nothing. The default is Pillow's decompression-bomb limit.
+ */
+#ifndef BFEED_IMAGE_DECODE_H
+#define BFEED_IMAGE_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* PIL.Image.MAX_IMAGE_PIXELS: 1024 * 1024 * 1024 // 4 // 3. */
+#define IMAGE_DECODE_MAX_PIXELS_DEFAULT 178956970u
+
+enum image_decode_format { IMAGE_DECODE_JPEG, IMAGE_DECODE_PNG, IMAGE_DECODE_WEBP };
+
+typedef struct image_decode_info {
+  int width, height; /* full-size image, in pixels */
+  enum image_decode_format format;
+  int scalable;      /* 1: image_decode_start accepts M < 8 */
+} image_decode_info;
+
+typedef struct image_decoder image_decoder;
+
+/* NULL when out of memory. */
+image_decoder *image_decode_new(void);
+void image_decode_free(image_decoder *d);
+
+/* "JPEG", "PNG", "WebP". */
+const char *image_decode_format_name(enum image_decode_format f);
+
+/* Read the headers of the image in buf[0..len), which must stay valid until
+ * image_decode_read returns. An image of more than max_pixels pixels (0: no
+ * limit) is refused here, as BFEED_EDATASET. */
+int image_decode_header(image_decoder *d, const uint8_t *buf, size_t len, uint64_t max_pixels,
+                        image_decode_info *info, char *err, size_t errlen);
+
+/* The size after decoding at scale_num/8 (8 for a format not scalable). */
+void image_decode_scaled_size(const image_decode_info *info, int scale_num, int *w, int *h);
+
+/* Begin decoding at scale_num/8 (8 unless info->scalable). */
+int image_decode_start(image_decoder *d, int scale_num, char *err, size_t errlen);
+
+/* Decode columns [x0, x1) and rows [y0, y1) of the scaled image as RGBX
+ * (the fourth byte undefined) into memory the decoder holds until the next
+ * image: *px points at pixel (x0, y0), rows *stride bytes apart. */
+int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const uint8_t **px,
+                      size_t *stride, char *err, size_t errlen);
+
+#endif
