@@ -40,72 +40,18 @@ int cli_u64(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64
   return 0;
 }
 
-static const char *const valued[] = {"batch",  "size",    "mode",   "layout", "normalize", "seed",
-                                     "epoch",  "start-batch", "shard", "codec", "window", "shuffle",
-                                     "pool",   "max-len", "bucket", NULL};
-
 int cli_stream_opt_takes_value(const char *name) {
-  for (int i = 0; valued[i]; i++)
-    if (strcmp(name, valued[i]) == 0) return 1;
-  return 0;
+  return bfeed_stream_opt_takes_value(name) == 1 && strcmp(name, "epochs") != 0 && !strchr(name, '_');
 }
 
-static int choice(const char *opt, const char *value, const char *const *names, int *out) {
-  for (int i = 0; names[i]; i++)
-    if (strcmp(value, names[i]) == 0) return *out = i, 1;
-  fprintf(stderr, "bfeed: --%s %s: expected one of", opt, value);
-  for (int i = 0; names[i]; i++) fprintf(stderr, " %s", names[i]);
-  fprintf(stderr, "\n");
-  return -1;
-}
-
+/* The spelling and the checks live in libbfeed (bfeed_stream_opts_set), so
+ * that the command line and the bindings agree. */
 int cli_stream_opt(const char *name, const char *value, bfeed_stream_opts *o) {
-  static const char *const modes[] = {"train", "eval", NULL}, *const layouts[] = {"nchw", "nhwc", NULL},
-                           *const norms[] = {"imagenet", "none", NULL},
-                           *const shuffles[] = {"auto", "on", "off", NULL}, *const pools[] = {"none", "mean", NULL};
-  uint64_t v;
-  int k;
-  if (strcmp(name, "keep-partial") == 0) return o->keep_partial = 1, 1;
-  if (strcmp(name, "fixed-len") == 0) return o->fixed_len = 1, 1;
-  if (!cli_stream_opt_takes_value(name)) return 0;
-  if (strcmp(name, "batch") == 0) return cli_u64(name, value, 1, 65536, &v) < 0 ? -1 : (o->batch = (uint32_t)v, 1);
-  if (strcmp(name, "size") == 0) return cli_u64(name, value, 8, 4096, &v) < 0 ? -1 : (o->size = (uint32_t)v, 1);
-  if (strcmp(name, "window") == 0) return cli_u64(name, value, 1, 64, &v) < 0 ? -1 : (o->window = (uint32_t)v, 1);
-  if (strcmp(name, "seed") == 0) return cli_u64(name, value, 0, UINT64_MAX, &o->seed) < 0 ? -1 : 1;
-  if (strcmp(name, "epoch") == 0) return cli_u64(name, value, 0, UINT64_MAX, &o->epoch) < 0 ? -1 : 1;
-  if (strcmp(name, "start-batch") == 0) return cli_u64(name, value, 0, UINT64_MAX, &o->batch_index) < 0 ? -1 : 1;
-  if (strcmp(name, "mode") == 0) return choice(name, value, modes, &k) < 0 ? -1 : (o->mode = (bfeed_mode)k, 1);
-  if (strcmp(name, "layout") == 0) return choice(name, value, layouts, &k) < 0 ? -1 : (o->layout = (bfeed_layout)k, 1);
-  if (strcmp(name, "normalize") == 0)
-    return choice(name, value, norms, &k) < 0 ? -1 : (o->normalize = (bfeed_norm)k, 1);
-  if (strcmp(name, "shuffle") == 0)
-    return choice(name, value, shuffles, &k) < 0 ? -1 : (o->shuffle = (bfeed_shuffle)k, 1);
-  if (strcmp(name, "pool") == 0) return choice(name, value, pools, &k) < 0 ? -1 : (o->pool = (bfeed_pool)k, 1);
-  if (strcmp(name, "max-len") == 0)
-    return cli_u64(name, value, 0, 1u << 20, &v) < 0 ? -1 : (o->max_len = (uint32_t)v, 1);
-  if (strcmp(name, "bucket") == 0) return cli_u64(name, value, 0, 65536, &v) < 0 ? -1 : (o->bucket = (uint32_t)v, 1);
-  if (strcmp(name, "shard") == 0) {
-    unsigned idx, count;
-    char extra;
-    if (sscanf(value, "%u/%u%c", &idx, &count, &extra) != 2 || count < 1 || idx >= count) {
-      fprintf(stderr, "bfeed: --shard %s: expected I/N with 0 <= I < N\n", value);
-      return -1;
-    }
-    o->shard_index = idx;
-    o->shard_count = count;
-    return 1;
-  }
-  /* codec */
-  if (strcmp(value, "none") == 0) return o->codec = BFEED_CODEC_NONE, 1;
-  if (strncmp(value, "zstd", 4) == 0 && (value[4] == 0 || value[4] == ':')) {
-    o->codec = BFEED_CODEC_ZSTD;
-    o->codec_level = 3;
-    if (value[4] == ':' && cli_u64("codec zstd:", value + 5, 1, 19, &v) < 0) return -1;
-    if (value[4] == ':') o->codec_level = (int)v;
-    return 1;
-  }
-  fprintf(stderr, "bfeed: --codec %s: expected none, zstd or zstd:LEVEL (1..19)\n", value);
-  return -1;
+  bfeed_error err;
+  /* bench and bfeed-train count --epochs their own way */
+  if (bfeed_stream_opt_takes_value(name) < 0 || strchr(name, '_') || strcmp(name, "epochs") == 0) return 0;
+  if (bfeed_stream_opts_set(o, name, value, &err) < 0) return fprintf(stderr, "bfeed: --%s\n", err.message), -1;
+  return 1;
 }
 
 int cli_next(cli_args *a, int (*takes_value)(const char *name, void *ctx), void *ctx) {

@@ -161,6 +161,31 @@ BFEED_API void bfeed_batch_release(bfeed_batch *b);
 BFEED_API uint16_t bfeed_bf16_from_f32(float f);
 BFEED_API float bfeed_bf16_to_f32(uint16_t h);
 
+/* ------------------------------------------------------------------ */
+/* Bindings: options by name, waiting with a timeout (options.c, client.c) */
+
+/* Set one stream option by the command line's name ("batch", "start-batch",
+ * "shard", "keep-partial"; '_' may stand for '-') from its text ("64",
+ * "3/8", "zstd:5", "eval"; for the flags keep-partial and fixed-len "1",
+ * "0", "true", "false" or NULL for 1). Checks the range as the command line
+ * does. BFEED_EINVAL for an unknown name or a bad value, err saying which.
+ * Bindings use this instead of copying the struct's layout. */
+BFEED_API int bfeed_stream_opts_set(bfeed_stream_opts *o, const char *name, const char *value, bfeed_error *err);
+/* 1 if the option takes a value, 0 for a flag, -1 for an unknown name. */
+BFEED_API int bfeed_stream_opt_takes_value(const char *name);
+/* The i-th option's name (0, 1, ...), NULL past the last: for help and
+ * completion in bindings. */
+BFEED_API const char *bfeed_stream_opt_name(int i);
+/* sizeof(bfeed_stream_opts) in the library, for a binding built against a
+ * different header to refuse to run rather than misread the struct. */
+BFEED_API size_t bfeed_stream_opts_size(void);
+
+/* Wait up to timeout_ms (< 0: forever) until bfeed_stream_next() would
+ * return without blocking: a batch, the end of the stream or an error is
+ * there. 1 if so, 0 on timeout. Lets a caller that must react to signals
+ * (an interpreter's Ctrl-C) wait in short slices. */
+BFEED_API int bfeed_stream_wait(bfeed_stream *s, int timeout_ms);
+
 #ifdef __cplusplus
 }
 #endif

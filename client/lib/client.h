@@ -8,6 +8,7 @@
  *   batch.c   batches: decoding a BATCH payload, the public bfeed_batch_*
  *   stats.c   the daemon-wide report (bfeed_daemon_stats)
  *   common.c  errors and the public vocabulary calls (bfeed_strerror, ...)
+ *   options.c stream options set by name (bfeed_stream_opts_set), for bindings
  *
  * Locking: c->mu guards the stream list, every stream's state and queue,
  * and the connection's death; c->wmu serialises writers; only the reader

@@ -1,10 +1,12 @@
 /*
  * stream.c -- libbfeed's streams: open one (and wait for the daemon's
- * answer), take its batches in order, ask for its counters, close it.
+ * answer), take its batches in order (or wait for one with a timeout), ask
+ * for its counters, close it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "client.h"
 
@@ -106,6 +108,22 @@ BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error 
   if (conn_send(c, FRAME_ACK, s->id, conn_enc_u64, &consumed, NULL) < 0)
     conn_mark_dead(c, BFEED_ECLOSED, "the connection to the daemon is closed");
   return 0;
+}
+
+BFEED_API int bfeed_stream_wait(bfeed_stream *s, int timeout_ms) {
+  bfeed_client *c = s->c;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += timeout_ms / 1000;
+  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  pthread_mutex_lock(&c->mu);
+  int rc = 0;
+  while (!stream_has_batch_or_end(s) && s->state >= 0 && !c->dead && rc == 0)
+    rc = timeout_ms < 0 ? pthread_cond_wait(&c->cv, &c->mu) : pthread_cond_timedwait(&c->cv, &c->mu, &until);
+  int ready = stream_has_batch_or_end(s) || s->state < 0 || c->dead;
+  pthread_mutex_unlock(&c->mu);
+  return ready;
 }
 
 BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count, bfeed_error *err) {

@@ -1,0 +1,31 @@
+"""Conversions of bfeed.Tensor to torch and NumPy, imported on first use so
+that `import bfeed` needs neither (called by Batch.torch and Batch.numpy)."""
+
+_bf16 = []
+
+
+def torch(t):
+    """A torch tensor on the batch's memory: bf16 -> torch.bfloat16 through
+    DLPack (no copy). int32 tensors (label, length) become int64, as PyTorch
+    losses and indexing expect: a copy of B numbers, never of image data."""
+    import torch as _torch
+    x = _torch.from_dlpack(t)
+    return x.to(_torch.int64) if x.dtype == _torch.int32 else x
+
+
+def numpy(t):
+    """A NumPy array on the batch's memory (the buffer protocol, no copy).
+    NumPy has no bfloat16: bf16 is ml_dtypes.bfloat16 when ml_dtypes is
+    installed, else uint16 bit patterns (the float is bits << 16)."""
+    import numpy as _np
+    a = _np.asarray(t)
+    if t.dtype == "bf16":
+        if not _bf16:
+            try:
+                import ml_dtypes
+                _bf16.append(ml_dtypes.bfloat16)
+            except ImportError:
+                _bf16.append(None)
+        if _bf16[0] is not None:
+            a = a.view(_bf16[0])
+    return a

@@ -1,0 +1,68 @@
+/*
+ * bfeedpy.h -- the types of bfeed._bfeed, the CPython extension over libbfeed.
+ * Shared by its files: module.c (errors, init), pyclient.c, pystream.c,
+ * pybatch.c and pytensor.c (buffer protocol and DLPack).
+ */
+#ifndef BFEEDPY_H
+#define BFEEDPY_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "bfeed.h"
+
+typedef struct pystream pystream;
+
+/* bfeed.Client: one connection. Streams it opened are on a list so that
+ * closing the client closes them first (bfeed_close frees them). */
+typedef struct pyclient {
+  PyObject_HEAD
+  bfeed_client *c;
+  PyObject *addr;
+  pystream *streams;
+  int busy; /* calls in flight with the GIL released */
+} pyclient;
+
+/* bfeed.Stream: an iterator of batches. */
+struct pystream {
+  PyObject_HEAD
+  pyclient *client; /* strong: the connection outlives its streams */
+  bfeed_stream *s;  /* NULL once closed */
+  PyObject *dataset;
+  bfeed_stream_info info;
+  int busy; /* a thread waits in next(): libbfeed allows one at a time */
+  pystream *next;
+};
+
+/* bfeed.Batch: owns a bfeed_batch; released when the last Batch, Tensor,
+ * torch tensor or NumPy array that uses its memory is gone. */
+typedef struct pybatch {
+  PyObject_HEAD
+  bfeed_batch *b;
+  PyObject *weakrefs;
+} pybatch;
+
+/* bfeed.Tensor: one tensor of a batch, exporting its memory without a copy
+ * through the buffer protocol (NumPy) and DLPack (torch, JAX). */
+typedef struct pytensor {
+  PyObject_HEAD
+  pybatch *batch; /* strong: keeps the memory alive */
+  bfeed_tensor t;
+  Py_ssize_t shape[BFEED_MAX_DIMS], strides[BFEED_MAX_DIMS];
+} pytensor;
+
+extern PyTypeObject pyclient_type, pystream_type, pybatch_type, pytensor_type;
+
+/* Raise the bfeed.Error subclass for code with message; returns NULL. */
+PyObject *module_raise(int code, const char *message);
+/* Call bfeed._convert.<fn>(arg) (torch and NumPy live in Python). */
+PyObject *module_convert(const char *fn, PyObject *arg);
+
+PyObject *pyclient_connect(PyObject *module, PyObject *args);
+void pyclient_unlink(pyclient *c, pystream *s);
+PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opts *o);
+PyObject *pybatch_new(bfeed_batch *b);
+PyObject *pytensor_new(pybatch *batch, const bfeed_tensor *t);
+
+#endif

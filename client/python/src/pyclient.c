@@ -1,0 +1,191 @@
+/*
+ * pyclient.c -- bfeed.Client: a connection to bfeedd (bfeed.connect), which
+ * opens streams with the command line's option names and reads the
+ * daemon's statistics. Blocking calls run with the GIL released.
+ */
+#include "bfeedpy.h"
+
+static int pyclient_check(pyclient *self) {
+  if (self->c) return 0;
+  PyErr_SetString(PyExc_ValueError, "the client is closed");
+  return -1;
+}
+
+PyObject *pyclient_connect(PyObject *module, PyObject *args) {
+  const char *addr;
+  if (!PyArg_ParseTuple(args, "s:connect", &addr)) return NULL;
+  bfeed_client *c;
+  bfeed_error err;
+  int rc;
+  Py_BEGIN_ALLOW_THREADS
+  rc = bfeed_connect(addr, &c, &err);
+  Py_END_ALLOW_THREADS
+  if (rc < 0) return module_raise(rc, err.message);
+  pyclient *self = PyObject_New(pyclient, &pyclient_type);
+  if (!self) {
+    bfeed_close(c);
+    return NULL;
+  }
+  self->c = c;
+  self->streams = NULL;
+  self->busy = 0;
+  if (!(self->addr = PyUnicode_FromString(addr))) Py_CLEAR(self);
+  return (PyObject *)self;
+}
+
+void pyclient_unlink(pyclient *c, pystream *s) {
+  for (pystream **pp = &c->streams; *pp; pp = &(*pp)->next)
+    if (*pp == s) {
+      *pp = s->next;
+      return;
+    }
+}
+
+/* Close the streams first: bfeed_close frees them under their Python
+ * objects otherwise. Refused while another thread waits in one. */
+static PyObject *pyclient_close(pyclient *self, PyObject *unused) {
+  if (!self->c) Py_RETURN_NONE;
+  int busy = self->busy;
+  for (pystream *s = self->streams; s; s = s->next) busy |= s->busy;
+  if (busy) return PyErr_Format(PyExc_RuntimeError, "cannot close the client: another thread is waiting on it");
+  while (self->streams) {
+    pystream *s = self->streams;
+    self->streams = s->next;
+    bfeed_stream_close(s->s);
+    s->s = NULL;
+  }
+  bfeed_client *c = self->c;
+  self->c = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  bfeed_close(c);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+static void pyclient_dealloc(pyclient *self) {
+  /* Streams hold a reference to their client, so none is left here. */
+  if (self->c) bfeed_close(self->c);
+  Py_XDECREF(self->addr);
+  PyObject_Free(self);
+}
+
+/* An option's text for bfeed_stream_opts_set: True/False -> "1"/"0",
+ * (i, n) -> "i/n", anything else str(); NULL with an exception set. */
+static PyObject *pyclient_opt_text(PyObject *key, PyObject *v) {
+  if (PyBool_Check(v)) return PyUnicode_FromString(v == Py_True ? "1" : "0");
+  if (PyUnicode_Check(v)) return Py_NewRef(v);
+  if (PyLong_Check(v)) return PyObject_Str(v);
+  if ((PyTuple_Check(v) || PyList_Check(v)) && PySequence_Size(v) == 2) {
+    PyObject *a = PySequence_GetItem(v, 0), *b = PySequence_GetItem(v, 1);
+    PyObject *r = a && b && PyLong_Check(a) && PyLong_Check(b) ? PyUnicode_FromFormat("%S/%S", a, b) : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    if (r) return r;
+  }
+  if (!PyErr_Occurred())
+    PyErr_Format(PyExc_TypeError, "stream option %S: %R is not a bool, int, str or (i, n) pair", key, v);
+  return NULL;
+}
+
+static int pyclient_opts(PyObject *kwargs, bfeed_stream_opts *o) {
+  PyObject *key, *v;
+  Py_ssize_t pos = 0;
+  bfeed_stream_opts_init(o);
+  while (kwargs && PyDict_Next(kwargs, &pos, &key, &v)) {
+    if (v == Py_None) continue; /* the default */
+    PyObject *text = pyclient_opt_text(key, v);
+    if (!text) return -1;
+    bfeed_error err;
+    int rc = bfeed_stream_opts_set(o, PyUnicode_AsUTF8(key), PyUnicode_AsUTF8(text), &err);
+    Py_DECREF(text);
+    if (rc < 0) return module_raise(rc, err.message), -1;
+  }
+  return 0;
+}
+
+static PyObject *pyclient_stream(pyclient *self, PyObject *args, PyObject *kwargs) {
+  const char *dataset;
+  bfeed_stream_opts o;
+  if (!PyArg_ParseTuple(args, "s:stream", &dataset) || pyclient_check(self) < 0 || pyclient_opts(kwargs, &o) < 0)
+    return NULL;
+  return pystream_open(self, dataset, &o);
+}
+
+static PyObject *pyclient_counters(const bfeed_counter *c, size_t n) {
+  PyObject *d = PyDict_New();
+  for (size_t i = 0; d && i < n; i++) {
+    PyObject *v = PyLong_FromUnsignedLongLong(c[i].value);
+    if (!v || PyDict_SetItemString(d, c[i].name, v) < 0) Py_CLEAR(d);
+    Py_XDECREF(v);
+  }
+  return d;
+}
+
+/* [{"kind": "daemon", "id": "", "counters": {...}}, ...] */
+static PyObject *pyclient_stats(pyclient *self, PyObject *unused) {
+  if (pyclient_check(self) < 0) return NULL;
+  bfeed_stat_group *g;
+  size_t n;
+  bfeed_error err;
+  int rc;
+  self->busy++;
+  Py_BEGIN_ALLOW_THREADS
+  rc = bfeed_daemon_stats(self->c, &g, &n, &err);
+  Py_END_ALLOW_THREADS
+  self->busy--;
+  if (rc < 0) return module_raise(rc, err.message);
+  PyObject *l = PyList_New(0);
+  for (size_t i = 0; l && i < n; i++) {
+    PyObject *ctr = pyclient_counters(g[i].counters, g[i].ncounters);
+    PyObject *d = ctr ? Py_BuildValue("{s:s,s:s,s:O}", "kind", g[i].kind, "id", g[i].id, "counters", ctr) : NULL;
+    if (!d || PyList_Append(l, d) < 0) Py_CLEAR(l);
+    Py_XDECREF(d);
+    Py_XDECREF(ctr);
+  }
+  bfeed_daemon_stats_free(g, n);
+  return l;
+}
+
+static PyObject *pyclient_enter(PyObject *self, PyObject *unused) { return Py_NewRef(self); }
+static PyObject *pyclient_exit(pyclient *self, PyObject *args) { return pyclient_close(self, NULL); }
+
+static PyObject *pyclient_get_server(pyclient *self, void *unused) {
+  return pyclient_check(self) < 0 ? NULL : PyUnicode_FromString(bfeed_client_server(self->c));
+}
+static PyObject *pyclient_get_version(pyclient *self, void *unused) {
+  return pyclient_check(self) < 0 ? NULL : PyLong_FromUnsignedLong(bfeed_client_version(self->c));
+}
+static PyObject *pyclient_get_closed(pyclient *self, void *unused) { return PyBool_FromLong(!self->c); }
+
+static PyObject *pyclient_repr(pyclient *self) {
+  return PyUnicode_FromFormat("<bfeed.Client %R%s>", self->addr, self->c ? "" : " closed");
+}
+
+static PyMethodDef pyclient_methods[] = {
+    {"stream", (PyCFunction)(void (*)(void))pyclient_stream, METH_VARARGS | METH_KEYWORDS,
+     "stream(dataset, **opts) -> Stream. Options are the CLI's names with '_' for '-': batch, size, mode, "
+     "layout, normalize, seed, epoch, start_batch, shard=(i, n), codec, window, shuffle, keep_partial, "
+     "epochs, pool, max_len, fixed_len, bucket."},
+    {"stats", (PyCFunction)pyclient_stats, METH_NOARGS,
+     "stats() -> the daemon's counters: a list of {'kind', 'id', 'counters'}."},
+    {"close", (PyCFunction)pyclient_close, METH_NOARGS, "Close the connection and its streams."},
+    {"__enter__", pyclient_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)pyclient_exit, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef pyclient_getset[] = {
+    {"server", (getter)pyclient_get_server, NULL, "the daemon's name and version", NULL},
+    {"version", (getter)pyclient_get_version, NULL, "the protocol version agreed", NULL},
+    {"closed", (getter)pyclient_get_closed, NULL, "whether close() was called", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject pyclient_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bfeed.Client",
+    .tp_basicsize = sizeof(pyclient),
+    .tp_dealloc = (destructor)pyclient_dealloc,
+    .tp_repr = (reprfunc)pyclient_repr,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A connection to bfeedd; made by bfeed.connect(addr). A context manager.",
+    .tp_methods = pyclient_methods,
+    .tp_getset = pyclient_getset,
+};
