@@ -1,0 +1,76 @@
+"""Errors: bfeed.Error subclasses carrying the code and the daemon's or the
+library's message; bad option names, values and types; closed objects."""
+import pytest
+
+import bfeed
+
+
+def test_connect_refused(tmp_path):
+    with pytest.raises(bfeed.ConnectError) as e:
+        bfeed.connect("unix:%s/none.sock" % tmp_path)
+    assert e.value.code == -4 and "none.sock" in e.value.message
+    assert isinstance(e.value, bfeed.Error)
+    with pytest.raises(bfeed.InvalidError):
+        bfeed.connect("nowhere")
+
+
+def test_daemon_errors(daemon):
+    with bfeed.connect(daemon.addr) as c:
+        with pytest.raises(bfeed.NoDatasetError) as e:
+            c.stream("nope")
+        assert e.value.code == -10 and "nope" in str(e.value) and e.value.message.startswith("bfeedd:")
+        with pytest.raises(bfeed.InvalidError) as e:
+            c.stream("demo", batch=8, start_batch=10 ** 6)
+        assert "past the epoch" in e.value.message
+        with pytest.raises(bfeed.DatasetError):
+            c.stream("npy", batch=10, shard=(0, 4))  # 5 samples per shard < one batch
+        with pytest.raises(bfeed.InvalidError):
+            c.stream("demo", pool="mean")  # text options on images
+
+
+def test_option_errors(daemon):
+    with bfeed.connect(daemon.addr) as c:
+        for opts, words in [({"batch": 0}, "batch 0"), ({"mode": "test"}, "expected one of train eval"),
+                            ({"shard": (3, 2)}, "shard 3/2"), ({"codec": "lz4"}, "codec lz4"),
+                            ({"bogus": 1}, "unknown stream option 'bogus'")]:
+            with pytest.raises(ValueError) as e:  # InvalidError is a ValueError
+                c.stream("demo", **opts)
+            assert isinstance(e.value, bfeed.InvalidError) and words in e.value.message, opts
+        with pytest.raises(TypeError):
+            c.stream("demo", batch=2.5)
+
+
+def test_options_reach_the_daemon(daemon):
+    """shard=(i, n), keep_partial, codec, start_batch by name: zstd gives the
+    bytes of codec none; the shards of 3 and the partial batch count right."""
+    with bfeed.connect(daemon.addr) as c:
+        with c.stream("npy", batch=3, shard=(1, 3), keep_partial=True, shuffle="off", epochs=1) as s:
+            idx = [i for b in s for i in b.torch("index").tolist()]
+        assert idx == list(range(1, 21, 3))  # positions p*3+1, p < 7: 7 samples, batches 3+3+1
+        plain = [bytes(memoryview(b["image"])) for b in c.stream("demo", batch=2, size=16, start_batch=3, epochs=1)]
+        zstd = [bytes(memoryview(b["image"])) for b in c.stream("demo", batch=2, size=16, start_batch=3, epochs=1,
+                                                               codec="zstd:5")]
+        assert plain == zstd and len(plain) > 0
+
+
+def test_closed_objects(daemon):
+    c = bfeed.connect(daemon.addr)
+    s = c.stream("demo", batch=2, size=16)
+    b = next(s)
+    c.close()
+    assert c.closed
+    with pytest.raises(ValueError):
+        next(s)
+    with pytest.raises(ValueError):
+        c.stream("demo")
+    assert b.torch("image").shape == (2, 3, 16, 16)  # batches outlive their stream
+
+
+def test_daemon_shutdown_mid_stream(own_daemon):
+    with bfeed.connect(own_daemon.addr) as c, c.stream("demo", batch=2, size=16, window=2) as s:
+        next(s)
+        own_daemon.stop()
+        with pytest.raises((bfeed.ShutdownError, bfeed.ClosedError)) as e:
+            for _ in range(1000):
+                next(s)
+        assert e.value.code in (-15, -5) and e.value.message
