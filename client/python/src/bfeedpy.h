@@ -58,6 +58,8 @@ extern PyTypeObject pyclient_type, pystream_type, pybatch_type, pytensor_type;
 PyObject *module_raise(int code, const char *message);
 /* Call bfeed._convert.<fn>(arg) (torch and NumPy live in Python). */
 PyObject *module_convert(const char *fn, PyObject *arg);
+/* {name: value} of counters. */
+PyObject *module_counters(const bfeed_counter *c, size_t n);
 
 PyObject *pyclient_connect(PyObject *module, PyObject *args);
 void pyclient_unlink(pyclient *c, pystream *s);

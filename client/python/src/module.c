@@ -48,6 +48,16 @@ PyObject *module_convert(const char *fn, PyObject *arg) {
   return PyObject_CallMethod(module_convert_mod, fn, "O", arg);
 }
 
+PyObject *module_counters(const bfeed_counter *c, size_t n) {
+  PyObject *d = PyDict_New();
+  for (size_t i = 0; d && i < n; i++) {
+    PyObject *v = PyLong_FromUnsignedLongLong(c[i].value);
+    if (!v || PyDict_SetItemString(d, c[i].name, v) < 0) Py_CLEAR(d);
+    Py_XDECREF(v);
+  }
+  return d;
+}
+
 static PyObject *module_strerror(PyObject *m, PyObject *arg) {
   long code = PyLong_AsLong(arg);
   if (code == -1 && PyErr_Occurred()) return NULL;

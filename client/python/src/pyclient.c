@@ -111,16 +111,6 @@ static PyObject *pyclient_stream(pyclient *self, PyObject *args, PyObject *kwarg
   return pystream_open(self, dataset, &o);
 }
 
-static PyObject *pyclient_counters(const bfeed_counter *c, size_t n) {
-  PyObject *d = PyDict_New();
-  for (size_t i = 0; d && i < n; i++) {
-    PyObject *v = PyLong_FromUnsignedLongLong(c[i].value);
-    if (!v || PyDict_SetItemString(d, c[i].name, v) < 0) Py_CLEAR(d);
-    Py_XDECREF(v);
-  }
-  return d;
-}
-
 /* [{"kind": "daemon", "id": "", "counters": {...}}, ...] */
 static PyObject *pyclient_stats(pyclient *self, PyObject *unused) {
   if (pyclient_check(self) < 0) return NULL;
@@ -136,7 +126,7 @@ static PyObject *pyclient_stats(pyclient *self, PyObject *unused) {
   if (rc < 0) return module_raise(rc, err.message);
   PyObject *l = PyList_New(0);
   for (size_t i = 0; l && i < n; i++) {
-    PyObject *ctr = pyclient_counters(g[i].counters, g[i].ncounters);
+    PyObject *ctr = module_counters(g[i].counters, g[i].ncounters);
     PyObject *d = ctr ? Py_BuildValue("{s:s,s:s,s:O}", "kind", g[i].kind, "id", g[i].id, "counters", ctr) : NULL;
     if (!d || PyList_Append(l, d) < 0) Py_CLEAR(l);
     Py_XDECREF(d);

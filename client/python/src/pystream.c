@@ -101,13 +101,7 @@ static PyObject *pystream_stats(pystream *self, PyObject *unused) {
   Py_END_ALLOW_THREADS
   self->busy = 0;
   if (rc < 0) return module_raise(rc, err.message);
-  PyObject *d = PyDict_New();
-  for (size_t i = 0; d && i < n; i++) {
-    PyObject *v = PyLong_FromUnsignedLongLong(c[i].value);
-    if (!v || PyDict_SetItemString(d, c[i].name, v) < 0) Py_CLEAR(d);
-    Py_XDECREF(v);
-  }
-  return d;
+  return module_counters(c, n);
 }
 
 static PyObject *pystream_enter(PyObject *self, PyObject *unused) { return Py_NewRef(self); }
