@@ -10,9 +10,13 @@ pkg=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$py" -m venv --system-site-packages "$tmp/venv"
-# Build in a copy: the source tree stays clean and parallel runs do not meet.
-cp -r "$pkg/../.." "$tmp/src" 2>/dev/null || true
-rm -rf "$tmp/src/build" "$tmp/src"/build-*
+# Build in a copy of what setup.py reads (client/python, client/lib, proto):
+# the source tree stays clean and parallel runs do not meet.
+top=$(cd "$pkg/../.." && pwd)
+mkdir -p "$tmp/src/client"
+cp -r "$top/client/python" "$top/client/lib" "$tmp/src/client/"
+cp -r "$top/proto" "$tmp/src/"
+rm -rf "$tmp/src/client/python/build" "$tmp/src/client/python"/*.egg-info
 "$tmp/venv/bin/pip" install --no-index --no-cache-dir -q "$tmp/src/client/python"
 cd "$tmp"
 "$tmp/venv/bin/python" - "$tmp" <<'PY'
