@@ -1,0 +1,125 @@
+/*
+ * test_options.c -- libbfeed's stream options by name (client/lib/options.c),
+ * what the Python package and the command line set options with: every
+ * option reaches its field, ranges are the command line's, '_' spells '-',
+ * and every refusal names the option and the value.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bfeed.h"
+
+static void set_ok(bfeed_stream_opts *o, const char *name, const char *value) {
+  bfeed_error err = {0};
+  int rc = bfeed_stream_opts_set(o, name, value, &err);
+  if (rc != 0) fail_msg("%s=%s refused: %s", name, value ? value : "(null)", err.message);
+}
+
+static void set_bad(const char *name, const char *value, const char *words) {
+  bfeed_stream_opts o, before;
+  bfeed_error err = {0};
+  bfeed_stream_opts_init(&o);
+  before = o;
+  assert_int_equal(bfeed_stream_opts_set(&o, name, value, &err), BFEED_EINVAL);
+  assert_int_equal(err.code, BFEED_EINVAL);
+  if (!strstr(err.message, words)) fail_msg("%s=%s: message '%s' lacks '%s'", name, value, err.message, words);
+  assert_memory_equal(&o, &before, sizeof o); /* a refused value changes nothing */
+}
+
+static void test_every_option_reaches_its_field(void **state) {
+  bfeed_stream_opts o;
+  bfeed_stream_opts_init(&o);
+  set_ok(&o, "batch", "65536");
+  set_ok(&o, "size", "8");
+  set_ok(&o, "mode", "eval");
+  set_ok(&o, "layout", "nhwc");
+  set_ok(&o, "normalize", "none");
+  set_ok(&o, "seed", "18446744073709551615");
+  set_ok(&o, "epoch", "7");
+  set_ok(&o, "start_batch", "12");
+  set_ok(&o, "shard", "2/5");
+  set_ok(&o, "codec", "zstd:9");
+  set_ok(&o, "window", "64");
+  set_ok(&o, "shuffle", "off");
+  set_ok(&o, "keep-partial", NULL);
+  set_ok(&o, "epochs", "3");
+  set_ok(&o, "pool", "mean");
+  set_ok(&o, "max_len", "1048576");
+  set_ok(&o, "fixed_len", "true");
+  set_ok(&o, "bucket", "4");
+  assert_int_equal(o.batch, 65536);
+  assert_int_equal(o.size, 8);
+  assert_int_equal(o.mode, BFEED_MODE_EVAL);
+  assert_int_equal(o.layout, BFEED_LAYOUT_NHWC);
+  assert_int_equal(o.normalize, BFEED_NORM_NONE);
+  assert_true(o.seed == UINT64_MAX);
+  assert_int_equal(o.epoch, 7);
+  assert_int_equal(o.batch_index, 12);
+  assert_int_equal(o.shard_index, 2);
+  assert_int_equal(o.shard_count, 5);
+  assert_int_equal(o.codec, BFEED_CODEC_ZSTD);
+  assert_int_equal(o.codec_level, 9);
+  assert_int_equal(o.window, 64);
+  assert_int_equal(o.shuffle, BFEED_SHUFFLE_OFF);
+  assert_int_equal(o.keep_partial, 1);
+  assert_int_equal(o.epochs, 3);
+  assert_int_equal(o.pool, BFEED_POOL_MEAN);
+  assert_int_equal(o.max_len, 1u << 20);
+  assert_int_equal(o.fixed_len, 1);
+  assert_int_equal(o.bucket, 4);
+  set_ok(&o, "keep_partial", "0");
+  set_ok(&o, "codec", "zstd");
+  assert_int_equal(o.keep_partial, 0);
+  assert_int_equal(o.codec_level, 3);
+  set_ok(&o, "codec", "none");
+  assert_int_equal(o.codec, BFEED_CODEC_NONE);
+}
+
+static void test_refusals_name_option_and_value(void **state) {
+  set_bad("batch", "0", "batch 0: expected a whole number from 1 to 65536");
+  set_bad("batch", "65537", "batch 65537");
+  set_bad("size", "-8", "size -8");
+  set_bad("seed", "12x", "seed 12x");
+  set_bad("window", "", "window : expected");
+  set_bad("mode", "test", "mode test: expected one of train eval");
+  set_bad("shard", "2/2", "shard 2/2: expected I/N");
+  set_bad("shard", "1/0", "shard 1/0");
+  set_bad("shard", "1/2/3", "shard 1/2/3");
+  set_bad("codec", "lz4", "codec lz4: expected none, zstd or zstd:LEVEL");
+  set_bad("codec", "zstd:20", "codec zstd: 20");
+  set_bad("keep_partial", "yes", "keep-partial yes: expected 1 or 0");
+  set_bad("batch", NULL, "batch needs a value");
+  set_bad("bogus", "1", "unknown stream option 'bogus'");
+  set_bad("start__batch", "1", "unknown stream option");
+  assert_int_equal(bfeed_stream_opts_set(&(bfeed_stream_opts){0}, "bogus", "1", NULL), BFEED_EINVAL);
+}
+
+static void test_names_and_size(void **state) {
+  const char *want[] = {"batch", "size", "mode", "layout", "normalize", "seed", "epoch", "start-batch", "shard",
+                        "codec", "window", "shuffle", "keep-partial", "epochs", "pool", "max-len", "fixed-len",
+                        "bucket", NULL};
+  for (int i = 0; want[i]; i++) {
+    assert_non_null(bfeed_stream_opt_name(i));
+    assert_string_equal(bfeed_stream_opt_name(i), want[i]);
+    assert_int_equal(bfeed_stream_opt_takes_value(want[i]), strcmp(want[i], "keep-partial") != 0 &&
+                                                               strcmp(want[i], "fixed-len") != 0);
+  }
+  assert_null(bfeed_stream_opt_name(18));
+  assert_null(bfeed_stream_opt_name(-1));
+  assert_int_equal(bfeed_stream_opt_takes_value("nope"), -1);
+  assert_int_equal(bfeed_stream_opts_size(), sizeof(bfeed_stream_opts));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_option_reaches_its_field),
+      cmocka_unit_test(test_refusals_name_option_and_value),
+      cmocka_unit_test(test_names_and_size),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
