@@ -135,7 +135,8 @@ class Dataset(_data.IterableDataset):
         # The sample the equal-length shards leave out for this reader, if
         # any: position per_shard*n + r of the unsharded epoch order, which
         # is batch per_shard*n + r of a stream of batches of one.
-        one = dict(opts, batch=1, window=1)
+        # (bucket off: with batches of one it would reorder other runs.)
+        one = dict(opts, batch=1, window=1, bucket=None)
         try:
             s = client.stream(self.dataset, epoch=self.epoch, start_batch=per_shard * n + r, epochs=1, **one)
         except bfeed.InvalidError:
