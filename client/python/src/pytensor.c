@@ -54,11 +54,12 @@ static int pytensor_getbuffer(pytensor *self, Py_buffer *view, int flags) {
   view->buf = (void *)self->t.data; /* the batch is the caller's own: writable */
   view->len = (Py_ssize_t)self->t.nbytes;
   view->readonly = 0;
-  view->itemsize = (Py_ssize_t)bfeed_dtype_size(self->t.dtype);
-  view->format = flags & PyBUF_FORMAT ? (char *)fmt : NULL;
-  view->ndim = self->t.ndim;
-  view->shape = flags & PyBUF_ND ? self->shape : NULL;
-  view->strides = flags & PyBUF_STRIDES ? self->strides : NULL;
+  int nd = (flags & PyBUF_ND) == PyBUF_ND; /* else plain bytes, as PyBuffer_FillInfo gives */
+  view->itemsize = nd ? (Py_ssize_t)bfeed_dtype_size(self->t.dtype) : 1;
+  view->format = flags & PyBUF_FORMAT ? (char *)(nd ? fmt : "B") : NULL;
+  view->ndim = nd ? self->t.ndim : 1;
+  view->shape = nd ? self->shape : NULL;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self->strides : NULL;
   view->suboffsets = NULL;
   view->internal = NULL;
   return 0;

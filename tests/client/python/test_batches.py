@@ -1,6 +1,7 @@
 """bfeed.Batch and bfeed.Tensor against independent oracles: torchvision's
 eval transform on Pillow's decode, NumPy for the .npy and text datasets,
 and the library's own buffer addresses for zero copy."""
+import ctypes
 import gc
 import weakref
 
@@ -60,6 +61,9 @@ def test_zero_copy_and_alignment(daemon):
         assert b.torch("image").data_ptr() == b["image"].data_ptr  # bf16: no copy
         assert b.torch("index").data_ptr() == b["index"].data_ptr  # int64: no copy
         assert np.from_dlpack(b["index"]).ctypes.data == b["index"].data_ptr
+        raw = (ctypes.c_char * b["image"].nbytes).from_buffer(b["image"])  # a plain-bytes buffer request
+        assert ctypes.addressof(raw) == b["image"].data_ptr
+        del raw
         bits = b.numpy("image")
         assert bits.dtype == np.uint16  # no ml_dtypes here: uint16 bit patterns
         assert np.array_equal(bits, b.torch("image").view(torch.int16).numpy().view(np.uint16))
