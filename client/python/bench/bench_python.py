@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Samples/s of a Python loop taking b.torch(TENSOR) beside `bfeed bench` on
 the same stream: same dataset, options, seed and batches, in alternating
-rounds (Python, C, Python, C, ...), medians of each and their ratio. A
-benchmark that prints, never a test that asserts.
+rounds (Python, C, Python, C, ...), medians of each and their ratio, and the
+client's CPU time per batch in each (what the Python layer costs, which a
+busy machine does not blur as it blurs samples/s). A benchmark that prints,
+never a test that asserts.
 
     PYTHONPATH=build/python python3 client/python/bench/bench_python.py \\
         --bfeed build/bin/bfeed --connect unix:/tmp/bfeed.sock --dataset demo \\
@@ -13,6 +15,7 @@ to both (`--keep-partial` for a flag); the tensor taken is --tensor (image).
 """
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import time
@@ -33,7 +36,15 @@ def stream_kwargs(cli):
     return out
 
 
+def cpu(who):
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
 def python_round(a, kw):
+    """(samples/s, client CPU seconds per batch over the whole round: the
+    interpreter's thread and libbfeed's reader thread)."""
+    c0 = cpu(resource.RUSAGE_SELF)
     with bfeed.connect(a.connect) as c, c.stream(a.dataset, **kw) as s:
         for _ in range(a.warmup):
             next(s).torch(a.tensor)
@@ -43,14 +54,17 @@ def python_round(a, kw):
             x = next(s).torch(a.tensor)
             n += x.shape[0]
             del x
-        return n / (time.perf_counter() - t0)
+        rate = n / (time.perf_counter() - t0)
+    return rate, (cpu(resource.RUSAGE_SELF) - c0) / (a.batches + a.warmup)
 
 
 def c_round(a, cli):
+    c0 = cpu(resource.RUSAGE_CHILDREN)
     r = subprocess.run([a.bfeed, "bench", "--connect", a.connect, "--dataset", a.dataset, "--batches",
                         str(a.batches), "--warmup", str(a.warmup), "--json"] + cli,
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True)
-    return json.loads(r.stdout.decode().strip().splitlines()[-1])["samples_per_s"]
+    rate = json.loads(r.stdout.decode().strip().splitlines()[-1])["samples_per_s"]
+    return rate, (cpu(resource.RUSAGE_CHILDREN) - c0) / (a.batches + a.warmup)
 
 
 def main():
@@ -70,10 +84,16 @@ def main():
     for r in range(a.rounds):
         py.append(python_round(a, kw))
         c.append(c_round(a, cli))
-        print("round %d: python %.1f samples/s, bfeed bench %.1f samples/s" % (r + 1, py[-1], c[-1]), flush=True)
-    mp, mc = statistics.median(py), statistics.median(c)
+        print("round %d: python %.1f samples/s (%.1f us CPU/batch), bfeed bench %.1f samples/s (%.1f us CPU/batch)" % (
+            r + 1, py[-1][0], py[-1][1] * 1e6, c[-1][0], c[-1][1] * 1e6), flush=True)
+    mp, mc = statistics.median(x[0] for x in py), statistics.median(x[0] for x in c)
+    cp, cc = statistics.median(x[1] for x in py), statistics.median(x[1] for x in c)
     print("median: python b.torch(%r) %.1f samples/s, bfeed bench %.1f samples/s, python/C = %.3f (%+.1f%%)" % (
         a.tensor, mp, mc, mp / mc, (mp / mc - 1) * 100))
+    # On a shared machine wall-clock rates are noisy; the client's CPU per
+    # batch is what the Python layer adds, whatever the daemon's speed.
+    print("median client CPU per batch: python %.1f us, bfeed bench %.1f us, python - C = %+.1f us" % (
+        cp * 1e6, cc * 1e6, (cp - cc) * 1e6))
 
 
 if __name__ == "__main__":
