@@ -4,14 +4,16 @@ float32 .npy table and a small text dataset. ctest passes the binaries in
 BFEEDD and BFEED, and PYTHONPATH=<build>/python."""
 import os
 import signal
-import socket
 import subprocess
-import time
+import sys
 
 import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", ".."))  # tests/: oracle_util
+from oracle_util import Daemon, write_table  # noqa: E402
+
 FIXTURES = os.environ.get("BFEED_FIXTURES", os.path.join(HERE, "..", "..", "fixtures", "images"))
 NPY_ROWS = 23  # prime: shards of 2, 3, 4 readers all leave samples out
 WORDS = ["the", "of", "and", "to", "in", "was", "said", "people", "fire", "police", "year", "city"]
@@ -24,49 +26,6 @@ def _binary(name):
     return path
 
 
-class Daemon:
-    """bfeedd with the test datasets; stop() checks it exits 0 on SIGTERM."""
-
-    def __init__(self, tmp, datasets):
-        self.sock = os.path.join(tmp, "d.sock")
-        self.addr = "unix:" + self.sock
-        self.log = os.path.join(tmp, "bfeedd.log")
-        args = [_binary("BFEEDD"), "--listen", self.addr, "--workers", "2"]
-        for d in datasets:
-            args += ["--dataset", d]
-        with open(self.log, "wb") as log:
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("bfeedd exited at start:\n" + self.read_log())
-            s = socket.socket(socket.AF_UNIX)
-            try:
-                s.connect(self.sock)
-                return
-            except OSError:
-                time.sleep(0.01)
-            finally:
-                s.close()
-        self.proc.kill()
-        raise RuntimeError("bfeedd did not listen within 10 s")
-
-    def read_log(self):
-        with open(self.log, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-
 def _fixture_images(root):
     files = sorted(f for f in os.listdir(FIXTURES) if f.lower().endswith((".jpeg", ".jpg")))
     for f in files:  # one class per file: sample i is files[i], label i
@@ -76,14 +35,11 @@ def _fixture_images(root):
 
 
 def _text(tmp):
-    """A GloVe-style table (word v1..v4) and a TSV dataset: line i has
-    1 + i % 5 words."""
-    vec = os.path.join(tmp, "vectors.txt")
-    rng = np.random.default_rng(7)
-    table = {w: rng.standard_normal(4).astype(np.float32) for w in WORDS}
-    with open(vec, "w") as f:
-        for w, v in table.items():
-            f.write(w + " " + " ".join("%.6f" % x for x in v) + "\n")
+    """A GloVe-style table of WORDS (4-d, read back as the oracle's values)
+    and a TSV dataset: line i has 1 + i % 5 words."""
+    vec = write_table(os.path.join(tmp, "vectors.txt"), dim=4, words=WORDS)
+    with open(vec) as f:
+        table = {w: np.array(v, dtype=np.float32) for w, *v in (line.split() for line in f)}
     lines = [[WORDS[(i + k) % len(WORDS)] for k in range(1 + i % 5)] for i in range(12)]
     txt = os.path.join(tmp, "train.tsv")
     with open(txt, "w") as f:
@@ -110,14 +66,17 @@ def data(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def daemon(data):
-    d = Daemon(os.path.join(data["tmp"]), data["datasets"])
+    d = Daemon(_binary("BFEEDD"), data["tmp"], data["datasets"])
     yield d
-    assert d.stop() == 0, d.read_log()
+    err = d.stop()
+    assert err is None, err + "; log:\n" + d.log()
 
 
 @pytest.fixture
 def own_daemon(data, tmp_path):
-    """A daemon of the test's own, for tests that stop or kill it."""
-    d = Daemon(str(tmp_path), data["datasets"])
+    """A daemon of the test's own, for tests that stop (SIGSTOP) or end it."""
+    d = Daemon(_binary("BFEEDD"), str(tmp_path), data["datasets"])
     yield d
-    d.stop()
+    if d.proc.poll() is None:
+        d.proc.send_signal(signal.SIGCONT)
+    d.kill()

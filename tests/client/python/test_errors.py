@@ -69,7 +69,7 @@ def test_closed_objects(daemon):
 def test_daemon_shutdown_mid_stream(own_daemon):
     with bfeed.connect(own_daemon.addr) as c, c.stream("demo", batch=2, size=16, window=2) as s:
         next(s)
-        own_daemon.stop()
+        assert own_daemon.stop() is None  # SIGTERM: clients told, exit 0
         with pytest.raises((bfeed.ShutdownError, bfeed.ClosedError)) as e:
             for _ in range(1000):
                 next(s)
