@@ -53,6 +53,18 @@ def test_options_reach_the_daemon(daemon):
         assert plain == zstd and len(plain) > 0
 
 
+def test_stats(daemon):
+    with bfeed.connect(daemon.addr) as c, c.stream("npy", batch=2, epochs=1) as s:
+        taken = [next(s) for _ in range(3)]
+        mine = s.stats()
+        groups = c.stats()
+    assert mine["batches_per_epoch"] == s.batches_per_epoch == 11 and mine["samples_per_epoch"] == 23
+    assert mine["batches"] >= len(taken)
+    kinds = {(g["kind"], g["id"]) for g in groups}
+    assert ("dataset", "npy") in kinds and any(k == "daemon" for k, _ in kinds)
+    assert any(k == "stream" and i.endswith(":npy") for k, i in kinds)
+
+
 def test_closed_objects(daemon):
     c = bfeed.connect(daemon.addr)
     s = c.stream("demo", batch=2, size=16)
