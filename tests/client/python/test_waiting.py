@@ -34,6 +34,11 @@ def test_gil_released_while_waiting(own_daemon):
                     n += 1
                 marks["ran"] = time.monotonic()
                 marks["n"] = n
+                for call in (lambda: next(s), c.close, s.close):  # one thread at a time per stream
+                    try:
+                        call()
+                    except RuntimeError as e:
+                        marks.setdefault("refused", []).append(str(e))
                 d.proc.send_signal(signal.SIGCONT)
 
             th = threading.Thread(target=other)
@@ -47,6 +52,7 @@ def test_gil_released_while_waiting(own_daemon):
             safety.kill()
         assert b.torch("image").shape == (2, 3, 16, 16)
         assert "ran" in marks and called < marks["ran"] <= returned, (called, marks, returned)
+        assert len(marks.get("refused", [])) == 3, marks  # next, client close, stream close: all refused
         assert returned - called < 5, "next() returned only when the safety resumed the daemon"
 
 
