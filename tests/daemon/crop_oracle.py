@@ -172,24 +172,37 @@ def crop_cases():
         yield w, h, [0, 0, ONE // 2, ONE // 2, ONE // 2] + [0] * 18  # flip draw exactly 0.5
 
 
-def check_crops(tool):
-    cases = list(crop_cases())
-    cmds = "".join(f"rrc {w} {h} {' '.join(map(str, ks))}\n" for w, h, ks in cases)
+def compare(tool, what, fields, cases, command, oracle, describe):
+    """Send the tool command(*case) for every case and compare each answer (a
+    line of integers named by fields) with oracle(*case). The oracle's answers
+    and the number of mismatches; (None, 1) when the tool answered a different
+    number of lines."""
+    cmds = "".join(command(*case) + "\n" for case in cases)
     run = subprocess.run([tool], input=cmds.encode(), capture_output=True, check=True)
     lines = run.stdout.decode().splitlines()
     if len(lines) != len(cases):
-        print(f"FAIL: tool answered {len(lines)} of {len(cases)} crop cases")
-        return 1
-    bad = fallbacks = 0
-    for (w, h, ks), line in zip(cases, lines):
+        print(f"FAIL: tool answered {len(lines)} of {len(cases)} {what} cases")
+        return None, 1
+    answers, bad = [], 0
+    for case, line in zip(cases, lines):
         ours = tuple(int(v) for v in line.split())
-        theirs = torchvision_crop(w, h, ks)
-        fallbacks += theirs[5] == 2 * 10 + 1  # all ten tries and the flip
+        theirs = oracle(*case)
+        answers.append(theirs)
         if ours != theirs:
             bad += 1
             if bad <= 20:
-                print(f"CROP MISMATCH {w}x{h} draws {ks}: ours (left top w h flip used) {ours} "
-                      f"torchvision {theirs}")
+                print(f"{what.upper()} MISMATCH {describe(*case)}: ours ({fields}) {ours} torchvision {theirs}")
+    return answers, bad
+
+
+def check_crops(tool):
+    cases = list(crop_cases())
+    answers, bad = compare(tool, "crop", "left top w h flip used", cases,
+                           lambda w, h, ks: f"rrc {w} {h} {' '.join(map(str, ks))}", torchvision_crop,
+                           lambda w, h, ks: f"{w}x{h} draws {ks}")
+    if answers is None:
+        return bad
+    fallbacks = sum(theirs[5] == 2 * 10 + 1 for theirs in answers)  # all ten tries and the flip
     print(f"RandomResizedCrop: {len(cases)} cases ({fallbacks} reached the fallback), {bad} mismatches")
     if fallbacks == 0:
         print("FAIL: no case reached the fallback")
@@ -220,21 +233,10 @@ def check_eval(tool):
     sizes += [(rnd.randint(1, 2500), rnd.randint(1, 2500)) for _ in range(60)]
     crop_sizes = [224, 160, 128, 96, 7, 1, 299, 384]
     cases = [(w, h, s) for w, h in sizes for s in crop_sizes]
-    cmds = "".join(f"eval {w} {h} {s}\n" for w, h, s in cases)
-    run = subprocess.run([tool], input=cmds.encode(), capture_output=True, check=True)
-    lines = run.stdout.decode().splitlines()
-    if len(lines) != len(cases):
-        print(f"FAIL: tool answered {len(lines)} of {len(cases)} eval cases")
-        return 1
-    bad = 0
-    for (w, h, s), line in zip(cases, lines):
-        ours = tuple(int(v) for v in line.split())
-        theirs = torchvision_eval(w, h, s)
-        if ours != theirs:
-            bad += 1
-            if bad <= 20:
-                print(f"EVAL MISMATCH {w}x{h} size {s}: ours (rw rh left top) {ours} torchvision {theirs}")
-    print(f"Resize+CenterCrop: {len(cases)} cases, {bad} mismatches")
+    answers, bad = compare(tool, "eval", "rw rh left top", cases, lambda w, h, s: f"eval {w} {h} {s}",
+                           torchvision_eval, lambda w, h, s: f"{w}x{h} size {s}")
+    if answers is not None:
+        print(f"Resize+CenterCrop: {len(cases)} cases, {bad} mismatches")
     return bad
 
 

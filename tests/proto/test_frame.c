@@ -114,14 +114,21 @@ static void expect_reject(const uint8_t bytes[FRAME_HEADER_SIZE], uint32_t limit
   assert_int_equal(decode_exact(bytes, limit, &h, NULL), want);
 }
 
+/* The spec header with byte at replaced by each of values[0..n) is refused. */
+static void expect_reject_byte(size_t at, const uint8_t *values, size_t n, int want) {
+  for (size_t i = 0; i < n; i++) {
+    uint8_t b[FRAME_HEADER_SIZE];
+    memcpy(b, oracle_bytes, sizeof b);
+    b[at] = values[i];
+    expect_reject(b, FRAME_MAX_PAYLOAD, want);
+  }
+}
+
 static void test_bad_magic(void **state) {
   for (int i = 0; i < 4; i++) {
-    for (int bit = 0; bit < 8; bit++) {
-      uint8_t b[FRAME_HEADER_SIZE];
-      memcpy(b, oracle_bytes, sizeof b);
-      b[i] ^= (uint8_t)(1u << bit);
-      expect_reject(b, FRAME_MAX_PAYLOAD, BFEED_EPROTO);
-    }
+    uint8_t flips[8];
+    for (int bit = 0; bit < 8; bit++) flips[bit] = oracle_bytes[i] ^ (uint8_t)(1u << bit);
+    expect_reject_byte((size_t)i, flips, sizeof flips, BFEED_EPROTO);
   }
   /* The magic read big-endian, as a peer with the wrong byte order sends it. */
   uint8_t b[FRAME_HEADER_SIZE];
@@ -132,22 +139,12 @@ static void test_bad_magic(void **state) {
 
 static void test_bad_version(void **state) {
   const uint8_t versions[] = {0, 2, 3, 0x81, 255};
-  for (size_t i = 0; i < sizeof versions; i++) {
-    uint8_t b[FRAME_HEADER_SIZE];
-    memcpy(b, oracle_bytes, sizeof b);
-    b[4] = versions[i];
-    expect_reject(b, FRAME_MAX_PAYLOAD, BFEED_EVERSION);
-  }
+  expect_reject_byte(4, versions, sizeof versions, BFEED_EVERSION);
 }
 
 static void test_bad_type(void **state) {
   const uint8_t types[] = {0, 12, 13, 0x80, 255};
-  for (size_t i = 0; i < sizeof types; i++) {
-    uint8_t b[FRAME_HEADER_SIZE];
-    memcpy(b, oracle_bytes, sizeof b);
-    b[5] = types[i];
-    expect_reject(b, FRAME_MAX_PAYLOAD, BFEED_EPROTO);
-  }
+  expect_reject_byte(5, types, sizeof types, BFEED_EPROTO);
 }
 
 static void put_length(uint8_t b[FRAME_HEADER_SIZE], uint32_t len) {
