@@ -101,31 +101,19 @@ uint8_t *tb_take_payload(wbuf *w, size_t at, int type, uint32_t stream, size_t *
   return p;
 }
 
+/* The decoders that take (p, n, &out, why) differ only in out's type. */
+#define TB_DEFINE_DEC(msg, T)                                   \
+  int tb_dec_##msg(const void *p, size_t n, const char **why) { \
+    T out;                                                      \
+    return msg_##msg##_decode(p, n, &out, why);                 \
+  }
+TB_DEFINE_DEC(hello, msg_hello)
+TB_DEFINE_DEC(hello_ok, msg_hello_ok)
+TB_DEFINE_DEC(open, msg_open)
+TB_DEFINE_DEC(open_ok, msg_open_ok)
+TB_DEFINE_DEC(u64, uint64_t)
+TB_DEFINE_DEC(error, msg_error)
 
-int tb_dec_hello(const void *p, size_t n, const char **why) {
-  msg_hello m;
-  return msg_hello_decode(p, n, &m, why);
-}
-int tb_dec_hello_ok(const void *p, size_t n, const char **why) {
-  msg_hello_ok m;
-  return msg_hello_ok_decode(p, n, &m, why);
-}
-int tb_dec_open(const void *p, size_t n, const char **why) {
-  msg_open m;
-  return msg_open_decode(p, n, &m, why);
-}
-int tb_dec_open_ok(const void *p, size_t n, const char **why) {
-  msg_open_ok m;
-  return msg_open_ok_decode(p, n, &m, why);
-}
-int tb_dec_u64(const void *p, size_t n, const char **why) {
-  uint64_t v;
-  return msg_u64_decode(p, n, &v, why);
-}
-int tb_dec_error(const void *p, size_t n, const char **why) {
-  msg_error m;
-  return msg_error_decode(p, n, &m, why);
-}
 int tb_dec_stats(const void *p, size_t n, const char **why) {
   msg_counter c[MSG_MAX_COUNTERS];
   size_t count;
