@@ -57,6 +57,13 @@ static void expect_error(const char *data, size_t len, uint64_t max_bytes, ...) 
 }
 #define EXPECT_ERROR(s, ...) expect_error((s), sizeof(s) - 1, 0, __VA_ARGS__, NULL)
 
+/* Parse bytes as file `name` with the default limit; it must succeed. */
+static void parse_ok(const char *data, size_t len, const char *name, wordvec *w) {
+  char err[512];
+  if (wordvec_parse((const uint8_t *)data, len, name, WORDVEC_DEFAULT_MAX_BYTES, w, err, sizeof err) != 0)
+    fail_msg("%s did not parse: %s", name, err);
+}
+
 static void test_malformed_text(void **state) {
   EXPECT_ERROR("", "empty file");
   EXPECT_ERROR("\n\n  \n", "no words");
@@ -95,7 +102,6 @@ static void test_malformed_binary(void **state) {
   static const float v[3] = {1.5f, -2.0f, 0.25f};
   char b[256];
   wordvec w;
-  char err[512];
   /* Header count larger than the bytes could hold: refused before parsing. */
   size_t n = (size_t)sprintf(b, "3 3\n");
   n += put_record(b + n, "a", v, 3, 1);
@@ -125,7 +131,7 @@ static void test_malformed_binary(void **state) {
     n = (size_t)sprintf(b, "2 3\n");
     n += put_record(b + n, "a", v, 3, nl);
     n += put_record(b + n, "bb", v, 3, nl);
-    assert_int_equal(wordvec_parse((const uint8_t *)b, n, "emb.bin", WORDVEC_DEFAULT_MAX_BYTES, &w, err, sizeof err), 0);
+    parse_ok(b, n, "emb.bin", &w);
     assert_int_equal(w.format, WORDVEC_W2V_BINARY);
     assert_int_equal(w.nwords, 2);
     assert_int_equal(wordvec_find(&w, "bb", 2), 1);
@@ -137,10 +143,7 @@ static void test_malformed_binary(void **state) {
 static void test_duplicates_first_wins(void **state) {
   static const char text[] = "a 1 1\nb 2 2\na 3 3\nc 4 4\nb 5 5\na 6 6\n";
   wordvec w;
-  char err[256];
-  assert_int_equal(wordvec_parse((const uint8_t *)text, sizeof text - 1, "d.txt", WORDVEC_DEFAULT_MAX_BYTES, &w, err,
-                                 sizeof err),
-                   0);
+  parse_ok(text, sizeof text - 1, "d.txt", &w);
   assert_int_equal(w.nwords, 3);
   assert_int_equal(w.duplicates, 3);
   assert_int_equal(w.format, WORDVEC_GLOVE);
@@ -312,9 +315,7 @@ static void test_cache_damaged(void **state) {
 static void test_cache_check_every_byte(void **state) {
   wordvec w;
   char err[256];
-  assert_int_equal(wordvec_parse((const uint8_t *)glove, sizeof glove - 1, "g", WORDVEC_DEFAULT_MAX_BYTES, &w, err,
-                                 sizeof err),
-                   0);
+  parse_ok(glove, sizeof glove - 1, "g", &w);
   wordvec_source src = {1, 2, 3};
   char p[256];
   path_of(p, sizeof p, "check.bfwv");
