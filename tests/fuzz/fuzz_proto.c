@@ -104,116 +104,126 @@ static payload as_frame(wbuf *w, int type) {
   return (payload){w->data + FRAME_HEADER_SIZE, h.length};
 }
 
-static int fuzz_hello(const uint8_t *p, size_t n) {
-  msg_hello a, b;
-  const char *why = NULL;
-  int rc = msg_hello_decode(p, n, &a, &why);
-  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
-  CHECK(strlen(a.agent) < sizeof a.agent);
-  wbuf w = frame_start();
-  msg_hello_encode(&w, &a);
-  payload q = as_frame(&w, FRAME_HELLO);
-  CHECK(q.n <= n); /* only trailing bytes may have been dropped */
-  CHECK(msg_hello_decode(q.p, q.n, &b, &why) == 0);
-  CHECK(a.min_version == b.min_version && a.max_version == b.max_version);
-  CHECK(strcmp(a.agent, b.agent) == 0);
-  wbuf_free(&w);
-  return FUZZ_HELLO;
+/* ------------------------------------------------------------------ */
+/* The control messages: decode, re-encode through a complete frame,   */
+/* decode again and compare. What differs between them is a table.     */
+
+typedef union fuzz_msg {
+  msg_hello hello;
+  msg_hello_ok hello_ok;
+  msg_open open;
+  msg_open_ok open_ok;
+  uint64_t u64;
+  msg_error error;
+} fuzz_msg;
+
+typedef struct fuzz_codec {
+  int result, frame;  /* FUZZ_* bit; FRAME_* type */
+  int code_a, code_b; /* the refusals this decoder documents */
+  size_t fixed;       /* a fixed-size body: accepted iff that long, re-encoded to the same bytes */
+  int shrinks;        /* re-encoding may only drop trailing bytes */
+  int (*decode)(const uint8_t *p, size_t n, fuzz_msg *m, const char **why);
+  void (*encode)(wbuf *w, const fuzz_msg *m);
+  void (*accepted)(const fuzz_msg *m); /* what a decoded message guarantees; NULL: nothing more */
+  void (*same)(const fuzz_msg *a, const fuzz_msg *b);
+} fuzz_codec;
+
+/* Each decoder behind one signature; the encoders that take the message. */
+#define FUZZ_DEFINE_DECODE(msg)                                                              \
+  static int fuzz_decode_##msg(const uint8_t *p, size_t n, fuzz_msg *m, const char **why) { \
+    return msg_##msg##_decode(p, n, &m->msg, why);                                           \
+  }
+#define FUZZ_DEFINE_ENCODE(msg) \
+  static void fuzz_encode_##msg(wbuf *w, const fuzz_msg *m) { msg_##msg##_encode(w, &m->msg); }
+FUZZ_DEFINE_DECODE(hello)
+FUZZ_DEFINE_DECODE(hello_ok)
+FUZZ_DEFINE_DECODE(open)
+FUZZ_DEFINE_DECODE(open_ok)
+FUZZ_DEFINE_DECODE(u64)
+FUZZ_DEFINE_DECODE(error)
+FUZZ_DEFINE_ENCODE(hello)
+FUZZ_DEFINE_ENCODE(hello_ok)
+FUZZ_DEFINE_ENCODE(open)
+FUZZ_DEFINE_ENCODE(open_ok)
+static void fuzz_encode_u64(wbuf *w, const fuzz_msg *m) { msg_u64_encode(w, m->u64); }
+static void fuzz_encode_error(wbuf *w, const fuzz_msg *m) { msg_error_encode(w, m->error.code, m->error.message); }
+
+static void fuzz_accepted_hello(const fuzz_msg *m) { CHECK(strlen(m->hello.agent) < sizeof m->hello.agent); }
+
+static void fuzz_accepted_open(const fuzz_msg *m) {
+  CHECK(m->open.dataset[0] != 0 && strlen(m->open.dataset) < sizeof m->open.dataset);
+  char reason[128];
+  int rc = msg_opts_check(&m->open.opts, reason, sizeof reason);
+  CHECK(rc == 0 || (rc == BFEED_EINVAL && reason[0] != 0));
 }
 
-static int fuzz_hello_ok(const uint8_t *p, size_t n) {
-  msg_hello_ok a, b;
-  const char *why = NULL;
-  int rc = msg_hello_ok_decode(p, n, &a, &why);
-  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
-  wbuf w = frame_start();
-  msg_hello_ok_encode(&w, &a);
-  payload q = as_frame(&w, FRAME_HELLO_OK);
-  CHECK(q.n <= n);
-  CHECK(msg_hello_ok_decode(q.p, q.n, &b, &why) == 0);
-  CHECK(a.version == b.version && a.max_frame == b.max_frame);
-  CHECK(strcmp(a.server, b.server) == 0);
-  wbuf_free(&w);
-  return FUZZ_HELLO_OK;
+static void fuzz_accepted_error(const fuzz_msg *m) { CHECK(m->error.code < 0); }
+
+static void fuzz_same_hello(const fuzz_msg *a, const fuzz_msg *b) {
+  CHECK(a->hello.min_version == b->hello.min_version && a->hello.max_version == b->hello.max_version);
+  CHECK(strcmp(a->hello.agent, b->hello.agent) == 0);
+}
+
+static void fuzz_same_hello_ok(const fuzz_msg *a, const fuzz_msg *b) {
+  CHECK(a->hello_ok.version == b->hello_ok.version && a->hello_ok.max_frame == b->hello_ok.max_frame);
+  CHECK(strcmp(a->hello_ok.server, b->hello_ok.server) == 0);
 }
 
 /* keep_partial is a flag: any non-zero byte means yes, and the encoder
  * sends 1. */
-static int same_opts(const bfeed_stream_opts *a, const bfeed_stream_opts *b) {
-  return a->batch == b->batch && a->size == b->size && a->mode == b->mode &&
-         a->layout == b->layout && a->normalize == b->normalize &&
-         memcmp(a->mean, b->mean, sizeof a->mean) == 0 &&
-         memcmp(a->std, b->std, sizeof a->std) == 0 && a->seed == b->seed &&
-         a->epoch == b->epoch && a->batch_index == b->batch_index &&
-         a->shard_index == b->shard_index && a->shard_count == b->shard_count &&
-         a->codec == b->codec && a->codec_level == b->codec_level && a->window == b->window &&
-         a->shuffle == b->shuffle && !a->keep_partial == !b->keep_partial &&
-         a->epochs == b->epochs;
+static void fuzz_same_open(const fuzz_msg *am, const fuzz_msg *bm) {
+  const bfeed_stream_opts *a = &am->open.opts, *b = &bm->open.opts;
+  CHECK(strcmp(am->open.dataset, bm->open.dataset) == 0);
+  CHECK(a->batch == b->batch && a->size == b->size && a->mode == b->mode && a->layout == b->layout &&
+        a->normalize == b->normalize && memcmp(a->mean, b->mean, sizeof a->mean) == 0 &&
+        memcmp(a->std, b->std, sizeof a->std) == 0 && a->seed == b->seed && a->epoch == b->epoch &&
+        a->batch_index == b->batch_index && a->shard_index == b->shard_index &&
+        a->shard_count == b->shard_count && a->codec == b->codec && a->codec_level == b->codec_level &&
+        a->window == b->window && a->shuffle == b->shuffle && !a->keep_partial == !b->keep_partial &&
+        a->epochs == b->epochs);
 }
 
-static int fuzz_open(const uint8_t *p, size_t n) {
-  msg_open a, b;
-  const char *why = NULL;
-  int rc = msg_open_decode(p, n, &a, &why);
-  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EINVAL), 0;
-  CHECK(a.dataset[0] != 0 && strlen(a.dataset) < sizeof a.dataset);
-  char reason[128];
-  rc = msg_opts_check(&a.opts, reason, sizeof reason);
-  CHECK(rc == 0 || (rc == BFEED_EINVAL && reason[0] != 0));
-  wbuf w = frame_start();
-  msg_open_encode(&w, &a);
-  payload q = as_frame(&w, FRAME_OPEN);
-  CHECK(msg_open_decode(q.p, q.n, &b, &why) == 0);
-  CHECK(strcmp(a.dataset, b.dataset) == 0);
-  CHECK(same_opts(&a.opts, &b.opts));
-  wbuf_free(&w);
-  return FUZZ_OPEN;
+static void fuzz_same_open_ok(const fuzz_msg *a, const fuzz_msg *b) {
+  CHECK(a->open_ok.samples == b->open_ok.samples &&
+        a->open_ok.batches_per_epoch == b->open_ok.batches_per_epoch && a->open_ok.classes == b->open_ok.classes);
 }
 
-static int fuzz_open_ok(const uint8_t *p, size_t n) {
-  msg_open_ok a, b;
-  const char *why = NULL;
-  int rc = msg_open_ok_decode(p, n, &a, &why);
-  CHECK((rc == 0) == (n >= 20));
-  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
-  wbuf w = frame_start();
-  msg_open_ok_encode(&w, &a);
-  payload q = as_frame(&w, FRAME_OPEN_OK);
-  CHECK(q.n == 20 && memcmp(q.p, p, 20) == 0);
-  CHECK(msg_open_ok_decode(q.p, q.n, &b, &why) == 0);
-  CHECK(a.samples == b.samples && a.batches_per_epoch == b.batches_per_epoch &&
-        a.classes == b.classes);
-  wbuf_free(&w);
-  return FUZZ_OPEN_OK;
+static void fuzz_same_u64(const fuzz_msg *a, const fuzz_msg *b) { CHECK(a->u64 == b->u64); }
+
+static void fuzz_same_error(const fuzz_msg *a, const fuzz_msg *b) {
+  CHECK(a->error.code == b->error.code && strcmp(a->error.message, b->error.message) == 0);
 }
 
-static int fuzz_u64(const uint8_t *p, size_t n) {
-  uint64_t v;
-  const char *why = NULL;
-  int rc = msg_u64_decode(p, n, &v, &why);
-  CHECK((rc == 0) == (n >= 8));
-  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
-  wbuf w = frame_start();
-  msg_u64_encode(&w, v);
-  payload q = as_frame(&w, FRAME_ACK);
-  CHECK(q.n == 8 && memcmp(q.p, p, 8) == 0);
-  wbuf_free(&w);
-  return FUZZ_U64;
-}
+static const fuzz_codec fuzz_codecs[] = {
+    {FUZZ_HELLO, FRAME_HELLO, BFEED_EPROTO, BFEED_EPROTO, 0, 1, fuzz_decode_hello, fuzz_encode_hello,
+     fuzz_accepted_hello, fuzz_same_hello},
+    {FUZZ_HELLO_OK, FRAME_HELLO_OK, BFEED_EPROTO, BFEED_EPROTO, 0, 1, fuzz_decode_hello_ok, fuzz_encode_hello_ok,
+     NULL, fuzz_same_hello_ok},
+    {FUZZ_OPEN, FRAME_OPEN, BFEED_EPROTO, BFEED_EINVAL, 0, 0, fuzz_decode_open, fuzz_encode_open,
+     fuzz_accepted_open, fuzz_same_open},
+    {FUZZ_OPEN_OK, FRAME_OPEN_OK, BFEED_EPROTO, BFEED_EPROTO, 20, 0, fuzz_decode_open_ok, fuzz_encode_open_ok,
+     NULL, fuzz_same_open_ok},
+    {FUZZ_U64, FRAME_ACK, BFEED_EPROTO, BFEED_EPROTO, 8, 0, fuzz_decode_u64, fuzz_encode_u64, NULL, fuzz_same_u64},
+    {FUZZ_ERROR, FRAME_ERROR, BFEED_EPROTO, BFEED_EPROTO, 0, 0, fuzz_decode_error, fuzz_encode_error,
+     fuzz_accepted_error, fuzz_same_error},
+};
 
-static int fuzz_error(const uint8_t *p, size_t n) {
-  msg_error a, b;
+static int fuzz_round_trip(const fuzz_codec *c, const uint8_t *p, size_t n) {
+  fuzz_msg a, b;
   const char *why = NULL;
-  int rc = msg_error_decode(p, n, &a, &why);
-  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
-  CHECK(a.code < 0);
+  int rc = c->decode(p, n, &a, &why);
+  if (c->fixed) CHECK((rc == 0) == (n >= c->fixed));
+  if (rc < 0) return check_refusal(rc, why, c->code_a, c->code_b), 0;
+  if (c->accepted) c->accepted(&a);
   wbuf w = frame_start();
-  msg_error_encode(&w, a.code, a.message);
-  payload q = as_frame(&w, FRAME_ERROR);
-  CHECK(msg_error_decode(q.p, q.n, &b, &why) == 0);
-  CHECK(a.code == b.code && strcmp(a.message, b.message) == 0);
+  c->encode(&w, &a);
+  payload q = as_frame(&w, c->frame);
+  if (c->fixed) CHECK(q.n == c->fixed && memcmp(q.p, p, c->fixed) == 0);
+  if (c->shrinks) CHECK(q.n <= n); /* only trailing bytes may have been dropped */
+  CHECK(c->decode(q.p, q.n, &b, &why) == 0);
+  c->same(&a, &b);
   wbuf_free(&w);
-  return FUZZ_ERROR;
+  return c->result;
 }
 
 static int fuzz_stats(const uint8_t *p, size_t n) {
@@ -427,12 +437,8 @@ int fuzz_proto_one(const uint8_t *data, size_t size) {
     p += FRAME_HEADER_SIZE;
     n -= FRAME_HEADER_SIZE;
   }
-  accepted |= fuzz_hello(p, n);
-  accepted |= fuzz_hello_ok(p, n);
-  accepted |= fuzz_open(p, n);
-  accepted |= fuzz_open_ok(p, n);
-  accepted |= fuzz_u64(p, n);
-  accepted |= fuzz_error(p, n);
+  for (size_t i = 0; i < sizeof fuzz_codecs / sizeof fuzz_codecs[0]; i++)
+    accepted |= fuzz_round_trip(&fuzz_codecs[i], p, n);
   accepted |= fuzz_stats(p, n);
   accepted |= fuzz_batch(p, n);
   accepted |= fuzz_tlv(p, n);
