@@ -109,30 +109,37 @@ static inline uint8_t clip8(int32_t ss) {
   return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
 }
 
+/* The horizontal pass walks rows and output pixels the same way on every
+ * path; only the pixel (n RGBX taps from p, weights k, into RGB at o)
+ * differs. One body, instantiated per pixel function, which is inlined. */
+#define RESIZE_DEFINE_HORIZONTAL(name, attr, pixel)                                        \
+  attr static void name(const resize_axis *h, const uint8_t *src, size_t src_stride,       \
+                        int rows, uint8_t *out) {                                          \
+    for (int r = 0; r < rows; r++) {                                                       \
+      const uint8_t *in = src + (size_t)r * src_stride;                                    \
+      uint8_t *o = out + (size_t)r * h->out_n * 3;                                         \
+      for (int xx = 0; xx < h->out_n; xx++, o += 3)                                        \
+        pixel(in + (size_t)(h->bounds[2 * xx] - h->lo) * 4, h->coef + (size_t)xx * h->ksize, \
+              h->bounds[2 * xx + 1], o);                                                   \
+    }                                                                                      \
+  }
+
 /* Portable passes: Pillow's loops, except that the vertical one runs along
  * the row with the filter's rows inside (integer sums do not depend on
  * order, so the result is the same). */
-static void horizontal_scalar(const resize_axis *h, const uint8_t *src, size_t src_stride,
-                              int rows, uint8_t *out) {
-  for (int r = 0; r < rows; r++) {
-    const uint8_t *in = src + (size_t)r * src_stride;
-    uint8_t *o = out + (size_t)r * h->out_n * 3;
-    for (int xx = 0; xx < h->out_n; xx++, o += 3) {
-      const uint8_t *p = in + (size_t)(h->bounds[2 * xx] - h->lo) * 4;
-      const int32_t *k = h->coef + (size_t)xx * h->ksize;
-      int n = h->bounds[2 * xx + 1];
-      int32_t s0 = HALF, s1 = HALF, s2 = HALF;
-      for (int x = 0; x < n; x++, p += 4) {
-        s0 += p[0] * k[x];
-        s1 += p[1] * k[x];
-        s2 += p[2] * k[x];
-      }
-      o[0] = clip8(s0);
-      o[1] = clip8(s1);
-      o[2] = clip8(s2);
-    }
+static inline __attribute__((always_inline)) void pixel_scalar(const uint8_t *p, const int32_t *k,
+                                                               int n, uint8_t *o) {
+  int32_t s0 = HALF, s1 = HALF, s2 = HALF;
+  for (int x = 0; x < n; x++, p += 4) {
+    s0 += p[0] * k[x];
+    s1 += p[1] * k[x];
+    s2 += p[2] * k[x];
   }
+  o[0] = clip8(s0);
+  o[1] = clip8(s1);
+  o[2] = clip8(s2);
 }
+RESIZE_DEFINE_HORIZONTAL(horizontal_scalar, , pixel_scalar)
 
 static void vertical_column(const int32_t *k, int n, const uint8_t *base, size_t row, size_t i,
                             uint8_t *o) {
@@ -163,41 +170,32 @@ static void vertical_scalar(const resize_axis *v, const uint8_t *in, size_t row,
  * result is clipped by shift and unsigned saturation and stored as four
  * bytes; the fourth is junk that the next pixel overwrites (hence the slack
  * byte in resize_tmp_size), which is much cheaper than three byte stores. */
-__attribute__((target("avx2"))) static void horizontal_avx2(const resize_axis *h,
-                                                             const uint8_t *src,
-                                                             size_t src_stride, int rows,
-                                                             uint8_t *out) {
+__attribute__((target("avx2"), always_inline)) static inline void pixel_avx2(const uint8_t *p,
+                                                                             const int32_t *k,
+                                                                             int n, uint8_t *o) {
   const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-  for (int r = 0; r < rows; r++) {
-    const uint8_t *in = src + (size_t)r * src_stride;
-    uint8_t *o = out + (size_t)r * h->out_n * 3;
-    for (int xx = 0; xx < h->out_n; xx++, o += 3) {
-      const uint8_t *p = in + (size_t)(h->bounds[2 * xx] - h->lo) * 4;
-      const int32_t *k = h->coef + (size_t)xx * h->ksize;
-      int n = h->bounds[2 * xx + 1], x = 0;
-      __m256i acc2 = _mm256_setzero_si256();
-      for (; x + 2 <= n; x += 2) {
-        __m256i px = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 4 * x)));
-        __m256i kk = _mm256_permutevar8x32_epi32(
-            _mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(k + x))), spread);
-        acc2 = _mm256_add_epi32(acc2, _mm256_mullo_epi32(px, kk));
-      }
-      __m128i acc = _mm_add_epi32(_mm256_castsi256_si128(acc2),
-                                  _mm256_extracti128_si256(acc2, 1));
-      acc = _mm_add_epi32(acc, _mm_set1_epi32(HALF));
-      if (x < n) {
-        int32_t px;
-        memcpy(&px, p + 4 * x, 4);
-        acc = _mm_add_epi32(acc, _mm_mullo_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(px)),
-                                                 _mm_set1_epi32(k[x])));
-      }
-      acc = _mm_srai_epi32(acc, RESIZE_PRECISION_BITS);
-      acc = _mm_packus_epi16(_mm_packus_epi32(acc, acc), acc);
-      int32_t rgbx = _mm_cvtsi128_si32(acc);
-      memcpy(o, &rgbx, 4);
-    }
+  __m256i acc2 = _mm256_setzero_si256();
+  int x = 0;
+  for (; x + 2 <= n; x += 2) {
+    __m256i px = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p + 4 * x)));
+    __m256i kk = _mm256_permutevar8x32_epi32(
+        _mm256_castsi128_si256(_mm_loadl_epi64((const __m128i *)(k + x))), spread);
+    acc2 = _mm256_add_epi32(acc2, _mm256_mullo_epi32(px, kk));
   }
+  __m128i acc = _mm_add_epi32(_mm256_castsi256_si128(acc2), _mm256_extracti128_si256(acc2, 1));
+  acc = _mm_add_epi32(acc, _mm_set1_epi32(HALF));
+  if (x < n) {
+    int32_t px;
+    memcpy(&px, p + 4 * x, 4);
+    acc = _mm_add_epi32(acc, _mm_mullo_epi32(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(px)),
+                                             _mm_set1_epi32(k[x])));
+  }
+  acc = _mm_srai_epi32(acc, RESIZE_PRECISION_BITS);
+  acc = _mm_packus_epi16(_mm_packus_epi32(acc, acc), acc);
+  int32_t rgbx = _mm_cvtsi128_si32(acc);
+  memcpy(o, &rgbx, 4);
 }
+RESIZE_DEFINE_HORIZONTAL(horizontal_avx2, __attribute__((target("avx2"))), pixel_avx2)
 
 /* Vertical: sixteen bytes of a row at a time, summed down the filter's rows
  * in registers, then Pillow's clip8 by shift and unsigned saturation. */
