@@ -6,7 +6,7 @@
 
 #include "tf_example.pb-c.h"
 
-static const char *const tf_example_kind_names[] = {"no value", "bytes_list", "float_list", "int64_list"};
+static const char *const tf_example_kind_names[] = {"no value", "a bytes_list", "a float_list", "an int64_list"};
 
 static const char *tf_example_kind(Tfex__Feature__KindCase c) {
   return (unsigned)c < 4 ? tf_example_kind_names[c] : "unknown kind";
@@ -27,7 +27,7 @@ static int tf_example_want(const Tfex__Example *ex, const char *key, Tfex__Featu
   const Tfex__Feature *f = tf_example_find(ex, key);
   if (!f) return snprintf(err, errlen, "no feature '%s'", key), -1;
   if (f->kind_case != kind)
-    return snprintf(err, errlen, "feature '%s' is a %s, not a %s", key, tf_example_kind(f->kind_case),
+    return snprintf(err, errlen, "feature '%s' is %s, not %s", key, tf_example_kind(f->kind_case),
                     tf_example_kind(kind)),
            -1;
   *out = f;
