@@ -152,5 +152,6 @@ int tfrecord_sample(const char *path, const shard_index_entry *e, const tf_examp
     tf_example_free(&ex);
     return 0;
   }
-  return snprintf(err, errlen, "record at byte offset %llu: %s", (unsigned long long)e->off, why), -1;
+  /* The caller names the shard and offset (dataset_sample_name). */
+  return snprintf(err, errlen, "%s", why), -1;
 }

@@ -1,0 +1,313 @@
+"""TFRecord and WebDataset tar datasets through the real daemon and `bfeed fetch`.
+
+The same JPEGs (the fixtures, and imagenet-100 when present) are served as
+an ImageFolder, as TFRecord shards written by an independent encoder
+(Google's protobuf runtime from a .proto compiled by protoc here, CRC-32C
+from crcmod: tests/daemon/shard_writer.py) and as tar shards written by
+Python's tarfile. Every batch fetched from the shards must equal the
+folder's byte for byte (image, label, index), in train and eval modes and
+both layouts, including from shards that hold damage (a garbage Example,
+a bad data CRC, a truncated last record, a tar sample without a label),
+which is skipped when indexing and logged with file and byte offset.
+Also: custom keys and label_offset from a [dataset] section with
+cache_dir; float features served as bf16 equal to torch's rounding; index
+caches reused on restart and rebuilt when a shard's mtime changes; a CRC
+that goes bad after indexing caught when the record is read (skipped,
+logged, replaced by the next sample); a GZIP shard refused with a clear
+message while the other datasets serve; unknown keys refused.
+
+usage: shards_fetch_oracle.py BFEEDD BFEED SHARD_WRITER_DIR FIXTURE_DIR [IMAGENET_DIR]
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import gzip
+
+import numpy as np
+import torch
+
+sys.path.insert(0, sys.argv[3])
+import shard_writer as w  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+    return cond
+
+
+class Daemon:
+    def __init__(self, bfeedd, tmp, args, name):
+        self.tmp, self.sock = tmp, os.path.join(tmp, name + ".sock")
+        self.logpath = os.path.join(tmp, name + ".log")
+        log = open(self.logpath, "wb")
+        self.p = subprocess.Popen([bfeedd, "--listen", "unix:" + self.sock, "--workers", "2"] + args,
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.p.poll() is not None:
+                raise RuntimeError("bfeedd exited at start:\n" + self.log())
+            s = socket.socket(socket.AF_UNIX)
+            try:
+                s.connect(self.sock)
+                return
+            except OSError:
+                time.sleep(0.02)
+            finally:
+                s.close()
+        raise RuntimeError("bfeedd did not start")
+
+    def log(self):
+        with open(self.logpath, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        check(self.p.wait(20) == 0, "bfeedd exits 0 on SIGTERM")
+
+
+def fetch(bfeed, d, ds, out, opts):
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    if "--batch-index" not in opts:
+        opts = opts + ["--batch-index", "0"]
+    r = subprocess.run([bfeed, "fetch", "--connect", "unix:" + d.sock, "--dataset", ds, "--out", out] + opts,
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return None, r.stderr
+    return {n: open(os.path.join(out, n + ".npy"), "rb").read() for n in ("image", "label", "index")
+            if os.path.exists(os.path.join(out, n + ".npy"))}, r.stderr
+
+
+def build_folder(root, fixtures, imagenet):
+    """An ImageFolder; returns [(class, path)] in the folder's sample order."""
+    fx = sorted(f for f in os.listdir(fixtures) if f.lower().endswith((".jpeg", ".jpg")))
+    for i, f in enumerate(fx):  # two classes, each file four times under four names
+        for copy in range(4):
+            d = os.path.join(root, "fixture_%d" % (i % 2))
+            os.makedirs(d, exist_ok=True)
+            shutil.copy(os.path.join(fixtures, f), os.path.join(d, "%d_%s" % (copy, f)))
+    if imagenet and os.path.isdir(imagenet):
+        for c in sorted(os.listdir(imagenet)):
+            src = os.path.join(imagenet, c)
+            if os.path.isdir(src):
+                shutil.copytree(src, os.path.join(root, c))
+    samples = []
+    for ci, c in enumerate(sorted(os.listdir(root))):
+        for f in sorted(os.listdir(os.path.join(root, c))):
+            samples.append((ci, os.path.join(root, c, f)))
+    return samples
+
+
+def runs(n, k):
+    return [(i * n // k, (i + 1) * n // k) for i in range(k)]
+
+
+def write_tfrecords(dirname, samples, nshards, damage=False, keys=None, offset=1):
+    os.makedirs(dirname, exist_ok=True)
+    keys = keys or {}
+    bad = []
+    for s, (a, b) in enumerate(runs(len(samples), nshards)):
+        recs = []
+        for i in range(a, b):
+            c, p = samples[i]
+            recs.append(w.example(open(p, "rb").read(), c + offset, packed=i % 2 == 0, **keys))
+            if damage and i % 5 == 2:
+                recs.append(b"\x0a\xff\x01garbage")          # a malformed Example
+            if damage and i % 7 == 3:
+                recs.append(("crc", w.example(b"\xff\xd8", 0)))  # data CRC made bad below
+        if damage and s == nshards - 1:
+            recs.append(("cut", w.example(open(samples[0][1], "rb").read(), 1)))
+        path = os.path.join(dirname, "train-%05d-of-%05d" % (s, nshards))
+        plain = [r[1] if isinstance(r, tuple) else r for r in recs]
+        offs = w.write_tfrecord(path, plain)
+        data = bytearray(open(path, "rb").read())
+        for r, o in zip(recs, offs):
+            if isinstance(r, tuple) and r[0] == "crc":
+                data[o + 12 + 3] ^= 0x10
+                bad.append((path, o, "bad data CRC-32C"))
+            elif isinstance(r, tuple) and r[0] == "cut":
+                data = data[:o + 12 + 40]
+                bad.append((path, o, "truncated record"))
+            elif r.startswith(b"\x0a\xff\x01garbage"):
+                bad.append((path, o, "not a tf.train.Example"))
+        open(path, "wb").write(bytes(data))
+    return bad
+
+
+def write_tars(dirname, samples, nshards, damage=False):
+    os.makedirs(dirname, exist_ok=True)
+    bad = []
+    for s, (a, b) in enumerate(runs(len(samples), nshards)):
+        members = []
+        for i in range(a, b):
+            c, p = samples[i]
+            members += [("%06d.jpg" % i, open(p, "rb").read()), ("%06d.cls" % i, b"%d" % c)]
+            if damage and i % 4 == 1:
+                members.append(("%06dx.jpg" % i, open(p, "rb").read()))  # no label
+        path = os.path.join(dirname, "shard-%03d.tar" % s)
+        w.write_tar(path, members)
+        if damage:
+            bad += [(path, "sample '%06dx'" % i) for i in range(a, b) if i % 4 == 1]
+    return bad
+
+
+def bf16_bits(f32):
+    return torch.from_numpy(np.asarray(f32, dtype=np.float32)).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+
+
+def main():
+    bfeedd, bfeed, _, fixtures = sys.argv[1:5]
+    imagenet = sys.argv[5] if len(sys.argv) > 5 else None
+    with tempfile.TemporaryDirectory(prefix="bfeed-shards-") as tmp:
+        root = os.path.join(tmp, "folder")
+        samples = build_folder(root, fixtures, imagenet)
+        n = len(samples)
+        print("%d samples in %d classes" % (n, samples[-1][0] + 1))
+        write_tfrecords(os.path.join(tmp, "tf"), samples, 3)
+        tf_bad = write_tfrecords(os.path.join(tmp, "tfbad"), samples, 2, damage=True)
+        write_tfrecords(os.path.join(tmp, "tfcfg"), samples, 2, offset=0,
+                        keys={"image_key": "jpeg", "label_key": "cls"})
+        write_tars(os.path.join(tmp, "tar"), samples, 2)
+        tar_bad = write_tars(os.path.join(tmp, "tarbad"), samples, 3, damage=True)
+        rng = np.random.default_rng(5)
+        feats = rng.standard_normal((n, 7)).astype(np.float32) * 1000
+        os.makedirs(os.path.join(tmp, "feat"))
+        w.write_tfrecord(os.path.join(tmp, "feat", "f-0"),
+                         [w.example(None, c + 1, features=feats[i], packed=i % 2 == 1) for i, (c, _) in enumerate(samples)])
+        os.makedirs(os.path.join(tmp, "gz"))
+        with gzip.open(os.path.join(tmp, "gz", "train-0.gz"), "wb") as f:
+            f.write(w.frame(w.example(b"\xff\xd8", 1)))
+        cache = os.path.join(tmp, "cache")
+        os.makedirs(cache)
+        conf = os.path.join(tmp, "bfeedd.conf")
+        with open(conf, "w") as f:
+            f.write("[dataset tcfg]\nkind = tfrecord\npath = %s/tfcfg/train-*\nimage_key = jpeg\n"
+                    "label_key = cls\nlabel_offset = 0\ncache_dir = %s\n" % (tmp, cache))
+        args = ["--config", conf, "--dataset", "f=" + root,
+                "--dataset", "t=tfrecord:%s/tf/train-*" % tmp,
+                "--dataset", "tbad=tfrecord:%s/tfbad/train-*,label_offset=-1" % tmp,
+                "--dataset", "w=tar:%s/tar/*.tar" % tmp,
+                "--dataset", "wbad=tar:%s/tarbad/shard-*.tar,label_ext=cls" % tmp,
+                "--dataset", "feat=tfrecord:%s/feat/f-*,features_key=features" % tmp,
+                "--dataset", "gz=tfrecord:%s/gz/*" % tmp]
+        B = 4
+        optsets = [["--mode", "train", "--seed", "7", "--batch", str(B), "--batch-index", "1"],
+                   ["--mode", "train", "--seed", "9", "--batch", str(B), "--batch-index", "0", "--layout", "nhwc"],
+                   ["--mode", "eval", "--batch", str(B), "--batch-index", "1", "--size", "96"]]
+
+        def compare_all(d, names, tag):
+            for k, opts in enumerate(optsets):
+                ref, e = fetch(bfeed, d, "f", os.path.join(tmp, "o", tag, "f%d" % k), opts)
+                if not check(ref is not None, "folder fetch: " + e):
+                    continue
+                for ds in names:
+                    got, e = fetch(bfeed, d, ds, os.path.join(tmp, "o", tag, "%s%d" % (ds, k)), opts)
+                    if check(got is not None, "%s: fetch %s failed: %s" % (tag, ds, e)):
+                        for t in ("image", "label", "index"):
+                            check(got[t] == ref[t], "%s: %s %s %s equals the folder's byte for byte" % (tag, ds, opts, t))
+
+        d = Daemon(bfeedd, tmp, args, "d1")
+        try:
+            compare_all(d, ["t", "tbad", "tcfg", "w", "wbad"], "first")
+            log = d.log()
+            for path, off, why in tf_bad:
+                check("%s: record at byte offset %d: %s" % (path, off, why) in log, "logged: %s @%d %s" % (path, off, why))
+            for path, what in tar_bad:
+                check("%s: %s" % (path, what) in log and "no .cls label member" in log, "logged: %s %s" % (path, what))
+            check("dataset tbad: %d samples" % n in log and "%d record(s) skipped" % len(tf_bad) in log,
+                  "tbad: %d samples, %d skipped, counted in the log" % (n, len(tf_bad)))
+            # Features: bf16 of the float32 stored, in dataset order.
+            os.makedirs(os.path.join(tmp, "o", "feat"), exist_ok=True)
+            r = subprocess.run([bfeed, "fetch", "--connect", "unix:" + d.sock, "--dataset", "feat", "--shuffle", "off",
+                                "--batch", "5", "--batch-index", "1", "--out", os.path.join(tmp, "o", "feat", "x")],
+                               capture_output=True, text=True)
+            if check(r.returncode == 0, "features fetch: " + r.stderr):
+                got = np.load(os.path.join(tmp, "o", "feat", "x", "features.npy"))
+                check(np.array_equal(got.view(np.uint16), bf16_bits(feats[5:10])), "features are torch's bf16 of the stored floats")
+                lab = np.load(os.path.join(tmp, "o", "feat", "x", "label.npy"))
+                check(lab.tolist() == [samples[i][0] for i in range(5, 10)], "features dataset labels")
+            # GZIP: refused clearly; the others keep serving.
+            got, e = fetch(bfeed, d, "gz", os.path.join(tmp, "o", "gz"), ["--batch", "1"])
+            check(got is None and "GZIP" in e and "train-0.gz" in e, "gz dataset refused naming the file: " + e.strip())
+            got, e = fetch(bfeed, d, "t", os.path.join(tmp, "o", "after-gz"), ["--batch", "2"])
+            check(got is not None, "t still serves next to the failed gz dataset")
+        finally:
+            d.stop()
+        check(os.path.exists(os.path.join(tmp, "tf", ".train-00000-of-00003.bfidx")), "index cache beside the shard")
+        check(any(f.startswith("train-00000-of-00002.") and f.endswith(".bfidx") for f in os.listdir(cache)),
+              "tcfg's index cache in its cache_dir")
+        check(not any(f.endswith(".bfidx") for f in os.listdir(os.path.join(tmp, "tfcfg"))), "none beside tcfg's shards")
+
+        # Restart: every index reused. Then one shard touched: rebuilt.
+        d = Daemon(bfeedd, tmp, args, "d2")
+        try:
+            compare_all(d, ["t", "w"], "cached")
+            log = d.log()
+            check("dataset t: %d samples in" % n in log and "(3 index(es) reused from cache" in log, "t reused 3 caches")
+            check("dataset w: %d samples in" % n in log and "(2 index(es) reused from cache" in log, "w reused 2 caches")
+        finally:
+            d.stop()
+        shard = os.path.join(tmp, "tf", "train-00001-of-00003")
+        st = os.stat(shard)
+        os.utime(shard, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
+        d = Daemon(bfeedd, tmp, args, "d3")
+        try:
+            compare_all(d, ["t"], "rebuilt")
+            log = d.log()
+            check("%s: rebuilding the index: " % shard in log and "size or mtime changed" in log, "touched shard re-indexed")
+            check("(2 index(es) reused from cache" in log, "the other two reused")
+        finally:
+            d.stop()
+
+        # A record damaged after indexing, its mtime put back: the cache is
+        # reused, and the read-time CRC check catches it.
+        shard = os.path.join(tmp, "tf", "train-00000-of-00003")
+        st = os.stat(shard)
+        offs, at, data = [], 0, bytearray(open(shard, "rb").read())
+        while at < len(data):
+            offs.append(at)
+            at += 12 + int.from_bytes(data[at:at + 8], "little") + 4
+        victim = 1
+        data[offs[victim] + 12 + 100] ^= 0x01
+        open(shard, "wb").write(bytes(data))
+        os.utime(shard, ns=(st.st_atime_ns, st.st_mtime_ns))
+        d = Daemon(bfeedd, tmp, args, "d4")
+        try:
+            out = os.path.join(tmp, "o", "crc")
+            got, e = fetch(bfeed, d, "t", out, ["--shuffle", "off", "--mode", "eval", "--batch", "4", "--size", "64"])
+            if check(got is not None, "fetch after damage: " + e):
+                idx = np.load(os.path.join(out, "index.npy")).tolist()
+                check(idx == [0, 2, 2, 3], "the damaged sample 1 replaced by the next, as a bad file is (got %s)" % idx)
+            check("skipping %s: record at byte offset %d: bad data CRC-32C" % (shard, offs[victim]) in d.log(),
+                  "read-time CRC failure logged with file and offset")
+        finally:
+            d.stop()
+
+        # Configuration errors, named.
+        r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=tfrecord:%s/tf/*,bogus=1" % tmp],
+                           capture_output=True, text=True)
+        check(r.returncode == 2 and "unknown key 'bogus'" in r.stderr, "unknown key refused: " + r.stderr.strip())
+        r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=tfrecord:%s/gz/*" % tmp],
+                           capture_output=True, text=True)
+        check(r.returncode == 2 and "GZIP" in r.stderr, "--check-config indexes and reports GZIP: " + r.stderr.strip())
+        r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=tfrecord:%s/tf/*,label_offset=-2" % tmp],
+                           capture_output=True, text=True)
+        check(r.returncode == 2 and "outside 0.." in r.stderr, "a negative label refused: " + r.stderr.strip())
+        r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=tar:%s/nothing-*.tar" % tmp],
+                           capture_output=True, text=True)
+        check(r.returncode == 2 and "matches no file" in r.stderr, "an empty glob refused: " + r.stderr.strip())
+    print("%d failure(s)" % len(failures) if failures else "ok")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
