@@ -97,6 +97,8 @@ int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_in
     uint64_t n = 0;
     int rc = tfrecord_read(fd, off, fsize, &buf, &cap, &n, why, sizeof why);
     if (rc == TFRECORD_BAD_FRAME) {
+      if (off == 0 && strstr(why, "CRC")) /* at the very start: probably not TFRecord at all */
+        snprintf(why + strlen(why), sizeof why - strlen(why), ": not a TFRecord file, or ZLIB-compressed");
       tfrecord_skip(ctx, x, path, off, why, "the rest of the shard is unreadable");
       break;
     }
