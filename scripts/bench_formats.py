@@ -1,0 +1,146 @@
+"""Samples/s of the same images served from a folder, TFRecord shards and tar
+shards, and the time to index a shard. Run by scripts/bench_formats.sh.
+
+The images of DATA (an ImageFolder) are repeated COPIES times (folder:
+symlinks under new names; shards: the bytes) so that an epoch is long
+enough to time, then written as 8 TFRecord shards (tests/daemon's
+shard_writer: protobuf + crcmod) and 8 tar shards (tarfile), all in the
+folder's sample order. One bfeedd serves the three; each round runs `bfeed
+bench` on each dataset in a rotated order (E+1 epochs, the first as
+warm-up), and the medians over rounds are printed with their ratios. Then
+the index of one TPU-ImageNet-sized shard (1251 records) and one tar shard
+of as many samples is timed: built from nothing (cache deleted) and reused
+from the cache, each the median of ROUNDS daemon starts.
+
+usage: bench_formats.py BFEEDD BFEED SHARD_BENCH DATA COPIES EPOCHS ROUNDS WORKERS
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "daemon"))
+import shard_writer as w  # noqa: E402
+
+BATCH = 64
+
+
+def start(bfeedd, tmp, name, args, workers):
+    sock = os.path.join(tmp, name + ".sock")
+    log = os.path.join(tmp, name + ".log")
+    p = subprocess.Popen([bfeedd, "--listen", "unix:" + sock, "--workers", str(workers)] + args,
+                         stdout=open(log, "wb"), stderr=subprocess.STDOUT)
+    while not os.path.exists(sock):
+        if p.poll() is not None:
+            sys.exit("bfeedd failed:\n" + open(log).read())
+        time.sleep(0.01)
+    return p, sock, log
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    p.wait()
+
+
+def index_seconds(bfeedd, tmp, kind, path, rounds, cached):
+    """Median seconds the daemon reports for indexing the shard at path."""
+    times = []
+    for r in range(rounds):
+        if not cached:
+            for f in os.listdir(os.path.dirname(path)):
+                if f.endswith(".bfidx"):
+                    os.unlink(os.path.join(os.path.dirname(path), f))
+        p, sock, log = start(bfeedd, tmp, "idx", ["--dataset", "big=%s:%s" % (kind, path)], 1)
+        deadline = time.monotonic() + 120
+        m = None
+        while not m and time.monotonic() < deadline:
+            m = re.search(r"indexed in ([0-9.]+) s", open(log).read())
+            time.sleep(0.01)
+        stop(p)
+        times.append(float(m.group(1)))
+    return statistics.median(times)
+
+
+def main():
+    bfeedd, bfeed, shard_bench, data = sys.argv[1:5]
+    copies, epochs, rounds, workers = (int(v) for v in sys.argv[5:9])
+    tmp = tempfile.mkdtemp(prefix="bfeed-bench-formats-")
+    try:
+        samples = []
+        for c, cls in enumerate(sorted(os.listdir(data))):
+            src = os.path.join(data, cls)
+            if not os.path.isdir(src):
+                continue
+            os.makedirs(os.path.join(tmp, "folder", cls))
+            for k in range(copies):
+                for f in sorted(os.listdir(src)):
+                    if f.lower().endswith((".jpg", ".jpeg")):
+                        dst = os.path.join(tmp, "folder", cls, "%03d_%s" % (k, f))
+                        os.symlink(os.path.abspath(os.path.join(src, f)), dst)
+        for c, cls in enumerate(sorted(os.listdir(os.path.join(tmp, "folder")))):
+            for f in sorted(os.listdir(os.path.join(tmp, "folder", cls))):
+                samples.append((c, os.path.join(tmp, "folder", cls, f)))
+        n = len(samples)
+        os.makedirs(os.path.join(tmp, "tf"))
+        os.makedirs(os.path.join(tmp, "tar"))
+        for s in range(8):
+            part = samples[s * n // 8:(s + 1) * n // 8]
+            w.write_tfrecord(os.path.join(tmp, "tf", "train-%05d-of-00008" % s),
+                             [w.example(open(p, "rb").read(), c + 1) for c, p in part])
+            members = []
+            for i, (c, p) in enumerate(part):
+                members += [("%06d.jpg" % i, open(p, "rb").read()), ("%06d.cls" % i, b"%d" % c)]
+            w.write_tar(os.path.join(tmp, "tar", "train-%05d.tar" % s), members)
+        mb = sum(os.path.getsize(p) for _, p in samples) / 1e6
+        print("%d samples (%.1f MB of JPEG) from %s x %d; %d workers, batch %d, train 224, %d epochs + 1 warm-up, %d rounds"
+              % (n, mb, data, copies, workers, BATCH, epochs, rounds))
+        p, sock, log = start(bfeedd, tmp, "serve", ["--dataset", "folder=" + os.path.join(tmp, "folder"),
+                                                    "--dataset", "tfrecord=tfrecord:%s/tf/train-*" % tmp,
+                                                    "--dataset", "tar=tar:%s/tar/train-*" % tmp], workers)
+        order = ["folder", "tfrecord", "tar"]
+        res = {k: [] for k in order}
+        try:
+            for r in range(rounds):
+                for ds in order[r % 3:] + order[:r % 3]:
+                    out = subprocess.run([bfeed, "bench", "--connect", "unix:" + sock, "--dataset", ds, "--mode", "train",
+                                          "--size", "224", "--batch", str(BATCH), "--epochs", str(epochs + 1),
+                                          "--warmup", str(n // BATCH), "--seed", str(r), "--json"],
+                                         capture_output=True, text=True, check=True).stdout
+                    res[ds].append(json.loads(out.strip().splitlines()[-1])["samples_per_s"])
+        finally:
+            stop(p)
+        base = statistics.median(res["folder"])
+        for ds in order:
+            m = statistics.median(res[ds])
+            print("%-9s samples/s: %s  median %.1f  (%.3f of folder)" % (ds, ", ".join("%.1f" % v for v in res[ds]), m, m / base))
+
+        # Index timing on one ImageNet-sized shard of each format.
+        os.makedirs(os.path.join(tmp, "big"))
+        recs = [samples[i % n] for i in range(1251)]
+        big_tf = os.path.join(tmp, "big", "train-00000-of-01024")
+        w.write_tfrecord(big_tf, [w.example(open(p, "rb").read(), c + 1) for c, p in recs])
+        big_tar = os.path.join(tmp, "big", "shard-000000.tar")
+        members = []
+        for i, (c, p) in enumerate(recs):
+            members += [("%06d.jpg" % i, open(p, "rb").read()), ("%06d.cls" % i, b"%d" % c)]
+        w.write_tar(big_tar, members)
+        for kind, path in [("tfrecord", big_tf), ("tar", big_tar)]:
+            cold = index_seconds(bfeedd, tmp, kind, path, rounds, cached=False)
+            warm = index_seconds(bfeedd, tmp, kind, path, rounds, cached=True)
+            size = os.path.getsize(path) / 1e6
+            print("index one %s shard of 1251 samples (%.0f MB, page cache warm): built %.1f ms (%.0f MB/s), "
+                  "from its cache %.2f ms" % (kind, size, cold * 1e3, size / cold, warm * 1e3))
+            os.unlink(path)
+        print(subprocess.run([shard_bench, big_tf, "3"], capture_output=True, text=True).stdout, end="")
+    finally:
+        shutil.rmtree(tmp)
+
+
+if __name__ == "__main__":
+    main()
