@@ -26,38 +26,53 @@ static int tfrecord_pread(int fd, void *dst, size_t n, uint64_t off) {
   return 0;
 }
 
+/* Check a record header at off: its CRC and that its data and footer fit
+ * in the file. *n gets the data length. */
+static int tfrecord_header(const uint8_t *h, uint64_t off, uint64_t fsize, uint64_t *n, char *err, size_t errlen) {
+  if (crc32c_mask(crc32c_update(0, h, 8)) != tfrecord_le32(h + 8))
+    return snprintf(err, errlen, "bad length CRC-32C"), TFRECORD_BAD_FRAME;
+  *n = (uint64_t)tfrecord_le32(h) | (uint64_t)tfrecord_le32(h + 4) << 32;
+  if (*n + TFRECORD_FOOTER > fsize - off - TFRECORD_HEADER)
+    return snprintf(err, errlen, "truncated record: %llu data bytes announced, %llu left in the file",
+                    (unsigned long long)*n, (unsigned long long)(fsize - off - TFRECORD_HEADER)),
+           TFRECORD_BAD_FRAME;
+  if (*n > TFRECORD_MAX_RECORD)
+    return snprintf(err, errlen, "record of %llu bytes, over the %u-byte limit", (unsigned long long)*n,
+                    TFRECORD_MAX_RECORD),
+           TFRECORD_BAD_DATA;
+  return 0;
+}
+
+static int tfrecord_grow(uint8_t **buf, size_t *cap, uint64_t need, char *err, size_t errlen) {
+  if (need <= *cap) return 0;
+  uint8_t *b = realloc(*buf, need);
+  if (!b) return snprintf(err, errlen, "out of memory for a %llu-byte record", (unsigned long long)need), -1;
+  *buf = b;
+  *cap = need;
+  return 0;
+}
+
+static int tfrecord_check_data(const uint8_t *p, uint64_t n, char *err, size_t errlen) {
+  if (crc32c_mask(crc32c_update(0, p, n)) != tfrecord_le32(p + n))
+    return snprintf(err, errlen, "bad data CRC-32C"), TFRECORD_BAD_DATA;
+  return 0;
+}
+
 int tfrecord_read(int fd, uint64_t off, uint64_t fsize, uint8_t **buf, size_t *cap, uint64_t *len, char *err,
                   size_t errlen) {
   uint8_t h[TFRECORD_HEADER];
   if (off > fsize || fsize - off < TFRECORD_HEADER)
     return snprintf(err, errlen, "truncated record header (%llu bytes left in the file)",
-                    (unsigned long long)(fsize - off)),
+                    (unsigned long long)(off > fsize ? 0 : fsize - off)),
            TFRECORD_BAD_FRAME;
   if (tfrecord_pread(fd, h, sizeof h, off) < 0)
     return snprintf(err, errlen, "read failed: %s", strerror(errno)), TFRECORD_BAD_FRAME;
-  if (crc32c_mask(crc32c_update(0, h, 8)) != tfrecord_le32(h + 8))
-    return snprintf(err, errlen, "bad length CRC-32C"), TFRECORD_BAD_FRAME;
-  uint64_t n = (uint64_t)tfrecord_le32(h) | (uint64_t)tfrecord_le32(h + 4) << 32;
-  if (n + TFRECORD_FOOTER > fsize - off - TFRECORD_HEADER)
-    return snprintf(err, errlen, "truncated record: %llu data bytes announced, %llu left in the file",
-                    (unsigned long long)n, (unsigned long long)(fsize - off - TFRECORD_HEADER)),
-           TFRECORD_BAD_FRAME;
-  *len = n;
-  if (n > TFRECORD_MAX_RECORD)
-    return snprintf(err, errlen, "record of %llu bytes, over the %u-byte limit", (unsigned long long)n,
-                    TFRECORD_MAX_RECORD),
-           TFRECORD_BAD_DATA;
-  if (n + TFRECORD_FOOTER > *cap) {
-    uint8_t *b = realloc(*buf, n + TFRECORD_FOOTER);
-    if (!b) return snprintf(err, errlen, "out of memory for a %llu-byte record", (unsigned long long)n), TFRECORD_BAD_DATA;
-    *buf = b;
-    *cap = n + TFRECORD_FOOTER;
-  }
-  if (tfrecord_pread(fd, *buf, n + TFRECORD_FOOTER, off + TFRECORD_HEADER) < 0)
+  int rc = tfrecord_header(h, off, fsize, len, err, errlen);
+  if (rc < 0) return rc;
+  if (tfrecord_grow(buf, cap, *len + TFRECORD_FOOTER, err, errlen) < 0) return TFRECORD_BAD_DATA;
+  if (tfrecord_pread(fd, *buf, *len + TFRECORD_FOOTER, off + TFRECORD_HEADER) < 0)
     return snprintf(err, errlen, "read failed: %s", errno ? strerror(errno) : "file shrank"), TFRECORD_BAD_FRAME;
-  if (crc32c_mask(crc32c_update(0, *buf, n)) != tfrecord_le32(*buf + n))
-    return snprintf(err, errlen, "bad data CRC-32C"), TFRECORD_BAD_DATA;
-  return 0;
+  return tfrecord_check_data(*buf, *len, err, errlen);
 }
 
 static void tfrecord_skip(const shard_index_ctx *ctx, shard_index *x, const char *path, uint64_t off,
@@ -138,22 +153,30 @@ int tfrecord_sample(const char *path, const shard_index_entry *e, const tf_examp
     if (fd >= 0) close(fd);
     return -1;
   }
-  uint64_t n;
-  char why[200];
-  int rc = tfrecord_read(fd, e->off, (uint64_t)st.st_size, buf, cap, &n, why, sizeof why);
+  /* The index knows the length: header, data and footer in one read. */
+  uint64_t fsize = (uint64_t)st.st_size, whole = TFRECORD_HEADER + (uint64_t)e->len + TFRECORD_FOOTER, n = 0;
+  int rc = -1;
+  if (e->off > fsize || fsize - e->off < whole)
+    snprintf(err, errlen, "the shard is shorter than when it was indexed");
+  else if (tfrecord_grow(buf, cap, whole, err, errlen) == 0 && tfrecord_pread(fd, *buf, whole, e->off) < 0)
+    snprintf(err, errlen, "read failed: %s", strerror(errno));
+  else if (*cap >= whole)
+    rc = tfrecord_header(*buf, e->off, fsize, &n, err, errlen);
   close(fd);
-  if (rc == 0 && n != e->len) snprintf(why, sizeof why, "record is %llu bytes, was %u when indexed",
-                                       (unsigned long long)n, e->len), rc = -1;
+  if (rc == 0 && n != e->len) {
+    snprintf(err, errlen, "record is %llu bytes, was %u when indexed", (unsigned long long)n, e->len);
+    rc = -1;
+  }
+  if (rc == 0) rc = tfrecord_check_data(*buf + TFRECORD_HEADER, n, err, errlen);
   tf_example ex;
   tf_example_keys image_only = {.image = keys->image};
-  if (rc == 0 && (rc = tf_example_parse(*buf, n, &image_only, &ex, why, sizeof why)) == 0) {
+  if (rc == 0 && (rc = tf_example_parse(*buf + TFRECORD_HEADER, n, &image_only, &ex, err, errlen)) == 0) {
     /* The parsed message owns a copy of the image bytes; the record in
-     * *buf is no longer needed and is at least as long. */
+     * *buf is no longer needed and is longer. The caller names the shard
+     * and offset in its messages (dataset_sample_name). */
     memcpy(*buf, ex.image, ex.image_len);
     *len = ex.image_len;
     tf_example_free(&ex);
-    return 0;
   }
-  /* The caller names the shard and offset (dataset_sample_name). */
-  return snprintf(err, errlen, "%s", why), -1;
+  return rc < 0 ? -1 : 0;
 }
