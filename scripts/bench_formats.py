@@ -105,20 +105,34 @@ def main():
                                                     "--dataset", "tar=tar:%s/tar/train-*" % tmp], workers)
         order = ["folder", "tfrecord", "tar"]
         res = {k: [] for k in order}
+        busy = {k: [] for k in order}  # worker microseconds per sample, less sensitive to other load
+
+        def counters(ds):
+            out = subprocess.run([bfeed, "stats", "--connect", "unix:" + sock, "--json"], capture_output=True,
+                                 text=True, check=True).stdout
+            d = json.loads(out)["datasets"].get(ds, {})
+            return d.get("samples", 0), d.get("worker_busy_us", 0)
         try:
             for r in range(rounds):
                 for ds in order[r % 3:] + order[:r % 3]:
+                    s0, b0 = counters(ds)
                     out = subprocess.run([bfeed, "bench", "--connect", "unix:" + sock, "--dataset", ds, "--mode", "train",
                                           "--size", "224", "--batch", str(BATCH), "--epochs", str(epochs + 1),
                                           "--warmup", str(n // BATCH), "--seed", str(r), "--json"],
                                          capture_output=True, text=True, check=True).stdout
                     res[ds].append(json.loads(out.strip().splitlines()[-1])["samples_per_s"])
+                    s1, b1 = counters(ds)
+                    busy[ds].append((b1 - b0) / max(1, s1 - s0))
         finally:
             stop(p)
         base = statistics.median(res["folder"])
         for ds in order:
             m = statistics.median(res[ds])
             print("%-9s samples/s: %s  median %.1f  (%.3f of folder)" % (ds, ", ".join("%.1f" % v for v in res[ds]), m, m / base))
+        bbase = statistics.median(busy["folder"])
+        for ds in order:
+            m = statistics.median(busy[ds])
+            print("%-9s worker us/sample: %s  median %.0f  (%.3f of folder)" % (ds, ", ".join("%.0f" % v for v in busy[ds]), m, m / bbase))
 
         # Index timing on one ImageNet-sized shard of each format.
         os.makedirs(os.path.join(tmp, "big"))
@@ -136,8 +150,8 @@ def main():
             size = os.path.getsize(path) / 1e6
             print("index one %s shard of 1251 samples (%.0f MB, page cache warm): built %.1f ms (%.0f MB/s), "
                   "from its cache %.2f ms" % (kind, size, cold * 1e3, size / cold, warm * 1e3))
-            os.unlink(path)
-        print(subprocess.run([shard_bench, big_tf, "3"], capture_output=True, text=True).stdout, end="")
+        r = subprocess.run([shard_bench, big_tf, "3"], capture_output=True, text=True)
+        print(r.stdout + r.stderr, end="")
     finally:
         shutil.rmtree(tmp)
 
