@@ -175,9 +175,9 @@ static void *dataset_shards_coordinate(void *arg) {
     return NULL;
   }
   log_info(&s->log,
-           "dataset %s: %zu samples in %zu classes from %zu %s shard(s), indexed in %.3f s "
+           "dataset %s: %zu samples in %zu classes from %zu %s shard(s), indexed in %.1f ms "
            "(%zu index(es) reused from cache, %llu record(s) skipped)",
-           s->d->name, s->d->nsamples, s->d->nclasses, s->nfiles, s->tar ? "tar" : "TFRecord", s->seconds,
+           s->d->name, s->d->nsamples, s->d->nclasses, s->nfiles, s->tar ? "tar" : "TFRecord", s->seconds * 1e3,
            __atomic_load_n(&s->cached_files, __ATOMIC_RELAXED), (unsigned long long)s->skipped);
   __atomic_store_n(&s->state, DATASET_SHARDS_READY, __ATOMIC_RELEASE);
   return NULL;

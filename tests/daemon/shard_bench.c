@@ -5,12 +5,16 @@
  * protobuf-c parse alone and for sample_load (decode + eval resize) of the
  * same image. No test runs it; scripts/bench_formats.sh prints it.
  *
- *   shard_bench SHARD REPEAT
+ *   shard_bench SHARD REPEAT [FILE...]
+ *
+ * With FILEs (the same images as files), reading them as a folder dataset
+ * does (dataset_read: open, fstat, read, close) is timed too.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "dataset.h"
 #include "log.h"
 #include "sample.h"
 #include "tfrecord.h"
@@ -22,7 +26,7 @@ static double shard_bench_now(void) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) return fprintf(stderr, "usage: shard_bench SHARD REPEAT\n"), 2;
+  if (argc < 3) return fprintf(stderr, "usage: shard_bench SHARD REPEAT [FILE...]\n"), 2;
   const char *path = argv[1];
   int repeat = atoi(argv[2]);
   logger lg;
@@ -67,6 +71,16 @@ int main(int argc, char **argv) {
     t_parse += shard_bench_now() - a;
   }
   if (f) fclose(f);
+  /* The same bytes as files of a folder dataset. */
+  double t_files = 0;
+  dataset folder = {.paths = argv + 3, .nsamples = (size_t)(argc - 3)};
+  for (int r = 0; r < repeat; r++)
+    for (size_t i = 0; i < folder.nsamples; i++) {
+      double a = shard_bench_now();
+      if (dataset_read(&folder, i, &buf, &cap, &len, err, sizeof err) < 0)
+        return fprintf(stderr, "shard_bench: %s: %s\n", argv[3 + i], err), 1;
+      t_files += shard_bench_now() - a;
+    }
   double per = 1e6 / ((double)x.n * repeat);
   printf("shard %s: %zu records\n", path, x.n);
   printf("  index build: %.1f ms (%.1f us per record)\n", t_index * 1e3, t_index * 1e6 / x.n);
@@ -74,6 +88,9 @@ int main(int argc, char **argv) {
          t_read * per, t_parse * per, t_decode * per);
   printf("  protobuf-c parse = %.2f%% of read+decode; the whole record read = %.2f%%\n",
          100 * t_parse / (t_read + t_decode), 100 * t_read / (t_read + t_decode));
+  if (folder.nsamples)
+    printf("  reading the same images as files: %.1f us per sample (%zu files)\n",
+           t_files * 1e6 / ((double)folder.nsamples * repeat), folder.nsamples);
   free(buf);
   free(rec);
   free(rgb);
