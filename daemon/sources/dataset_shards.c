@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "bfeed.h"
+#include "bfeed_types.h"
 #include "tar_shards.h"
 #include "tfrecord.h"
 
