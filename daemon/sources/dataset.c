@@ -253,6 +253,10 @@ int dataset_wait(dataset *d, char *err, size_t errlen) {
   return d->shards ? dataset_shards_wait(d, err, errlen) : 0;
 }
 
+uint64_t dataset_index_skipped(const dataset *d) {
+  return d->shards ? dataset_shards_skipped(d) : 0;
+}
+
 void dataset_sample_name(const dataset *d, size_t i, char *out, size_t n) {
   if (d->shards) dataset_shards_name(d, i, out, n);
   else snprintf(out, n, "%s", d->paths ? d->paths[i] : d->root);

@@ -116,6 +116,9 @@ int dataset_ready(const dataset *d, char *err, size_t errlen);
 /* Block until d can serve or has failed (--check-config, tests); then as
  * dataset_ready. */
 int dataset_wait(dataset *d, char *err, size_t errlen);
+/* tfrecord, tar: records or members skipped when the shards were indexed
+ * (0 for other kinds, and until the index is complete). */
+uint64_t dataset_index_skipped(const dataset *d);
 /* What to call sample i in a log line: its file, or shard and offset. */
 void dataset_sample_name(const dataset *d, size_t i, char *out, size_t n);
 

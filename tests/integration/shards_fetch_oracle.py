@@ -18,6 +18,7 @@ message while the other datasets serve; unknown keys refused.
 
 usage: shards_fetch_oracle.py BFEEDD BFEED SHARD_WRITER_DIR FIXTURE_DIR [IMAGENET_DIR]
 """
+import json
 import os
 import shutil
 import signal
@@ -225,6 +226,11 @@ def main():
                 check("%s: %s" % (path, what) in log and "no .cls label member" in log, "logged: %s %s" % (path, what))
             check("dataset tbad: %d samples" % n in log and "%d record(s) skipped" % len(tf_bad) in log,
                   "tbad: %d samples, %d skipped, counted in the log" % (n, len(tf_bad)))
+            r = subprocess.run([bfeed, "stats", "--connect", "unix:" + d.sock, "--json"], capture_output=True, text=True)
+            st = json.loads(r.stdout)["datasets"] if r.returncode == 0 else {}
+            check(st.get("tbad", {}).get("records_skipped") == len(tf_bad) and st["tbad"].get("indexing") == 0,
+                  "bfeed stats counts tbad's %d skipped records: %s" % (len(tf_bad), st.get("tbad")))
+            check(st.get("wbad", {}).get("records_skipped") == len(tar_bad), "bfeed stats counts wbad's skipped samples")
             # Features: bf16 of the float32 stored, in dataset order.
             os.makedirs(os.path.join(tmp, "o", "feat"), exist_ok=True)
             r = subprocess.run([bfeed, "fetch", "--connect", "unix:" + d.sock, "--dataset", "feat", "--shuffle", "off",
