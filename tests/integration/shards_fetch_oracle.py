@@ -298,19 +298,14 @@ def main():
         finally:
             d.stop()
 
-        # Configuration errors, named.
-        r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=tfrecord:%s/tf/*,bogus=1" % tmp],
-                           capture_output=True, text=True)
-        check(r.returncode == 2 and "unknown key 'bogus'" in r.stderr, "unknown key refused: " + r.stderr.strip())
-        r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=tfrecord:%s/gz/*" % tmp],
-                           capture_output=True, text=True)
-        check(r.returncode == 2 and "GZIP" in r.stderr, "--check-config indexes and reports GZIP: " + r.stderr.strip())
-        r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=tfrecord:%s/tf/*,label_offset=-2" % tmp],
-                           capture_output=True, text=True)
-        check(r.returncode == 2 and "outside 0.." in r.stderr, "a negative label refused: " + r.stderr.strip())
-        r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=tar:%s/nothing-*.tar" % tmp],
-                           capture_output=True, text=True)
-        check(r.returncode == 2 and "matches no file" in r.stderr, "an empty glob refused: " + r.stderr.strip())
+        # Configuration errors, named; --check-config waits for the index.
+        for spec, want, what in [("tfrecord:%s/tf/*,bogus=1", "unknown key 'bogus'", "unknown key refused"),
+                                 ("tfrecord:%s/gz/*", "GZIP", "--check-config indexes and reports GZIP"),
+                                 ("tfrecord:%s/tf/*,label_offset=-2", "outside 0..", "a negative label refused"),
+                                 ("tar:%s/nothing-*.tar", "matches no file", "an empty glob refused")]:
+            r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=" + spec % tmp],
+                               capture_output=True, text=True)
+            check(r.returncode == 2 and want in r.stderr, what + ": " + r.stderr.strip())
     print("%d failure(s)" % len(failures) if failures else "ok")
     return 1 if failures else 0
 
