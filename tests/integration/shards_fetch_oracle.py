@@ -246,6 +246,17 @@ def main():
             check(got is None and "GZIP" in e and "train-0.gz" in e, "gz dataset refused naming the file: " + e.strip())
             got, e = fetch(bfeed, d, "t", os.path.join(tmp, "o", "after-gz"), ["--batch", "2"])
             check(got is not None, "t still serves next to the failed gz dataset")
+            # The shard fixed, SIGHUP: the failed dataset is indexed again and serves.
+            os.unlink(os.path.join(tmp, "gz", "train-0.gz"))
+            shutil.copy(os.path.join(tmp, "tf", "train-00000-of-00003"), os.path.join(tmp, "gz", "train-0"))
+            d.p.send_signal(signal.SIGHUP)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                got, e = fetch(bfeed, d, "gz", os.path.join(tmp, "o", "gz-fixed"), ["--batch", "2"])
+                if got is not None:
+                    break
+                time.sleep(0.1)
+            check(got is not None, "after SIGHUP the fixed gz dataset serves: " + e)
         finally:
             d.stop()
         check(os.path.exists(os.path.join(tmp, "tf", ".train-00000-of-00003.bfidx")), "index cache beside the shard")
