@@ -184,9 +184,10 @@ def main():
         os.makedirs(os.path.join(tmp, "feat"))
         w.write_tfrecord(os.path.join(tmp, "feat", "f-0"),
                          [w.example(None, c + 1, features=feats[i], packed=i % 2 == 1) for i, (c, _) in enumerate(samples)])
-        os.makedirs(os.path.join(tmp, "gz"))
-        with gzip.open(os.path.join(tmp, "gz", "train-0.gz"), "wb") as f:
-            f.write(w.frame(w.example(b"\xff\xd8", 1)))
+        for gz in ("gz", "gzc"):  # gz is fixed later in the test, gzc stays compressed
+            os.makedirs(os.path.join(tmp, gz))
+            with gzip.open(os.path.join(tmp, gz, "train-0.gz"), "wb") as f:
+                f.write(w.frame(w.example(b"\xff\xd8", 1)))
         cache = os.path.join(tmp, "cache")
         os.makedirs(cache)
         conf = os.path.join(tmp, "bfeedd.conf")
@@ -311,7 +312,7 @@ def main():
 
         # Configuration errors, named; --check-config waits for the index.
         for spec, want, what in [("tfrecord:%s/tf/*,bogus=1", "unknown key 'bogus'", "unknown key refused"),
-                                 ("tfrecord:%s/gz/*", "GZIP", "--check-config indexes and reports GZIP"),
+                                 ("tfrecord:%s/gzc/*", "GZIP", "--check-config indexes and reports GZIP"),
                                  ("tfrecord:%s/tf/*,label_offset=-2", "outside 0..", "a negative label refused"),
                                  ("tar:%s/nothing-*.tar", "matches no file", "an empty glob refused")]:
             r = subprocess.run([bfeedd, "--check-config", conf, "--dataset", "x=" + spec % tmp],
