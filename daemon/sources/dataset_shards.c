@@ -284,7 +284,7 @@ int dataset_shards_ready(const dataset *d, char *err, size_t errlen) {
     pthread_mutex_unlock(&s->lock);
     return BFEED_EDATASET;
   }
-  snprintf(err, errlen, "dataset %s is being indexed (%zu of %zu shards done); try again shortly", d->name,
+  snprintf(err, errlen, "dataset %s is being indexed (%zu of %zu shards done)", d->name,
            __atomic_load_n(&s->done_files, __ATOMIC_RELAXED), s->nfiles);
   return BFEED_EBUSY;
 }
