@@ -106,6 +106,11 @@ def main():
         order = ["folder", "tfrecord", "tar"]
         res = {k: [] for k in order}
         busy = {k: [] for k in order}  # worker microseconds per sample, less sensitive to other load
+        cpu = {k: [] for k in order}   # the daemon's CPU microseconds per sample: the least sensitive
+
+        def cpu_s():
+            f = open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()
+            return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
         def counters(ds):
             out = subprocess.run([bfeed, "stats", "--connect", "unix:" + sock, "--json"], capture_output=True,
@@ -116,6 +121,7 @@ def main():
             for r in range(rounds):
                 for ds in order[r % 3:] + order[:r % 3]:
                     s0, b0 = counters(ds)
+                    c0 = cpu_s()
                     out = subprocess.run([bfeed, "bench", "--connect", "unix:" + sock, "--dataset", ds, "--mode", "train",
                                           "--size", "224", "--batch", str(BATCH), "--epochs", str(epochs + 1),
                                           "--warmup", str(n // BATCH), "--seed", str(r), "--json"],
@@ -123,16 +129,20 @@ def main():
                     res[ds].append(json.loads(out.strip().splitlines()[-1])["samples_per_s"])
                     s1, b1 = counters(ds)
                     busy[ds].append((b1 - b0) / max(1, s1 - s0))
+                    cpu[ds].append((cpu_s() - c0) * 1e6 / max(1, s1 - s0))
         finally:
             stop(p)
         base = statistics.median(res["folder"])
         for ds in order:
             m = statistics.median(res[ds])
             print("%-9s samples/s: %s  median %.1f  (%.3f of folder)" % (ds, ", ".join("%.1f" % v for v in res[ds]), m, m / base))
-        bbase = statistics.median(busy["folder"])
-        for ds in order:
-            m = statistics.median(busy[ds])
-            print("%-9s worker us/sample: %s  median %.0f  (%.3f of folder)" % (ds, ", ".join("%.0f" % v for v in busy[ds]), m, m / bbase))
+        for name, table in [("worker us/sample", busy), ("daemon CPU us/sample", cpu)]:
+            b = statistics.median(table["folder"])
+            for ds in order:
+                m = statistics.median(table[ds])
+                print("%-9s %s: %s  median %.0f  (%.3f of folder)" % (ds, name, ", ".join("%.0f" % v for v in table[ds]),
+                                                                      m, m / b))
+
 
         # Index timing on one ImageNet-sized shard of each format.
         os.makedirs(os.path.join(tmp, "big"))
