@@ -104,18 +104,18 @@ static int dataset_shards_assemble(dataset_shards *s, char *err, size_t errlen) 
     s->skipped += s->idx[f].skipped;
     if (s->idx[f].n && dim && s->idx[f].dim != dim)
       return snprintf(err, errlen, "%s: feature '%s' holds %u floats, earlier shards %u", s->files[f],
-                      s->features_key, s->idx[f].dim, dim), -1;
+                      s->features_key, s->idx[f].dim, dim), BFEED_EDATASET;
     if (s->idx[f].n) dim = s->idx[f].dim;
   }
   s->first[s->nfiles] = n;
   if (n == 0) return snprintf(err, errlen, "no samples in %zu shard(s) (%llu skipped)", s->nfiles,
-                              (unsigned long long)s->skipped), -1;
-  if (n > UINT32_MAX) return snprintf(err, errlen, "%llu samples, more than the %u supported", (unsigned long long)n, UINT32_MAX), -1;
-  if (!(d->bad = calloc(n, 1))) return snprintf(err, errlen, "out of memory"), -1;
+                              (unsigned long long)s->skipped), BFEED_EDATASET;
+  if (n > UINT32_MAX) return snprintf(err, errlen, "%llu samples, more than the %u supported", (unsigned long long)n, UINT32_MAX), BFEED_EDATASET;
+  if (!(d->bad = calloc(n, 1))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   int labelled = s->tar ? s->label_ext != NULL : s->label_key != NULL;
-  if (labelled && !(d->labels = malloc(n * sizeof *d->labels))) return snprintf(err, errlen, "out of memory"), -1;
+  if (labelled && !(d->labels = malloc(n * sizeof *d->labels))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   float *rows = dim ? malloc(n * dim * sizeof *rows) : NULL;
-  if (dim && !rows) return snprintf(err, errlen, "out of memory for %llu x %u features", (unsigned long long)n, dim), -1;
+  if (dim && !rows) return snprintf(err, errlen, "out of memory for %llu x %u features", (unsigned long long)n, dim), BFEED_ENOMEM;
   d->features.rows = rows;
   int64_t top = -1;
   for (size_t f = 0; f < s->nfiles; f++) {
@@ -128,7 +128,7 @@ static int dataset_shards_assemble(dataset_shards *s, char *err, size_t errlen) 
                         "%s: %s at byte offset %llu: label %lld with label_offset %lld is %lld, outside 0..%d%s",
                         s->files[f], s->tar ? "member" : "record", (unsigned long long)x->e[i].off,
                         (long long)x->e[i].label, (long long)s->label_offset, (long long)v, INT32_MAX,
-                        v == -1 ? " (labels counted from 0 need label_offset=0)" : ""), -1;
+                        v == -1 ? " (labels counted from 0 need label_offset=0)" : ""), BFEED_EDATASET;
       d->labels[s->first[f] + i] = (int32_t)v;
       if (v > top) top = v;
     }
@@ -157,7 +157,7 @@ static void *dataset_shards_coordinate(void *arg) {
   if (started == 0) dataset_shards_worker(s);
   for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
   char err[512];
-  int rc = -1;
+  int rc = BFEED_EDATASET;
   if (s->fail[0]) snprintf(err, sizeof err, "%s", s->fail);
   else if (__atomic_load_n(&s->cancel, __ATOMIC_RELAXED)) snprintf(err, sizeof err, "indexing cancelled");
   else if ((rc = dataset_shards_assemble(s, err, sizeof err)) < 0) {
@@ -190,13 +190,14 @@ static int dataset_shards_string(const dataset_keys *k, const char *key, const c
   const dataset_kv *kv = dataset_key(k, key);
   const char *v = kv ? kv->value : def;
   *out = v && v[0] ? strdup(v) : NULL;
-  return v && v[0] && !*out ? -1 : 0;
+  return v && v[0] && !*out ? BFEED_ENOMEM : 0;
 }
 
 static int dataset_shards_settings(dataset_shards *s, const dataset_keys *k, char *err, size_t errlen) {
   static const char *const tf_keys[] = {"image_key", "label_key", "label_offset", "features_key", "cache_dir", NULL};
   static const char *const tar_keys[] = {"label_ext", "label_offset", "cache_dir", NULL};
-  if (dataset_keys_check(k, s->tar ? tar_keys : tf_keys, err, errlen) < 0) return -1;
+  int rc = dataset_keys_check(k, s->tar ? tar_keys : tf_keys, err, errlen);
+  if (rc < 0) return rc;
   const dataset_kv *off = dataset_key(k, "label_offset");
   /* TPU ImageNet TFRecords count classes from 1; WebDataset .cls from 0. */
   s->label_offset = s->tar ? 0 : -1;
@@ -215,10 +216,10 @@ static int dataset_shards_settings(dataset_shards *s, const dataset_keys *k, cha
       dataset_shards_string(k, "label_key", s->tar ? NULL : "image/class/label", &s->label_key) < 0 ||
       /* With features, images are served only when image_key says so. */
       dataset_shards_string(k, "image_key", s->tar || have_features ? NULL : "image/encoded", &s->image_key) < 0)
-    return snprintf(err, errlen, "dataset %s: out of memory", k->name), -1;
+    return snprintf(err, errlen, "dataset %s: out of memory", k->name), BFEED_ENOMEM;
   if (!s->tar && !s->image_key && !s->features_key)
     return snprintf(err, errlen, "dataset %s: image_key is empty and no features_key is set: nothing to serve",
-                    k->name), -1;
+                    k->name), BFEED_EDATASET;
   s->keys = (tf_example_keys){.image = s->image_key, .label = s->label_key, .features = s->features_key};
   s->d->has_images = s->tar || s->image_key != NULL;
   /* What an index depends on: the format and the keys it looked up. */
@@ -232,9 +233,9 @@ static int dataset_shards_settings(dataset_shards *s, const dataset_keys *k, cha
 static int dataset_shards_glob(dataset_shards *s, const char *pattern, char *err, size_t errlen) {
   glob_t g;
   int rc = glob(pattern, GLOB_ERR, NULL, &g);
-  if (rc == GLOB_NOMATCH) return snprintf(err, errlen, "dataset %s: '%s' matches no file", s->d->name, pattern), -1;
+  if (rc == GLOB_NOMATCH) return snprintf(err, errlen, "dataset %s: '%s' matches no file", s->d->name, pattern), BFEED_EDATASET;
   if (rc != 0) return snprintf(err, errlen, "dataset %s: cannot expand '%s': %s", s->d->name, pattern,
-                               rc == GLOB_NOSPACE ? "out of memory" : "read error"), -1;
+                               rc == GLOB_NOSPACE ? "out of memory" : "read error"), BFEED_ENOMEM;
   s->files = calloc(g.gl_pathc, sizeof *s->files);
   for (size_t i = 0; s->files && i < g.gl_pathc; i++) {
     const char *p = g.gl_pathv[i];
@@ -249,25 +250,27 @@ static int dataset_shards_glob(dataset_shards *s, const char *pattern, char *err
   }
   int ok = s->files != NULL;
   globfree(&g);
-  if (!ok) return snprintf(err, errlen, "dataset %s: out of memory", s->d->name), -1;
-  if (s->nfiles == 0) return snprintf(err, errlen, "dataset %s: '%s' matches no regular file", s->d->name, pattern), -1;
+  if (!ok) return snprintf(err, errlen, "dataset %s: out of memory", s->d->name), BFEED_ENOMEM;
+  if (s->nfiles == 0) return snprintf(err, errlen, "dataset %s: '%s' matches no regular file", s->d->name, pattern), BFEED_EDATASET;
   return 0;
 }
 
 int dataset_shards_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
   dataset_shards *s = calloc(1, sizeof *s);
-  if (!s) return snprintf(err, errlen, "dataset %s: out of memory", d->name), -1;
+  if (!s) return snprintf(err, errlen, "dataset %s: out of memory", d->name), BFEED_ENOMEM;
   d->shards = s;
   s->d = d;
   s->tar = d->kind == DATASET_TAR;
   s->log = *log;
   pthread_mutex_init(&s->lock, NULL);
-  if (dataset_shards_settings(s, k, err, errlen) < 0 || dataset_shards_glob(s, d->root, err, errlen) < 0) return -1;
+  int rc = dataset_shards_settings(s, k, err, errlen);
+  if (rc == 0) rc = dataset_shards_glob(s, d->root, err, errlen);
+  if (rc < 0) return rc;
   s->idx = calloc(s->nfiles, sizeof *s->idx);
   s->first = calloc(s->nfiles + 1, sizeof *s->first);
-  if (!s->idx || !s->first) return snprintf(err, errlen, "dataset %s: out of memory", d->name), -1;
+  if (!s->idx || !s->first) return snprintf(err, errlen, "dataset %s: out of memory", d->name), BFEED_ENOMEM;
   if (pthread_create(&s->coordinator, NULL, dataset_shards_coordinate, s) != 0)
-    return snprintf(err, errlen, "dataset %s: cannot start the indexing thread", d->name), -1;
+    return snprintf(err, errlen, "dataset %s: cannot start the indexing thread", d->name), BFEED_ENOMEM;
   s->started = 1;
   log_info(log, "dataset %s: indexing %zu %s shard(s) matching %s in the background", d->name, s->nfiles,
            s->tar ? "tar" : "TFRecord", d->root);
@@ -313,12 +316,12 @@ int dataset_shards_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, 
   const shard_index_entry *e = &s->idx[f].e[i - s->first[f]];
   if (!s->tar) return tfrecord_sample(s->files[f], e, &s->keys, buf, cap, len, err, errlen);
   int fd = open(s->files[f], O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return snprintf(err, errlen, "cannot open: %s", strerror(errno)), -1;
+  if (fd < 0) return snprintf(err, errlen, "cannot open: %s", strerror(errno)), BFEED_EIO;
   if (e->len + 1 > *cap) {
     uint8_t *b = realloc(*buf, e->len + 1);
     if (!b) {
       close(fd);
-      return snprintf(err, errlen, "out of memory reading %u bytes", e->len), -1;
+      return snprintf(err, errlen, "out of memory reading %u bytes", e->len), BFEED_ENOMEM;
     }
     *buf = b;
     *cap = e->len + 1;
@@ -331,7 +334,7 @@ int dataset_shards_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, 
       snprintf(err, errlen, "member at byte offset %llu: read failed after %zu of %u bytes: %s",
                (unsigned long long)e->off, got, e->len, r < 0 ? strerror(errno) : "file shrank");
       close(fd);
-      return -1;
+      return BFEED_EIO;
     }
     got += (size_t)r;
   }

@@ -17,14 +17,18 @@
 
 typedef struct dataset_shards dataset_shards;
 
-/* Check the kind's settings, list the shards and start indexing them. */
+/* Check the kind's settings, list the shards and start indexing them. 0,
+ * or BFEED_EDATASET (a setting, no shard matches) or BFEED_ENOMEM with the
+ * reason. */
 int dataset_shards_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen);
 /* 0 when the index is complete; BFEED_EBUSY while indexing; BFEED_EDATASET
  * when indexing failed (a compressed shard, no samples); err says which. */
 int dataset_shards_ready(const dataset *d, char *err, size_t errlen);
 /* Wait for the indexing to end; then as dataset_shards_ready. */
 int dataset_shards_wait(dataset *d, char *err, size_t errlen);
-/* Sample i's image bytes (the record's image feature, or the tar member). */
+/* Sample i's image bytes (the record's image feature, or the tar member).
+ * 0, or BFEED_EIO, BFEED_ENOMEM, and for TFRecords BFEED_ECHECKSUM (a CRC
+ * gone bad since indexing), BFEED_EDATASET (a record changed). */
 int dataset_shards_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                         size_t errlen);
 /* "FILE: record at byte offset N" (or "member"), for log lines. */

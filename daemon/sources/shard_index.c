@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "bfeed_types.h"
+
 /* File layout, little-endian host order (the cache is a per-machine file):
  * header, n entries, n * dim floats, then XXH64 of everything before. */
 #define SHARD_INDEX_MAGIC "BFIDX\0v1"
@@ -23,11 +25,11 @@ int shard_index_add(shard_index *x, uint64_t off, uint32_t len, int64_t label, c
   if (x->n == x->cap) {
     size_t cap = x->cap ? x->cap * 2 : 1024;
     shard_index_entry *e = realloc(x->e, cap * sizeof *e);
-    if (!e) return -1;
+    if (!e) return BFEED_ENOMEM;
     x->e = e;
     if (dim) {
       float *f = realloc(x->features, cap * dim * sizeof *f);
-      if (!f) return -1;
+      if (!f) return BFEED_ENOMEM;
       x->features = f;
     }
     x->cap = cap;
@@ -64,7 +66,7 @@ static uint64_t shard_index_mtime(const struct stat *st) {
 int shard_index_load(shard_index *x, const char *path, const struct stat *st, uint64_t key, char *err, size_t errlen) {
   memset(x, 0, sizeof *x);
   FILE *f = fopen(path, "rb");
-  if (!f) return snprintf(err, errlen, "no index cache %s", path), -1;
+  if (!f) return snprintf(err, errlen, "no index cache %s", path), BFEED_EDATASET;
   shard_index_header h;
   const char *why = NULL;
   uint8_t *body = NULL;
@@ -97,7 +99,7 @@ int shard_index_load(shard_index *x, const char *path, const struct stat *st, ui
   fclose(f);
   if (why) {
     free(body);
-    return snprintf(err, errlen, "index cache %s: %s", path, why), -1;
+    return snprintf(err, errlen, "index cache %s: %s", path, why), BFEED_EDATASET;
   }
   x->n = x->cap = h.n;
   x->dim = h.dim;
@@ -107,7 +109,7 @@ int shard_index_load(shard_index *x, const char *path, const struct stat *st, ui
   if (!x->e || (fbytes && !x->features)) {
     free(body);
     shard_index_free(x);
-    return snprintf(err, errlen, "index cache %s: out of memory", path), -1;
+    return snprintf(err, errlen, "index cache %s: out of memory", path), BFEED_ENOMEM;
   }
   memcpy(x->e, body, ebytes);
   if (fbytes) memcpy(x->features, body + ebytes, fbytes);
@@ -124,7 +126,7 @@ int shard_index_save(const shard_index *x, const char *path, const struct stat *
   memcpy(h.magic, SHARD_INDEX_MAGIC, 8);
   size_t ebytes = x->n * sizeof *x->e, fbytes = x->n * x->dim * sizeof(float);
   XXH64_state_t *s = XXH64_createState();
-  if (!s) return snprintf(err, errlen, "out of memory"), -1;
+  if (!s) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   XXH64_reset(s, 0);
   XXH64_update(s, &h, sizeof h);
   if (ebytes) XXH64_update(s, x->e, ebytes);
@@ -132,14 +134,14 @@ int shard_index_save(const shard_index *x, const char *path, const struct stat *
   uint64_t sum = XXH64_digest(s);
   XXH64_freeState(s);
   FILE *f = fopen(tmp, "wb");
-  if (!f) return snprintf(err, errlen, "cannot write index cache %s: %s", tmp, strerror(errno)), -1;
+  if (!f) return snprintf(err, errlen, "cannot write index cache %s: %s", tmp, strerror(errno)), BFEED_EIO;
   int ok = fwrite(&h, sizeof h, 1, f) == 1 && (!ebytes || fwrite(x->e, ebytes, 1, f) == 1) &&
            (!fbytes || fwrite(x->features, fbytes, 1, f) == 1) && fwrite(&sum, sizeof sum, 1, f) == 1;
   ok = (fclose(f) == 0) && ok;
   if (!ok || rename(tmp, path) != 0) {
     snprintf(err, errlen, "cannot write index cache %s: %s", path, strerror(errno));
     unlink(tmp);
-    return -1;
+    return BFEED_EIO;
   }
   return 0;
 }

@@ -49,7 +49,8 @@ static inline int shard_index_cancelled(const shard_index_ctx *c) {
   return c->cancel && __atomic_load_n(c->cancel, __ATOMIC_RELAXED);
 }
 
-/* Append an entry (features: dim floats, or NULL when dim is 0). */
+/* Append an entry (features: dim floats, or NULL when dim is 0). 0 or
+ * BFEED_ENOMEM. */
 int shard_index_add(shard_index *x, uint64_t off, uint32_t len, int64_t label, const float *features, uint32_t dim);
 void shard_index_free(shard_index *x);
 
@@ -58,10 +59,11 @@ void shard_index_free(shard_index *x);
  * name), else .NAME.bfidx beside it. */
 void shard_index_path(char *out, size_t n, const char *shard, const char *cache_dir);
 /* Read the cache at path if it was built from this file state (st) and
- * settings (key). 0 with x filled; -1 with the reason (absent, stale,
- * corrupt) in err, x left empty. */
+ * settings (key). 0 with x filled; BFEED_EDATASET (absent, stale, corrupt)
+ * or BFEED_ENOMEM with the reason in err, x left empty. */
 int shard_index_load(shard_index *x, const char *path, const struct stat *st, uint64_t key, char *err, size_t errlen);
-/* Write x atomically (a temporary file renamed over path). */
+/* Write x atomically (a temporary file renamed over path). 0, or
+ * BFEED_EIO / BFEED_ENOMEM with the reason. */
 int shard_index_save(const shard_index *x, const char *path, const struct stat *st, uint64_t key, char *err,
                      size_t errlen);
 

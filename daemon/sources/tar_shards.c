@@ -12,6 +12,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "bfeed_types.h"
+
 #define TAR_SHARDS_KEY_MAX 1024
 #define TAR_SHARDS_PROBE 16 /* bytes compared between libarchive and pread */
 
@@ -88,10 +90,10 @@ static int tar_shards_probe(struct archive *a, int fd, uint64_t off, uint64_t si
   size_t n;
   la_int64_t at;
   if (size == 0) return 0;
-  if (archive_read_data_block(a, &blk, &n, &at) != ARCHIVE_OK || at != 0) return -1;
+  if (archive_read_data_block(a, &blk, &n, &at) != ARCHIVE_OK || at != 0) return BFEED_EDATASET;
   uint8_t mine[TAR_SHARDS_PROBE];
   size_t k = n < sizeof mine ? n : sizeof mine;
-  return pread(fd, mine, k, (off_t)off) == (ssize_t)k && memcmp(mine, blk, k) == 0 ? 0 : -1;
+  return pread(fd, mine, k, (off_t)off) == (ssize_t)k && memcmp(mine, blk, k) == 0 ? 0 : BFEED_EDATASET;
 }
 
 static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archive_entry *e, int fd) {
@@ -103,7 +105,7 @@ static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archi
   const char *ext = dot ? dot + 1 : "";
   if (keylen >= TAR_SHARDS_KEY_MAX) keylen = TAR_SHARDS_KEY_MAX - 1;
   if (strncmp(s->g.key, name, keylen) != 0 || s->g.key[keylen]) {
-    if (tar_shards_flush(s) < 0) return -1;
+    if (tar_shards_flush(s) < 0) return BFEED_ENOMEM;
     memcpy(s->g.key, name, keylen);
     s->g.key[keylen] = 0;
     s->g.first_off = off;
@@ -133,11 +135,11 @@ static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archi
 int tar_shards_index(const char *path, const char *label_ext, const shard_index_ctx *ctx, shard_index *x, char *err,
                      size_t errlen) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), -1;
+  if (fd < 0) return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), BFEED_EIO;
   struct archive *a = archive_read_new();
   if (!a) {
     close(fd);
-    return snprintf(err, errlen, "%s: out of memory", path), -1;
+    return snprintf(err, errlen, "%s: out of memory", path), BFEED_ENOMEM;
   }
   archive_read_support_format_tar(a);
   archive_read_support_filter_all(a); /* to recognise, and refuse, compression */
@@ -145,10 +147,10 @@ int tar_shards_index(const char *path, const char *label_ext, const shard_index_
   int rc = 0;
   struct archive_entry *e;
   if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
-    rc = -1;
+    rc = BFEED_EDATASET;
     snprintf(err, errlen, "%s: not a tar file: %s", path, archive_error_string(a));
   } else if (archive_filter_count(a) > 1 || archive_filter_code(a, 0) != ARCHIVE_FILTER_NONE) {
-    rc = -1;
+    rc = BFEED_EDATASET;
     snprintf(err, errlen,
              "%s is compressed (%s): bfeed reads members at their offsets, which needs an uncompressed tar",
              path, archive_filter_name(a, 0));
@@ -164,9 +166,9 @@ int tar_shards_index(const char *path, const char *label_ext, const shard_index_
                ctx->dataset, path, (unsigned long long)archive_filter_bytes(a, 0), archive_error_string(a));
       break;
     }
-    if (tar_shards_member(&s, a, e, fd) < 0) rc = -1, snprintf(err, errlen, "%s: out of memory indexing", path);
+    if (tar_shards_member(&s, a, e, fd) < 0) rc = BFEED_ENOMEM, snprintf(err, errlen, "%s: out of memory indexing", path);
   }
-  if (rc == 0 && tar_shards_flush(&s) < 0) rc = -1, snprintf(err, errlen, "%s: out of memory indexing", path);
+  if (rc == 0 && tar_shards_flush(&s) < 0) rc = BFEED_ENOMEM, snprintf(err, errlen, "%s: out of memory indexing", path);
   archive_read_free(a);
   close(fd);
   return rc;

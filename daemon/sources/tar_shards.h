@@ -15,9 +15,9 @@
 
 /* Index the samples of the tar at path. A sample without an image or a
  * label, or with an unreadable label, is logged (file, member, byte
- * offset), counted in x->skipped and left out. -1 when the file cannot be
- * read as an uncompressed tar at all. label_ext NULL: samples have no
- * labels. */
+ * offset), counted in x->skipped and left out. 0, or BFEED_EIO when the
+ * file cannot be opened, BFEED_EDATASET when it is not an uncompressed tar,
+ * BFEED_ENOMEM. label_ext NULL: samples have no labels. */
 int tar_shards_index(const char *path, const char *label_ext, const shard_index_ctx *ctx, shard_index *x, char *err,
                      size_t errlen);
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bfeed_types.h"
 #include "tf_example.pb-c.h"
 
 static const char *const tf_example_kind_names[] = {"no value", "a bytes_list", "a float_list", "an int64_list"};
@@ -25,11 +26,11 @@ static const Tfex__Feature *tf_example_find(const Tfex__Example *ex, const char 
 static int tf_example_want(const Tfex__Example *ex, const char *key, Tfex__Feature__KindCase kind,
                            const Tfex__Feature **out, char *err, size_t errlen) {
   const Tfex__Feature *f = tf_example_find(ex, key);
-  if (!f) return snprintf(err, errlen, "no feature '%s'", key), -1;
+  if (!f) return snprintf(err, errlen, "no feature '%s'", key), BFEED_EDATASET;
   if (f->kind_case != kind)
     return snprintf(err, errlen, "feature '%s' is %s, not %s", key, tf_example_kind(f->kind_case),
                     tf_example_kind(kind)),
-           -1;
+           BFEED_EDATASET;
   *out = f;
   return 0;
 }
@@ -38,7 +39,7 @@ int tf_example_parse(const uint8_t *p, size_t n, const tf_example_keys *k, tf_ex
                      size_t errlen) {
   memset(out, 0, sizeof *out);
   Tfex__Example *ex = tfex__example__unpack(NULL, n, p);
-  if (!ex) return snprintf(err, errlen, "not a tf.train.Example (protobuf parse failed)"), -1;
+  if (!ex) return snprintf(err, errlen, "not a tf.train.Example (protobuf parse failed)"), BFEED_EDATASET;
   out->msg = ex;
   const Tfex__Feature *f;
   if (k->image) {
@@ -66,7 +67,7 @@ int tf_example_parse(const uint8_t *p, size_t n, const tf_example_keys *k, tf_ex
   return 0;
 fail:
   tf_example_free(out);
-  return -1;
+  return BFEED_EDATASET;
 }
 
 void tf_example_free(tf_example *e) {

@@ -25,8 +25,8 @@ typedef struct tf_example {
   void *msg; /* the unpacked message, freed by tf_example_free */
 } tf_example;
 
-/* Parse record p[0..n) and find the wanted features. 0, or -1 with the
- * reason ("not a tf.train.Example", "no feature 'image/encoded'",
+/* Parse record p[0..n) and find the wanted features. 0, or BFEED_EDATASET
+ * with the reason ("not a tf.train.Example", "no feature 'image/encoded'",
  * "feature 'image/class/label' is a bytes_list, not an int64_list", ...). */
 int tf_example_parse(const uint8_t *p, size_t n, const tf_example_keys *k, tf_example *out, char *err,
                      size_t errlen);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bfeed_types.h"
 #include "crc32c.h"
 
 static uint32_t tfrecord_le32(const uint8_t *p) {
@@ -20,7 +21,7 @@ static int tfrecord_pread(int fd, void *dst, size_t n, uint64_t off) {
   while (got < n) {
     ssize_t r = pread(fd, (uint8_t *)dst + got, n - got, (off_t)(off + got));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
+    if (r <= 0) return BFEED_EIO;
     got += (size_t)r;
   }
   return 0;
@@ -30,23 +31,23 @@ static int tfrecord_pread(int fd, void *dst, size_t n, uint64_t off) {
  * in the file. *n gets the data length. */
 static int tfrecord_header(const uint8_t *h, uint64_t off, uint64_t fsize, uint64_t *n, char *err, size_t errlen) {
   if (crc32c_mask(crc32c_update(0, h, 8)) != tfrecord_le32(h + 8))
-    return snprintf(err, errlen, "bad length CRC-32C"), TFRECORD_BAD_FRAME;
+    return snprintf(err, errlen, "bad length CRC-32C"), BFEED_EDATASET;
   *n = (uint64_t)tfrecord_le32(h) | (uint64_t)tfrecord_le32(h + 4) << 32;
   if (*n + TFRECORD_FOOTER > fsize - off - TFRECORD_HEADER)
     return snprintf(err, errlen, "truncated record: %llu data bytes announced, %llu left in the file",
                     (unsigned long long)*n, (unsigned long long)(fsize - off - TFRECORD_HEADER)),
-           TFRECORD_BAD_FRAME;
+           BFEED_EDATASET;
   if (*n > TFRECORD_MAX_RECORD)
     return snprintf(err, errlen, "record of %llu bytes, over the %u-byte limit", (unsigned long long)*n,
                     TFRECORD_MAX_RECORD),
-           TFRECORD_BAD_DATA;
+           BFEED_ETOOBIG;
   return 0;
 }
 
 static int tfrecord_grow(uint8_t **buf, size_t *cap, uint64_t need, char *err, size_t errlen) {
   if (need <= *cap) return 0;
   uint8_t *b = realloc(*buf, need);
-  if (!b) return snprintf(err, errlen, "out of memory for a %llu-byte record", (unsigned long long)need), -1;
+  if (!b) return snprintf(err, errlen, "out of memory for a %llu-byte record", (unsigned long long)need), BFEED_ENOMEM;
   *buf = b;
   *cap = need;
   return 0;
@@ -54,7 +55,7 @@ static int tfrecord_grow(uint8_t **buf, size_t *cap, uint64_t need, char *err, s
 
 static int tfrecord_check_data(const uint8_t *p, uint64_t n, char *err, size_t errlen) {
   if (crc32c_mask(crc32c_update(0, p, n)) != tfrecord_le32(p + n))
-    return snprintf(err, errlen, "bad data CRC-32C"), TFRECORD_BAD_DATA;
+    return snprintf(err, errlen, "bad data CRC-32C"), BFEED_ECHECKSUM;
   return 0;
 }
 
@@ -64,14 +65,14 @@ int tfrecord_read(int fd, uint64_t off, uint64_t fsize, uint8_t **buf, size_t *c
   if (off > fsize || fsize - off < TFRECORD_HEADER)
     return snprintf(err, errlen, "truncated record header (%llu bytes left in the file)",
                     (unsigned long long)(off > fsize ? 0 : fsize - off)),
-           TFRECORD_BAD_FRAME;
+           BFEED_EDATASET;
   if (tfrecord_pread(fd, h, sizeof h, off) < 0)
-    return snprintf(err, errlen, "read failed: %s", strerror(errno)), TFRECORD_BAD_FRAME;
+    return snprintf(err, errlen, "read failed: %s", strerror(errno)), BFEED_EIO;
   int rc = tfrecord_header(h, off, fsize, len, err, errlen);
   if (rc < 0) return rc;
-  if (tfrecord_grow(buf, cap, *len + TFRECORD_FOOTER, err, errlen) < 0) return TFRECORD_BAD_DATA;
+  if (tfrecord_grow(buf, cap, *len + TFRECORD_FOOTER, err, errlen) < 0) return BFEED_ENOMEM;
   if (tfrecord_pread(fd, *buf, *len + TFRECORD_FOOTER, off + TFRECORD_HEADER) < 0)
-    return snprintf(err, errlen, "read failed: %s", errno ? strerror(errno) : "file shrank"), TFRECORD_BAD_FRAME;
+    return snprintf(err, errlen, "read failed: %s", errno ? strerror(errno) : "file shrank"), BFEED_EIO;
   return tfrecord_check_data(*buf, *len, err, errlen);
 }
 
@@ -89,7 +90,7 @@ int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_in
   if (fd < 0 || fstat(fd, &st) != 0) {
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     if (fd >= 0) close(fd);
-    return -1;
+    return BFEED_EIO;
   }
   uint64_t fsize = (uint64_t)st.st_size, off = 0;
   uint8_t magic[2];
@@ -99,7 +100,7 @@ int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_in
                     "%s is GZIP-compressed: bfeed reads records at random offsets, which compressed "
                     "TFRecords do not allow; decompress the shards (gunzip) or write them uncompressed",
                     path),
-           -1;
+           BFEED_EDATASET;
   }
   uint8_t *buf = NULL;
   size_t cap = 0;
@@ -111,7 +112,7 @@ int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_in
   while (off < fsize && !shard_index_cancelled(ctx)) {
     uint64_t n = 0;
     int rc = tfrecord_read(fd, off, fsize, &buf, &cap, &n, why, sizeof why);
-    if (rc == TFRECORD_BAD_FRAME) {
+    if (rc == BFEED_EDATASET || rc == BFEED_EIO) {
       if (off == 0 && strstr(why, "CRC")) /* at the very start: probably not TFRecord at all */
         snprintf(why + strlen(why), sizeof why - strlen(why), ": not a TFRecord file, or ZLIB-compressed");
       tfrecord_skip(ctx, x, path, off, why, "the rest of the shard is unreadable");
@@ -124,17 +125,17 @@ int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_in
       if (keys->features && (dim == 0 || (x->n && dim != x->dim))) {
         snprintf(why, sizeof why, "feature '%s' holds %u floats, the shard's first record %u", keys->features,
                  dim, x->n ? x->dim : 1);
-        rc = TFRECORD_BAD_DATA;
+        rc = BFEED_EDATASET;
       } else if (shard_index_add(x, off, (uint32_t)n, keys->label ? ex.label : SHARD_INDEX_NO_LABEL,
                                  ex.features, dim) < 0) {
         tf_example_free(&ex);
         free(buf);
         close(fd);
-        return snprintf(err, errlen, "%s: out of memory indexing", path), -1;
+        return snprintf(err, errlen, "%s: out of memory indexing", path), BFEED_ENOMEM;
       }
       tf_example_free(&ex);
     } else if (rc == 0) {
-      rc = TFRECORD_BAD_DATA;
+      rc = BFEED_EDATASET;
     }
     if (rc != 0) tfrecord_skip(ctx, x, path, off, why, "skipped");
     off = next;
@@ -151,21 +152,21 @@ int tfrecord_sample(const char *path, const shard_index_entry *e, const tf_examp
   if (fd < 0 || fstat(fd, &st) != 0) {
     snprintf(err, errlen, "cannot open: %s", strerror(errno));
     if (fd >= 0) close(fd);
-    return -1;
+    return BFEED_EIO;
   }
   /* The index knows the length: header, data and footer in one read. */
   uint64_t fsize = (uint64_t)st.st_size, whole = TFRECORD_HEADER + (uint64_t)e->len + TFRECORD_FOOTER, n = 0;
-  int rc = -1;
+  int rc = BFEED_EDATASET;
   if (e->off > fsize || fsize - e->off < whole)
     snprintf(err, errlen, "the shard is shorter than when it was indexed");
-  else if (tfrecord_grow(buf, cap, whole, err, errlen) == 0 && tfrecord_pread(fd, *buf, whole, e->off) < 0)
-    snprintf(err, errlen, "read failed: %s", strerror(errno));
-  else if (*cap >= whole)
+  else if ((rc = tfrecord_grow(buf, cap, whole, err, errlen)) == 0 && tfrecord_pread(fd, *buf, whole, e->off) < 0)
+    rc = BFEED_EIO, snprintf(err, errlen, "read failed: %s", strerror(errno));
+  else if (rc == 0)
     rc = tfrecord_header(*buf, e->off, fsize, &n, err, errlen);
   close(fd);
   if (rc == 0 && n != e->len) {
     snprintf(err, errlen, "record is %llu bytes, was %u when indexed", (unsigned long long)n, e->len);
-    rc = -1;
+    rc = BFEED_EDATASET;
   }
   if (rc == 0) rc = tfrecord_check_data(*buf + TFRECORD_HEADER, n, err, errlen);
   tf_example ex;
@@ -178,5 +179,5 @@ int tfrecord_sample(const char *path, const shard_index_entry *e, const tf_examp
     *len = ex.image_len;
     tf_example_free(&ex);
   }
-  return rc < 0 ? -1 : 0;
+  return rc;
 }

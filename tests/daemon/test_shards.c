@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "bfeed_types.h"
 #include "crc32c.h"
 #include "shard_index.h"
 #include "test_tmpdir.h"
@@ -116,20 +117,20 @@ static void test_index_cache(void **state) {
   shard_index_free(&y);
 
   /* Other settings: refused. */
-  assert_int_equal(shard_index_load(&y, cache, &st, 43, err, sizeof err), -1);
+  assert_int_equal(shard_index_load(&y, cache, &st, 43, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "other dataset settings"));
 
   /* The shard touched (same size, new mtime): refused. */
   set_mtime(shard, 1700000100);
   struct stat st2;
   assert_int_equal(stat(shard, &st2), 0);
-  assert_int_equal(shard_index_load(&y, cache, &st2, 42, err, sizeof err), -1);
+  assert_int_equal(shard_index_load(&y, cache, &st2, 42, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "size or mtime changed"));
   /* ...and grown with the old mtime put back: refused too. */
   write_file(shard, "0123456789abc");
   set_mtime(shard, 1700000000);
   assert_int_equal(stat(shard, &st2), 0);
-  assert_int_equal(shard_index_load(&y, cache, &st2, 42, err, sizeof err), -1);
+  assert_int_equal(shard_index_load(&y, cache, &st2, 42, err, sizeof err), BFEED_EDATASET);
 
   /* A damaged cache: one byte flipped, then cut short. */
   FILE *c = fopen(cache, "r+b");
@@ -139,10 +140,10 @@ static void test_index_cache(void **state) {
   fseek(c, 70, SEEK_SET);
   fputc(ch ^ 1, c);
   fclose(c);
-  assert_int_equal(shard_index_load(&y, cache, &st, 42, err, sizeof err), -1);
+  assert_int_equal(shard_index_load(&y, cache, &st, 42, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "checksum"));
   assert_int_equal(truncate(cache, 50), 0);
-  assert_int_equal(shard_index_load(&y, cache, &st, 42, err, sizeof err), -1);
+  assert_int_equal(shard_index_load(&y, cache, &st, 42, err, sizeof err), BFEED_EDATASET);
   assert_int_equal(y.n, 0);
 
   /* In cache_dir: named after the shard, with a hash of its full path. */
