@@ -18,34 +18,24 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "daemon"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "daemon"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import shard_writer as w  # noqa: E402
+from oracle_util import Daemon, wait_for  # noqa: E402
 
 BATCH = 64
 
 
-def start(bfeedd, tmp, name, args, workers):
-    sock = os.path.join(tmp, name + ".sock")
-    log = os.path.join(tmp, name + ".log")
-    p = subprocess.Popen([bfeedd, "--listen", "unix:" + sock, "--workers", str(workers)] + args,
-                         stdout=open(log, "wb"), stderr=subprocess.STDOUT)
-    while not os.path.exists(sock):
-        if p.poll() is not None:
-            sys.exit("bfeedd failed:\n" + open(log).read())
-        time.sleep(0.01)
-    return p, sock, log
-
-
-def stop(p):
-    p.send_signal(signal.SIGTERM)
-    p.wait()
+def stop(d):
+    err = d.stop()
+    if err:
+        sys.exit(err)
 
 
 def index_seconds(bfeedd, tmp, kind, path, rounds, cached):
@@ -56,13 +46,9 @@ def index_seconds(bfeedd, tmp, kind, path, rounds, cached):
             for f in os.listdir(os.path.dirname(path)):
                 if f.endswith(".bfidx"):
                     os.unlink(os.path.join(os.path.dirname(path), f))
-        p, sock, log = start(bfeedd, tmp, "idx", ["--dataset", "big=%s:%s" % (kind, path)], 1)
-        deadline = time.monotonic() + 120
-        m = None
-        while not m and time.monotonic() < deadline:
-            m = re.search(r"indexed in ([0-9.]+) ms", open(log).read())
-            time.sleep(0.01)
-        stop(p)
+        d = Daemon(bfeedd, tmp, ["big=%s:%s" % (kind, path)], workers=1)
+        m = wait_for(lambda: re.search(r"indexed in ([0-9.]+) ms", d.log()), 120, "the shard to be indexed")
+        stop(d)
         times.append(float(m.group(1)) / 1e3)
     return statistics.median(times)
 
@@ -100,29 +86,28 @@ def main():
         mb = sum(os.path.getsize(p) for _, p in samples) / 1e6
         print("%d samples (%.1f MB of JPEG) from %s x %d; %d workers, batch %d, train 224, %d epochs + 1 warm-up, %d rounds"
               % (n, mb, data, copies, workers, BATCH, epochs, rounds))
-        p, sock, log = start(bfeedd, tmp, "serve", ["--dataset", "folder=" + os.path.join(tmp, "folder"),
-                                                    "--dataset", "tfrecord=tfrecord:%s/tf/train-*" % tmp,
-                                                    "--dataset", "tar=tar:%s/tar/train-*" % tmp], workers)
+        d = Daemon(bfeedd, tmp, ["folder=" + os.path.join(tmp, "folder"), "tfrecord=tfrecord:%s/tf/train-*" % tmp,
+                                 "tar=tar:%s/tar/train-*" % tmp], workers=workers)
         order = ["folder", "tfrecord", "tar"]
         res = {k: [] for k in order}
         busy = {k: [] for k in order}  # worker microseconds per sample, less sensitive to other load
         cpu = {k: [] for k in order}   # the daemon's CPU microseconds per sample: the least sensitive
 
         def cpu_s():
-            f = open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()
+            f = open("/proc/%d/stat" % d.proc.pid).read().rsplit(")", 1)[1].split()
             return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
         def counters(ds):
-            out = subprocess.run([bfeed, "stats", "--connect", "unix:" + sock, "--json"], capture_output=True,
+            out = subprocess.run([bfeed, "stats", "--connect", d.addr, "--json"], capture_output=True,
                                  text=True, check=True).stdout
-            d = json.loads(out)["datasets"].get(ds, {})
-            return d.get("samples", 0), d.get("worker_busy_us", 0)
+            row = json.loads(out)["datasets"].get(ds, {})
+            return row.get("samples", 0), row.get("worker_busy_us", 0)
         try:
             for r in range(rounds):
                 for ds in order[r % 3:] + order[:r % 3]:
                     s0, b0 = counters(ds)
                     c0 = cpu_s()
-                    out = subprocess.run([bfeed, "bench", "--connect", "unix:" + sock, "--dataset", ds, "--mode", "train",
+                    out = subprocess.run([bfeed, "bench", "--connect", d.addr, "--dataset", ds, "--mode", "train",
                                           "--size", "224", "--batch", str(BATCH), "--epochs", str(epochs + 1),
                                           "--warmup", str(n // BATCH), "--seed", str(r), "--json"],
                                          capture_output=True, text=True, check=True).stdout
@@ -131,7 +116,7 @@ def main():
                     busy[ds].append((b1 - b0) / max(1, s1 - s0))
                     cpu[ds].append((cpu_s() - c0) * 1e6 / max(1, s1 - s0))
         finally:
-            stop(p)
+            stop(d)
         base = statistics.median(res["folder"])
         for ds in order:
             m = statistics.median(res[ds])

@@ -22,19 +22,18 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tarfile
 import tempfile
-import time
 import gzip
 
 import numpy as np
 import torch
 
 sys.path.insert(0, sys.argv[3])
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import shard_writer as w  # noqa: E402
+from oracle_util import Daemon, wait_for  # noqa: E402
 
 failures = []
 
@@ -46,41 +45,20 @@ def check(cond, what):
     return cond
 
 
-class Daemon:
-    def __init__(self, bfeedd, tmp, args, name):
-        self.tmp, self.sock = tmp, os.path.join(tmp, name + ".sock")
-        self.logpath = os.path.join(tmp, name + ".log")
-        log = open(self.logpath, "wb")
-        self.p = subprocess.Popen([bfeedd, "--listen", "unix:" + self.sock, "--workers", "2"] + args,
-                                  stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.p.poll() is not None:
-                raise RuntimeError("bfeedd exited at start:\n" + self.log())
-            s = socket.socket(socket.AF_UNIX)
-            try:
-                s.connect(self.sock)
-                return
-            except OSError:
-                time.sleep(0.02)
-            finally:
-                s.close()
-        raise RuntimeError("bfeedd did not start")
+def start(bfeedd, tmp, datasets, conf):
+    return Daemon(bfeedd, tmp, datasets, extra=["--config", conf])
 
-    def log(self):
-        with open(self.logpath, "rb") as f:
-            return f.read().decode(errors="replace")
 
-    def stop(self):
-        self.p.send_signal(signal.SIGTERM)
-        check(self.p.wait(20) == 0, "bfeedd exits 0 on SIGTERM")
+def stop(d):
+    err = d.stop()
+    check(err is None, err or "")
 
 
 def fetch(bfeed, d, ds, out, opts):
     os.makedirs(os.path.dirname(out), exist_ok=True)
     if "--batch-index" not in opts:
         opts = opts + ["--batch-index", "0"]
-    r = subprocess.run([bfeed, "fetch", "--connect", "unix:" + d.sock, "--dataset", ds, "--out", out] + opts,
+    r = subprocess.run([bfeed, "fetch", "--connect", d.addr, "--dataset", ds, "--out", out] + opts,
                        capture_output=True, text=True, timeout=120)
     if r.returncode != 0:
         return None, r.stderr
@@ -194,13 +172,9 @@ def main():
         with open(conf, "w") as f:
             f.write("[dataset tcfg]\nkind = tfrecord\npath = %s/tfcfg/train-*\nimage_key = jpeg\n"
                     "label_key = cls\nlabel_offset = 0\ncache_dir = %s\n" % (tmp, cache))
-        args = ["--config", conf, "--dataset", "f=" + root,
-                "--dataset", "t=tfrecord:%s/tf/train-*" % tmp,
-                "--dataset", "tbad=tfrecord:%s/tfbad/train-*,label_offset=-1" % tmp,
-                "--dataset", "w=tar:%s/tar/*.tar" % tmp,
-                "--dataset", "wbad=tar:%s/tarbad/shard-*.tar,label_ext=cls" % tmp,
-                "--dataset", "feat=tfrecord:%s/feat/f-*,features_key=features" % tmp,
-                "--dataset", "gz=tfrecord:%s/gz/*" % tmp]
+        datasets = ["f=" + root, "t=tfrecord:%s/tf/train-*" % tmp, "tbad=tfrecord:%s/tfbad/train-*,label_offset=-1" % tmp,
+                    "w=tar:%s/tar/*.tar" % tmp, "wbad=tar:%s/tarbad/shard-*.tar,label_ext=cls" % tmp,
+                    "feat=tfrecord:%s/feat/f-*,features_key=features" % tmp, "gz=tfrecord:%s/gz/*" % tmp]
         B = 4
         optsets = [["--mode", "train", "--seed", "7", "--batch", str(B), "--batch-index", "1"],
                    ["--mode", "train", "--seed", "9", "--batch", str(B), "--batch-index", "0", "--layout", "nhwc"],
@@ -217,7 +191,7 @@ def main():
                         for t in ("image", "label", "index"):
                             check(got[t] == ref[t], "%s: %s %s %s equals the folder's byte for byte" % (tag, ds, opts, t))
 
-        d = Daemon(bfeedd, tmp, args, "d1")
+        d = start(bfeedd, tmp, datasets, conf)
         try:
             compare_all(d, ["t", "tbad", "tcfg", "w", "wbad"], "first")
             log = d.log()
@@ -227,14 +201,14 @@ def main():
                 check("%s: %s" % (path, what) in log and "no .cls label member" in log, "logged: %s %s" % (path, what))
             check("dataset tbad: %d samples" % n in log and "%d record(s) skipped" % len(tf_bad) in log,
                   "tbad: %d samples, %d skipped, counted in the log" % (n, len(tf_bad)))
-            r = subprocess.run([bfeed, "stats", "--connect", "unix:" + d.sock, "--json"], capture_output=True, text=True)
+            r = subprocess.run([bfeed, "stats", "--connect", d.addr, "--json"], capture_output=True, text=True)
             st = json.loads(r.stdout)["datasets"] if r.returncode == 0 else {}
             check(st.get("tbad", {}).get("records_skipped") == len(tf_bad) and st["tbad"].get("indexing") == 0,
                   "bfeed stats counts tbad's %d skipped records: %s" % (len(tf_bad), st.get("tbad")))
             check(st.get("wbad", {}).get("records_skipped") == len(tar_bad), "bfeed stats counts wbad's skipped samples")
             # Features: bf16 of the float32 stored, in dataset order.
             os.makedirs(os.path.join(tmp, "o", "feat"), exist_ok=True)
-            r = subprocess.run([bfeed, "fetch", "--connect", "unix:" + d.sock, "--dataset", "feat", "--shuffle", "off",
+            r = subprocess.run([bfeed, "fetch", "--connect", d.addr, "--dataset", "feat", "--shuffle", "off",
                                 "--batch", "5", "--batch-index", "1", "--out", os.path.join(tmp, "o", "feat", "x")],
                                capture_output=True, text=True)
             if check(r.returncode == 0, "features fetch: " + r.stderr):
@@ -250,41 +224,37 @@ def main():
             # The shard fixed, SIGHUP: the failed dataset is indexed again and serves.
             os.unlink(os.path.join(tmp, "gz", "train-0.gz"))
             shutil.copy(os.path.join(tmp, "tf", "train-00000-of-00003"), os.path.join(tmp, "gz", "train-0"))
-            d.p.send_signal(signal.SIGHUP)
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                got, e = fetch(bfeed, d, "gz", os.path.join(tmp, "o", "gz-fixed"), ["--batch", "2"])
-                if got is not None:
-                    break
-                time.sleep(0.1)
-            check(got is not None, "after SIGHUP the fixed gz dataset serves: " + e)
+            d.proc.send_signal(signal.SIGHUP)
+            got = wait_for(lambda: fetch(bfeed, d, "gz", os.path.join(tmp, "o", "gz-fixed"), ["--batch", "2"])[0],
+                           20, "the fixed gz dataset to serve after SIGHUP")
+            check(got["label"] and got["index"], "after SIGHUP the fixed gz dataset serves")
         finally:
-            d.stop()
+            stop(d)
         check(os.path.exists(os.path.join(tmp, "tf", ".train-00000-of-00003.bfidx")), "index cache beside the shard")
         check(any(f.startswith("train-00000-of-00002.") and f.endswith(".bfidx") for f in os.listdir(cache)),
               "tcfg's index cache in its cache_dir")
         check(not any(f.endswith(".bfidx") for f in os.listdir(os.path.join(tmp, "tfcfg"))), "none beside tcfg's shards")
 
         # Restart: every index reused. Then one shard touched: rebuilt.
-        d = Daemon(bfeedd, tmp, args, "d2")
+        d = start(bfeedd, tmp, datasets, conf)
         try:
             compare_all(d, ["t", "w"], "cached")
             log = d.log()
             check("dataset t: %d samples in" % n in log and "(3 index(es) reused from cache" in log, "t reused 3 caches")
             check("dataset w: %d samples in" % n in log and "(2 index(es) reused from cache" in log, "w reused 2 caches")
         finally:
-            d.stop()
+            stop(d)
         shard = os.path.join(tmp, "tf", "train-00001-of-00003")
         st = os.stat(shard)
         os.utime(shard, ns=(st.st_atime_ns, st.st_mtime_ns + 5 * 10**9))
-        d = Daemon(bfeedd, tmp, args, "d3")
+        d = start(bfeedd, tmp, datasets, conf)
         try:
             compare_all(d, ["t"], "rebuilt")
             log = d.log()
             check("%s: rebuilding the index: " % shard in log and "size or mtime changed" in log, "touched shard re-indexed")
             check("(2 index(es) reused from cache" in log, "the other two reused")
         finally:
-            d.stop()
+            stop(d)
 
         # A record damaged after indexing, its mtime put back: the cache is
         # reused, and the read-time CRC check catches it.
@@ -298,7 +268,7 @@ def main():
         data[offs[victim] + 12 + 100] ^= 0x01
         open(shard, "wb").write(bytes(data))
         os.utime(shard, ns=(st.st_atime_ns, st.st_mtime_ns))
-        d = Daemon(bfeedd, tmp, args, "d4")
+        d = start(bfeedd, tmp, datasets, conf)
         try:
             out = os.path.join(tmp, "o", "crc")
             got, e = fetch(bfeed, d, "t", out, ["--shuffle", "off", "--mode", "eval", "--batch", "4", "--size", "64"])
@@ -308,7 +278,7 @@ def main():
             check("skipping %s: record at byte offset %d: bad data CRC-32C" % (shard, offs[victim]) in d.log(),
                   "read-time CRC failure logged with file and offset")
         finally:
-            d.stop()
+            stop(d)
 
         # Configuration errors, named; --check-config waits for the index.
         for spec, want, what in [("tfrecord:%s/tf/*,bogus=1", "unknown key 'bogus'", "unknown key refused"),
