@@ -13,24 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_files.h"
 #include "fuzz_shards.h"
 #include "make_demo_shards.h"
 #include "splitmix.h"
 
 #define FUZZ_SHARDS_MUTATIONS 4000
-
-static uint8_t *fuzz_shards_slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *p = malloc((size_t)len + 1);
-  if (p && fread(p, 1, (size_t)len, f) != (size_t)len) free(p), p = NULL;
-  fclose(f);
-  *n = (size_t)len;
-  return p;
-}
 
 static uint8_t *fuzz_shards_seed(int tar, size_t *n) {
   static const uint8_t jpeg[] = {0xff, 0xd8, 0xff, 0xe0, 1, 2, 3, 4, 5, 6, 7, 8, 0xff, 0xd9};
@@ -42,7 +30,7 @@ static uint8_t *fuzz_shards_seed(int tar, size_t *n) {
   for (int i = 0; rc == 0 && i < 3; i++) rc = make_demo_shards_add(w, jpeg, sizeof jpeg - (size_t)i, i, err, sizeof err);
   if (make_demo_shards_close(w, rc, err, sizeof err) < 0) return fprintf(stderr, "seed: %s\n", err), NULL;
   snprintf(path, sizeof path, tar ? "%s/s-000000.tar" : "%s/s-00000-of-00001", dir);
-  uint8_t *p = fuzz_shards_slurp(path, n);
+  uint8_t *p = fuzz_files_read(path, n);
   remove(path);
   remove(dir);
   return p;
