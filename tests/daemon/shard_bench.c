@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
       if (tfrecord_sample(path, &x.e[i], &keys, &buf, &cap, &len, err, sizeof err) < 0)
         return fprintf(stderr, "shard_bench: %s\n", err), 1;
       double b = shard_bench_now();
-      if (sample_load(buf, len, &sp, NULL, rgb, &scratch, err, sizeof err) < 0)
+      if (sample_load(buf, len, path, &sp, NULL, rgb, &scratch, err, sizeof err) < 0)
         return fprintf(stderr, "shard_bench: record %zu: %s\n", i, err), 1;
       double c = shard_bench_now();
       t_read += b - a;

@@ -1,7 +1,7 @@
 """TFRecord and WebDataset tar datasets through the real daemon and `bfeed fetch`.
 
-The same JPEGs (the fixtures, and imagenet-100 when present) are served as
-an ImageFolder, as TFRecord shards written by an independent encoder
+The same images (the fixture JPEGs, PNGs and a WebP Pillow makes from one,
+and imagenet-100 when present) are served as an ImageFolder, as TFRecord shards written by an independent encoder
 (Google's protobuf runtime from a .proto compiled by protoc here, CRC-32C
 from crcmod: tests/daemon/shard_writer.py) and as tar shards written by
 Python's tarfile. Every batch fetched from the shards must equal the
@@ -74,6 +74,16 @@ def build_folder(root, fixtures, imagenet):
             d = os.path.join(root, "fixture_%d" % (i % 2))
             os.makedirs(d, exist_ok=True)
             shutil.copy(os.path.join(fixtures, f), os.path.join(d, "%d_%s" % (copy, f)))
+    # PNG (palette, RGBA, 16-bit gray) and WebP too: shards carry whatever
+    # bytes the folder holds, and both go through the same decoder.
+    from PIL import Image
+    src = Image.open(os.path.join(fixtures, fx[0])).convert("RGB").resize((160, 120))
+    d = os.path.join(root, "fixture_other")
+    os.makedirs(d)
+    src.convert("P").save(os.path.join(d, "a_palette.png"))
+    src.convert("RGBA").save(os.path.join(d, "b_rgba.png"))
+    Image.fromarray((np.asarray(src.convert("L"), dtype=np.uint16) * 257)).save(os.path.join(d, "c_gray16.png"))
+    src.save(os.path.join(d, "d_lossy.webp"), quality=80)
     if imagenet and os.path.isdir(imagenet):
         for c in sorted(os.listdir(imagenet)):
             src = os.path.join(imagenet, c)
@@ -129,9 +139,10 @@ def write_tars(dirname, samples, nshards, damage=False):
         members = []
         for i in range(a, b):
             c, p = samples[i]
-            members += [("%06d.jpg" % i, open(p, "rb").read()), ("%06d.cls" % i, b"%d" % c)]
+            ext = os.path.splitext(p)[1].lower()
+            members += [("%06d%s" % (i, ext), open(p, "rb").read()), ("%06d.cls" % i, b"%d" % c)]
             if damage and i % 4 == 1:
-                members.append(("%06dx.jpg" % i, open(p, "rb").read()))  # no label
+                members.append(("%06dx%s" % (i, ext), open(p, "rb").read()))  # no label
         path = os.path.join(dirname, "shard-%03d.tar" % s)
         w.write_tar(path, members)
         if damage:
@@ -178,13 +189,18 @@ def main():
         B = 4
         optsets = [["--mode", "train", "--seed", "7", "--batch", str(B), "--batch-index", "1"],
                    ["--mode", "train", "--seed", "9", "--batch", str(B), "--batch-index", "0", "--layout", "nhwc"],
-                   ["--mode", "eval", "--batch", str(B), "--batch-index", "1", "--size", "96"]]
+                   ["--mode", "eval", "--batch", str(B), "--batch-index", "1", "--size", "96"],
+                   # the whole epoch in one batch: every sample, PNG and WebP included
+                   ["--mode", "train", "--seed", "3", "--batch", str(n), "--size", "64"]]
 
         def compare_all(d, names, tag):
             for k, opts in enumerate(optsets):
                 ref, e = fetch(bfeed, d, "f", os.path.join(tmp, "o", tag, "f%d" % k), opts)
                 if not check(ref is not None, "folder fetch: " + e):
                     continue
+                if str(n) in opts:  # the whole epoch: nothing skipped, so every image decoded
+                    idx = np.load(os.path.join(tmp, "o", tag, "f%d" % k, "index.npy"))
+                    check(sorted(idx.tolist()) == list(range(n)), "%s: every sample decodes (PNG, WebP too)" % tag)
                 for ds in names:
                     got, e = fetch(bfeed, d, ds, os.path.join(tmp, "o", tag, "%s%d" % (ds, k)), opts)
                     if check(got is not None, "%s: fetch %s failed: %s" % (tag, ds, e)):
