@@ -128,26 +128,34 @@ static dataset **load_datasets(const config *cfg, const config *old_cfg, dataset
   for (size_t i = 0; i < cfg->ndatasets; i++) {
     const config_dataset *cd = &cfg->datasets[i];
     for (size_t j = 0; old_cfg && j < nold && !ds[i]; j++)
-      if (strcmp(old[j]->name, cd->name) == 0 && config_dataset_same(cfg, old_cfg, cd->name)) ds[i] = dataset_ref(old[j]);
+      /* A dataset whose indexing failed is loaded afresh (the shards may
+       * have been fixed); one still indexing is kept. */
+      if (strcmp(old[j]->name, cd->name) == 0 && config_dataset_same(cfg, old_cfg, cd->name) &&
+          dataset_ready(old[j], err, errlen) != BFEED_EDATASET)
+        ds[i] = dataset_ref(old[j]);
     if (ds[i]) continue;
     dataset_kv kv[65];
     size_t nkv = cd->nkv < 64 ? cd->nkv : 64;
-    int has_vectors = 0, has_cache_dir = 0;
+    int has_vectors = 0, has_cache_dir = 0, sharded = 0;
     for (size_t k = 0; k < nkv; k++) {
       kv[k] = (dataset_kv){cd->keys[k], cd->values[k], cd->wheres[k]};
       has_vectors |= strcmp(cd->keys[k], "vectors") == 0;
       has_cache_dir |= strcmp(cd->keys[k], "cache_dir") == 0;
+      sharded |= strcmp(cd->keys[k], "kind") == 0 &&
+                 (strcmp(cd->values[k], "tfrecord") == 0 || strcmp(cd->values[k], "tar") == 0);
     }
     /* The daemon-wide cache folder, for datasets with a word-vector table
-     * that do not name their own. */
-    if (cfg->cache_dir && has_vectors && !has_cache_dir) kv[nkv++] = (dataset_kv){"cache_dir", cfg->cache_dir, "cache_dir"};
+     * or shard indexes that do not name their own. */
+    if (cfg->cache_dir && (has_vectors || sharded) && !has_cache_dir)
+      kv[nkv++] = (dataset_kv){"cache_dir", cfg->cache_dir, "cache_dir"};
     if (!(ds[i] = dataset_open(cd->name, kv, nkv, lg, err, errlen))) {
       for (size_t j = 0; j < i; j++) dataset_unref(ds[j]);
       free(ds);
       return NULL;
     }
-    log_info(lg, "dataset %s: %zu samples in %zu classes from %s", cd->name, ds[i]->nsamples, ds[i]->nclasses,
-             ds[i]->root);
+    if (!ds[i]->shards) /* sharded kinds say so when their index is done */
+      log_info(lg, "dataset %s: %zu samples in %zu classes from %s", cd->name, ds[i]->nsamples, ds[i]->nclasses,
+               ds[i]->root);
   }
   return ds;
 }
@@ -287,8 +295,13 @@ int main(int argc, char **argv) {
     log_err(&d->log, "%s", err);
     rc = check ? 2 : 1;
   } else if (check) {
+    /* Checking includes indexing the shards of tfrecord and tar datasets. */
+    for (size_t i = 0; i < d->srv.ndatasets && rc == 0; i++)
+      if (dataset_wait(d->srv.datasets[i], err, sizeof err) < 0) log_err(&d->log, "%s", err), rc = 2;
+  }
+  if (d->srv.datasets && check && rc == 0) {
     printf("%s: ok: %zu dataset(s), %zu listener(s)\n", check, d->cfg.ndatasets, d->cfg.nlisten);
-  } else {
+  } else if (d->srv.datasets && !check) {
     signal(SIGPIPE, SIG_IGN);
     uv_loop_t *loop = uv_default_loop();
     uv_signal_init(loop, &d->sigint);

@@ -10,9 +10,15 @@ demo=build/demo
 if [ ! -d "$demo/train" ]; then
   "$bin/bfeed" make-demo "$demo"
 fi
+# The same images as TFRecord shards (tf.train.Example, TPU ImageNet layout).
+demo_tf=build/demo-tfrecord
+if [ ! -f "$demo_tf/train-00000-of-00004" ]; then
+  "$bin/bfeed" make-demo "$demo_tf" --format tfrecord
+fi
 run=$(mktemp -d /tmp/bfeed-demo.XXXXXX)
 sock="$run/bfeedd.sock"
 "$bin/bfeedd" --listen "unix:$sock" --dataset demo-train="$demo/train" --dataset demo-val="$demo/val" \
+  --dataset demo-tfrecord="tfrecord:$demo_tf/train-*" \
   >"$run/bfeedd.log" 2>&1 &
 pid=$!
 cleanup() {
@@ -34,6 +40,10 @@ echo "== bfeedd is serving $demo (log: $run/bfeedd.log)"
 echo
 echo "== training stream: random-resized crop + flip, 224x224, batch 64, bf16 NCHW, 2 epochs"
 "$bin/bfeed" bench --connect "unix:$sock" --dataset demo-train --mode train --size 224 --batch 64 --epochs 2
+echo
+echo "== the same training images from TFRecord shards (indexed in the background at start)"
+"$bin/bfeed" bench --connect "unix:$sock" --dataset demo-tfrecord --mode train --size 224 --batch 64 --epochs 2
+grep "dataset demo-tfrecord: [0-9]* samples" "$run/bfeedd.log" | sed 's/^.*bfeedd info: /   /'
 echo
 echo "== evaluation stream: resize 256 + centre crop 224, batch 32, zstd on the wire"
 "$bin/bfeed" bench --connect "unix:$sock" --dataset demo-val --mode eval --size 224 --batch 32 --codec zstd:3 --epochs 1

@@ -4,15 +4,18 @@
 set -eu
 pkgs="build-essential cmake pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libwebp-dev libuv1-dev libzstd-dev
       libxxhash-dev libinih-dev libcmocka-dev libsystemd-dev libdnnl-dev librandom123-dev
-      python3-dev libdlpack-dev"
+      python3-dev libdlpack-dev libprotobuf-c-dev protobuf-c-compiler libarchive-dev"
 if [ "${1:-}" = "--test" ]; then
   # Independent oracles: Pillow and numpy for images and arithmetic, torch and
   # torchvision for the bf16 cast and the crop algorithm; systemd for
   # systemd-analyze and systemd-socket-activate in the service tests; pytest
   # for the Python client, venv, pip, setuptools and wheel to check that
-  # `pip install client/python` works offline.
+  # `pip install client/python` works offline; protoc, Google's protobuf
+  # runtime and crcmod write the TFRecords the shard tests read (an encoder
+  # independent of bfeed's).
   pkgs="$pkgs python3 python3-pil python3-numpy python3-torch python3-torchvision systemd
-        python3-pytest python3-venv python3-pip python3-setuptools python3-wheel"
+        python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
+        protobuf-compiler python3-protobuf python3-crcmod"
 fi
 missing=""
 for p in $pkgs; do

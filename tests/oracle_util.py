@@ -3,7 +3,8 @@ socket, and a word-vector table that exists with or without the team's
 ../shared data.
 
 Used by integration/fetch_oracle.py, integration/format_fetch_oracle.py,
-integration/wordvec_fetch_oracle.py, client/train_accept.py,
+integration/wordvec_fetch_oracle.py, integration/shards_fetch_oracle.py,
+scripts/bench_formats.py, client/train_accept.py,
 client/wordvec_demo_oracle.py, client/python/conftest.py and
 service/test_service.py, which put this folder on sys.path.
 """

@@ -3,6 +3,7 @@
  */
 #include "cli.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,8 +20,10 @@ static void usage(FILE *f) {
           "  fetch      --connect ADDR --dataset NAME [stream options] --batch-index K --out DIR\n"
           "             write one batch's tensors as .npy files and meta.json\n"
           "  stats      --connect ADDR [--json]   the daemon's counters: daemon, datasets, streams\n"
-          "  make-demo  DIR [--train N] [--val N] [--seed N] [--force]\n"
-          "             write a small learnable ImageFolder dataset to DIR/train and DIR/val\n"
+          "  make-demo  DIR [--format folder|tfrecord|tar] [--train N] [--val N] [--seed N] [--force]\n"
+          "             write a small learnable image dataset: an ImageFolder in DIR/train and\n"
+          "             DIR/val, TFRecord shards DIR/train-*, DIR/validation-*, or tar shards\n"
+          "             DIR/train-*.tar, DIR/val-*.tar\n"
           "  make-demo  DIR --text VECTORS [--classes N] [--train N] [--val N] [--seed N] [--force]\n"
           "             write a labelled text dataset (fastText lines) with words from VECTORS\n"
           "             to DIR/train.txt and DIR/val.txt\n"
@@ -32,24 +35,30 @@ static void usage(FILE *f) {
 static int demo_takes_value(const char *name, void *ctx) {
   (void)ctx;
   return strcmp(name, "train") == 0 || strcmp(name, "val") == 0 || strcmp(name, "seed") == 0 ||
-         strcmp(name, "text") == 0 || strcmp(name, "classes") == 0;
+         strcmp(name, "text") == 0 || strcmp(name, "classes") == 0 || strcmp(name, "format") == 0;
 }
 
 static const char demo_usage[] =
-    "usage: bfeed make-demo DIR [--train N] [--val N] [--seed N] [--force]\n"
+    "usage: bfeed make-demo DIR [--format folder|tfrecord|tar] [--train N] [--val N] [--seed N] [--force]\n"
     "       bfeed make-demo DIR --text VECTORS [--classes N] [--train N] [--val N] [--seed N] [--force]\n";
 
 static int cmd_make_demo(int argc, char **argv) {
   if (argc < 1 || strncmp(argv[0], "--", 2) == 0) return fputs(demo_usage, stderr), 2;
   const char *dir = argv[0], *vectors = NULL;
   uint64_t train = 0, val = 0, seed = 1, classes = 0;
-  int force = 0, have_val = 0;
+  int force = 0, have_val = 0, format = -1;
   cli_args a = {.argc = argc, .argv = argv, .i = 1};
   int r;
   while ((r = cli_next(&a, demo_takes_value, NULL)) == 1) {
     int bad = 0;
     if (strcmp(a.name, "force") == 0) force = 1;
     else if (strcmp(a.name, "text") == 0) vectors = a.value;
+    else if (strcmp(a.name, "format") == 0) {
+      static const char *const formats[] = {"folder", "tfrecord", "tar"};
+      for (int f = 0; f < 3; f++)
+        if (strcmp(a.value, formats[f]) == 0) format = f;
+      if (format < 0) return fprintf(stderr, "bfeed make-demo: --format %s: expected folder, tfrecord or tar\n", a.value), 2;
+    }
     else if (strcmp(a.name, "train") == 0) bad = cli_u64(a.name, a.value, 1, 100000, &train);
     else if (strcmp(a.name, "val") == 0) bad = cli_u64(a.name, a.value, 1, 100000, &val), have_val = 1;
     else if (strcmp(a.name, "seed") == 0) bad = cli_u64(a.name, a.value, 0, UINT64_MAX, &seed);
@@ -59,6 +68,7 @@ static int cmd_make_demo(int argc, char **argv) {
   }
   if (r < 0) return 2;
   if (classes && !vectors) return fprintf(stderr, "bfeed make-demo: --classes applies to --text\n"), 2;
+  if (format >= 0 && vectors) return fprintf(stderr, "bfeed make-demo: --format applies to images, not --text\n"), 2;
   char err[768];
   make_demo_stats st;
   if (vectors) {
@@ -80,12 +90,16 @@ static int cmd_make_demo(int argc, char **argv) {
   o.seed = seed;
   if (train) o.train_per_class = (int)train;
   if (have_val) o.val_per_class = (int)val;
+  if (format > 0) o.format = (make_demo_format)format;
   if (make_demo(dir, &o, &st, err, sizeof err) < 0) {
     fprintf(stderr, "bfeed make-demo: %s\n", err);
     return 1;
   }
-  printf("wrote %d JPEGs (%.1f MB) in %d classes to %s/train and %s/val\n", st.files, st.bytes / 1e6,
-         MAKE_DEMO_NCLASSES, dir, dir);
+  static const char *const where[] = {"%s/train and %s/val", "TFRecord shards %s/train-* and %s/validation-*",
+                                      "tar shards %s/train-*.tar and %s/val-*.tar"};
+  char to[2 * PATH_MAX + 64];
+  snprintf(to, sizeof to, where[o.format], dir, dir);
+  printf("wrote %d JPEGs (%.1f MB) in %d classes to %s\n", st.files, st.bytes / 1e6, MAKE_DEMO_NCLASSES, to);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const char cli_stream_opts_help[] =
     "stream options:\n"
@@ -124,7 +125,14 @@ int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
 int cli_open_stream(const cli_stream_cmd *c, bfeed_client **client, bfeed_stream **stream) {
   bfeed_error err;
   if (bfeed_connect(c->connect, client, &err) < 0) return fprintf(stderr, "bfeed %s: %s\n", c->cmd, err.message), -1;
-  if (bfeed_stream_open(*client, c->dataset, &c->o, stream, &err) < 0) {
+  int rc, said = 0;
+  /* A dataset whose shards are still being indexed answers BFEED_EBUSY:
+   * say so once and wait for it. */
+  while ((rc = bfeed_stream_open(*client, c->dataset, &c->o, stream, &err)) == BFEED_EBUSY) {
+    if (!said++) fprintf(stderr, "bfeed %s: %s: waiting\n", c->cmd, err.message);
+    nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+  }
+  if (rc < 0) {
     fprintf(stderr, "bfeed %s: %s\n", c->cmd, err.message);
     bfeed_close(*client);
     return -1;

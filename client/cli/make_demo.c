@@ -25,6 +25,7 @@
 #include "bfeed.h"
 #include "demo_files.h"
 #include "demo_rng.h"
+#include "make_demo_shards.h"
 
 #define DEMO_MAX_PER_CLASS 10000 /* file names are %04d */
 #define DEMO_SIDE_MIN 32         /* below this the stripes stop being stripes */
@@ -257,9 +258,10 @@ typedef struct demo_ctx {
   const make_demo_opts *o;
   unsigned char *px; /* max_side^2 * 3 */
   make_demo_stats st;
+  make_demo_shards *shards; /* tfrecord, tar: the split's writer */
 } demo_ctx;
 
-static int demo_one(demo_ctx *x, const char *cls_dir, int split, int cls, int index, char *err,
+static int demo_one(demo_ctx *x, const char *cls_dir, int split, int cls, int label, int index, char *err,
                     size_t errlen) {
   demo_rng r;
   demo_image im;
@@ -287,7 +289,8 @@ static int demo_one(demo_ctx *x, const char *cls_dir, int split, int cls, int in
     return rc;
   }
   tjDestroy(tj);
-  int rc = demo_write_file(path, jpeg, jpeg_len, err, errlen);
+  int rc = x->shards ? make_demo_shards_add(x->shards, jpeg, jpeg_len, label, err, errlen)
+                     : demo_write_file(path, jpeg, jpeg_len, err, errlen);
   tjFree(jpeg);
   if (rc == 0) {
     x->st.files++;
@@ -296,18 +299,38 @@ static int demo_one(demo_ctx *x, const char *cls_dir, int split, int cls, int in
   return rc;
 }
 
+static int demo_cmp_class(const void *a, const void *b) {
+  return strcmp(demo_class_names[*(const int *)a], demo_class_names[*(const int *)b]);
+}
+
+/* Classes in the order of their sorted names, which is how a folder's
+ * labels are numbered: shards then hold the samples in the folder's
+ * (class, path) order with the same labels, so all formats serve the same
+ * batches. */
 static int demo_split(demo_ctx *x, const char *dir, int split, int count, char *err,
                       size_t errlen) {
+  static const char *const shard_splits[2][2] = {{"train", "validation"}, {"train", "val"}};
+  int order[MAKE_DEMO_NCLASSES];
+  for (int c = 0; c < MAKE_DEMO_NCLASSES; c++) order[c] = c;
+  qsort(order, MAKE_DEMO_NCLASSES, sizeof order[0], demo_cmp_class);
+  int rc = 0, tar = x->o->format == MAKE_DEMO_TAR;
+  if (x->o->format != MAKE_DEMO_FOLDER) {
+    int total = count * MAKE_DEMO_NCLASSES, nshards = split == 0 ? MAKE_DEMO_TRAIN_SHARDS : 1;
+    rc = demo_mkdirs(dir, err, errlen);
+    if (rc == 0) rc = make_demo_shards_open(&x->shards, tar, dir, shard_splits[tar][split], total, nshards, err, errlen);
+  }
   char cls_dir[PATH_MAX];
-  for (int cls = 0; cls < MAKE_DEMO_NCLASSES; cls++) {
+  for (int label = 0; rc == 0 && label < MAKE_DEMO_NCLASSES; label++) {
+    int cls = order[label];
     if ((size_t)snprintf(cls_dir, sizeof cls_dir, "%s/%s/%s", dir, demo_splits[split],
                          demo_class_names[cls]) >= sizeof cls_dir)
-      return cli_fail(err, errlen, BFEED_EINVAL, "%s: path too long", dir);
-    int rc = demo_mkdirs(cls_dir, err, errlen);
-    for (int i = 0; rc == 0 && i < count; i++) rc = demo_one(x, cls_dir, split, cls, i, err, errlen);
-    if (rc != 0) return rc;
+      rc = cli_fail(err, errlen, BFEED_EINVAL, "%s: path too long", dir);
+    if (rc == 0 && !x->shards) rc = demo_mkdirs(cls_dir, err, errlen);
+    for (int i = 0; rc == 0 && i < count; i++) rc = demo_one(x, cls_dir, split, cls, label, i, err, errlen);
   }
-  return 0;
+  if (x->shards) rc = make_demo_shards_close(x->shards, rc, err, errlen);
+  x->shards = NULL;
+  return rc;
 }
 
 int make_demo(const char *dir, const make_demo_opts *o, make_demo_stats *stats, char *err,

@@ -29,6 +29,16 @@
 #include <stdint.h>
 
 #define MAKE_DEMO_NCLASSES 8
+#define MAKE_DEMO_TRAIN_SHARDS 4 /* tfrecord, tar: train shards (val: one) */
+
+/* How the images are stored (make_demo_shards.h):
+ *   folder    DIR/train/<class>/0000.jpg, DIR/val/<class>/0000.jpg
+ *   tfrecord  DIR/train-0000K-of-00004, DIR/validation-00000-of-00001:
+ *             tf.train.Example in the TPU ImageNet layout (labels from 1)
+ *   tar       DIR/train-00000K.tar, DIR/val-000000.tar: WebDataset
+ *             (KEY.jpg + KEY.cls, labels from 0)
+ * The same images in the same order with the same labels in each. */
+typedef enum make_demo_format { MAKE_DEMO_FOLDER = 0, MAKE_DEMO_TFRECORD = 1, MAKE_DEMO_TAR = 2 } make_demo_format;
 
 typedef struct make_demo_opts {
   int train_per_class; /* images per class under train/ (default 80) */
@@ -39,6 +49,7 @@ typedef struct make_demo_opts {
   int max_side;        /* (defaults 96 and 320; 32 <= min <= max <= 4096) */
   int overwrite;       /* nonzero: write into DIR even if it is not empty;
                           files of the same names are replaced, others kept */
+  make_demo_format format; /* default folder */
 } make_demo_opts;
 
 typedef struct make_demo_stats {

@@ -87,7 +87,7 @@ static void layout(const batch_spec *s, uint32_t B, uint32_t T, batch_layout *L)
     else L->tokens = add_tensor(m, "tokens", BFEED_DTYPE_BF16, 3, (uint64_t[]){B, T, D});
     L->length = add_tensor(m, "length", BFEED_DTYPE_I32, 1, (uint64_t[]){B});
   }
-  if (ds->kind == DATASET_NPY) {
+  if (dataset_has_features(ds)) {
     const npy_source_header *h = &ds->features.h;
     uint64_t sh[3] = {B, h->shape[1], h->ndim == 3 ? h->shape[2] : 0};
     L->features = add_tensor(m, "features", BFEED_DTYPE_BF16, h->ndim, sh);
@@ -103,6 +103,8 @@ static size_t frame_overhead(const msg_batch *m) {
 
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen) {
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), BFEED_EINVAL
+  int ready = dataset_ready(ds, err, errlen);
+  if (ready < 0) return ready;
   int text = dataset_has_text(ds);
   if (!text && (o->pool != BFEED_POOL_NONE || o->max_len || o->fixed_len || o->bucket))
     BAD("pool, max_len, fixed_len and bucket apply to text datasets; %s is a%s %s dataset", ds->name,
@@ -110,7 +112,7 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
   uint32_t cap = o->max_len ? o->max_len : ds->max_len;
   if (text && o->fixed_len && cap == 0)
     BAD("fixed_len needs a length: set max_len (dataset %s has no max_len setting)", ds->name);
-  if (ds->kind == DATASET_NPY && ds->features.row_floats > FRAME_MAX_PAYLOAD / 2 / o->batch)
+  if (dataset_has_features(ds) && ds->features.row_floats > FRAME_MAX_PAYLOAD / 2 / o->batch)
     BAD("a batch of %u feature rows of %llu values is over the %u-byte frame limit", o->batch,
         (unsigned long long)ds->features.row_floats, FRAME_MAX_PAYLOAD);
   /* The largest batch this stream can make: T at its most. */
@@ -185,7 +187,8 @@ static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t
     size_t len;
     rng_t r;
     rng_init(&r, s->opts.seed, RNG_DOMAIN_SAMPLE, job->epoch, idx);
-    const char *name = s->ds->paths[idx];
+    char name[600];
+    dataset_sample_name(s->ds, idx, name, sizeof name);
     int read = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, why, sizeof why) == 0;
     /* sample_load's reasons start with the name it is given. */
     if (read && sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, why, sizeof why) == 0)
@@ -267,7 +270,7 @@ void batch_build(batch_job *job, batch_worker *w) {
   m->index = job->index;
   m->seq = job->seq;
   m->codec = (uint8_t)o->codec;
-  size_t scratch = dataset_has_text(s->ds) ? s->ds->vectors.dim : s->ds->kind == DATASET_NPY ? s->ds->features.row_floats : 0;
+  size_t scratch = dataset_has_text(s->ds) ? s->ds->vectors.dim : dataset_has_features(s->ds) ? s->ds->features.row_floats : 0;
   if (scratch && grow(&w->f32, &w->f32_cap, scratch * sizeof *w->f32) < 0) {
     job->rc = BFEED_ENOMEM;
     snprintf(job->err, sizeof job->err, "out of memory");

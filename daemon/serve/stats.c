@@ -60,6 +60,11 @@ void stats_report(server *s, wbuf *w) {
     report_counter_put(&r, "wire_bytes", d->wire_bytes);
     report_counter_put(&r, "skipped", d->skipped);
     report_counter_put(&r, "worker_busy_us", d->busy_ns / 1000);
+    dataset *ds = server_find_dataset(s, d->name);
+    if (ds && ds->shards) { /* tfrecord, tar */
+      report_counter_put(&r, "indexing", dataset_ready(ds, NULL, 0) == BFEED_EBUSY);
+      report_counter_put(&r, "records_skipped", dataset_index_skipped(ds));
+    }
   }
   for (conn *c = s->conns; c; c = c->next)
     for (int i = 0; i < c->nstreams; i++) {

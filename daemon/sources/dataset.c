@@ -12,9 +12,10 @@
 
 #include "bfeed_types.h"
 #include "dataset_impl.h"
+#include "dataset_shards.h"
 #include "folder.h"
 
-static const char *const kind_names[] = {"image", "text", "npy", "manifest"};
+static const char *const kind_names[] = {"image", "text", "npy", "manifest", "tfrecord", "tar"};
 
 const char *dataset_kind_name(dataset_kind k) {
   return (unsigned)k < sizeof kind_names / sizeof kind_names[0] ? kind_names[k] : "unknown";
@@ -161,6 +162,7 @@ static int load_npy(dataset *d, const dataset_keys *k, const logger *log, char *
 /* ------------------------------------------------------------------ */
 
 static void dataset_free(dataset *d) {
+  dataset_shards_free(d->shards); /* first: its threads may still fill d */
   if (d->paths)
     for (size_t i = 0; i < d->nsamples; i++) free(d->paths[i]);
   if (d->classes)
@@ -188,10 +190,10 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
   const dataset_kv *kind = dataset_key(&k, "kind"), *path = dataset_key(&k, "path");
   if (kind) k.kind = kind->value;
   int kid = -1;
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < (int)(sizeof kind_names / sizeof kind_names[0]); i++)
     if (strcmp(k.kind, kind_names[i]) == 0) kid = i;
   if (kid < 0) {
-    snprintf(err, errlen, "%s: dataset %s: unknown kind '%s' (expected image, text, npy or manifest)",
+    snprintf(err, errlen, "%s: dataset %s: unknown kind '%s' (expected image, text, npy, manifest, tfrecord or tar)",
              kind ? kind->where : "dataset", name, k.kind);
     return NULL;
   }
@@ -217,6 +219,8 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
       break;
     case DATASET_TEXT: rc = dataset_text_load(d, &k, log, err, errlen); break;
     case DATASET_NPY: rc = load_npy(d, &k, log, err, errlen); break;
+    case DATASET_TFRECORD:
+    case DATASET_TAR: rc = dataset_shards_load(d, &k, log, err, errlen); break;
     default: rc = dataset_text_load_manifest(d, &k, log, err, errlen); break;
   }
   if (rc < 0) {
@@ -241,8 +245,26 @@ void dataset_unref(dataset *d) {
   if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0) dataset_free(d);
 }
 
+int dataset_ready(const dataset *d, char *err, size_t errlen) {
+  return d->shards ? dataset_shards_ready(d, err, errlen) : 0;
+}
+
+int dataset_wait(dataset *d, char *err, size_t errlen) {
+  return d->shards ? dataset_shards_wait(d, err, errlen) : 0;
+}
+
+uint64_t dataset_index_skipped(const dataset *d) {
+  return d->shards ? dataset_shards_skipped(d) : 0;
+}
+
+void dataset_sample_name(const dataset *d, size_t i, char *out, size_t n) {
+  if (d->shards) dataset_shards_name(d, i, out, n);
+  else snprintf(out, n, "%s", d->paths ? d->paths[i] : d->root);
+}
+
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                  size_t errlen) {
+  if (d->shards) return dataset_shards_read(d, i, buf, cap, len, err, errlen);
   const char *path = d->paths[i];
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -14,6 +14,11 @@
  *             labels in another (npy_source.h), memory-mapped.
  *   manifest  image + text records from a TSV manifest (manifest.h): both
  *             modalities in one batch, under one shuffle.
+ *   tfrecord  TFRecord shards of tf.train.Example (image bytes, int64 label,
+ *             optional float features), and
+ *   tar       WebDataset tar shards (image + .cls members): both indexed in
+ *             background threads (dataset_shards.h); until the index is
+ *             complete the dataset answers BFEED_EBUSY.
  *
  * A dataset is immutable after loading and shared read-only by all threads
  * (reference counted: the server's table and every stream hold one), except
@@ -43,8 +48,12 @@ typedef enum dataset_kind {
   DATASET_IMAGE = 0,
   DATASET_TEXT = 1,
   DATASET_NPY = 2,
-  DATASET_MANIFEST = 3
+  DATASET_MANIFEST = 3,
+  DATASET_TFRECORD = 4,
+  DATASET_TAR = 5
 } dataset_kind;
+
+struct dataset_shards;
 
 typedef struct dataset {
   int refs; /* atomic: held by the server's table and by each stream */
@@ -61,17 +70,26 @@ typedef struct dataset {
   wordvec vectors;
   textset text;
   uint32_t max_len;   /* tokens per sample served when a stream does not say (0: all) */
-  /* npy */
+  /* npy; tfrecord with features_key (rows in memory, no file) */
   npysrc features;
+  /* tfrecord, tar: shard files, index, indexing threads; NULL otherwise.
+   * The fields above are filled by the indexing thread and may be read
+   * only once dataset_ready() has returned 0. */
+  struct dataset_shards *shards;
+  int has_images; /* tfrecord, tar: samples carry an image */
 } dataset;
 
 static inline int dataset_has_images(const dataset *d) {
-  return d->kind == DATASET_IMAGE || d->kind == DATASET_MANIFEST;
+  return d->kind == DATASET_IMAGE || d->kind == DATASET_MANIFEST || d->has_images;
+}
+/* npy, and tfrecord with features_key: a "features" tensor. */
+static inline int dataset_has_features(const dataset *d) {
+  return d->features.rows != NULL;
 }
 static inline int dataset_has_text(const dataset *d) {
   return d->kind == DATASET_TEXT || d->kind == DATASET_MANIFEST;
 }
-/* "image", "text", "npy", "manifest" */
+/* "image", "text", "npy", "manifest", "tfrecord", "tar" */
 const char *dataset_kind_name(dataset_kind k);
 
 /* Load a dataset from its settings (kind = image, the default). Fails with
@@ -91,6 +109,18 @@ void dataset_unref(dataset *d);
 #define DATASET_MAX_FILE (256u << 20)
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                  size_t errlen);
+
+/* 0 when d can serve; BFEED_EBUSY while its shards are being indexed,
+ * BFEED_EDATASET when indexing failed, with the reason in err. */
+int dataset_ready(const dataset *d, char *err, size_t errlen);
+/* Block until d can serve or has failed (--check-config, tests); then as
+ * dataset_ready. */
+int dataset_wait(dataset *d, char *err, size_t errlen);
+/* tfrecord, tar: records or members skipped when the shards were indexed
+ * (0 for other kinds, and until the index is complete). */
+uint64_t dataset_index_skipped(const dataset *d);
+/* What to call sample i in a log line: its file, or shard and offset. */
+void dataset_sample_name(const dataset *d, size_t i, char *out, size_t n);
 
 /* Returns 1 the first time sample i is marked bad, 0 after. */
 int dataset_mark_bad(dataset *d, size_t i);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_files.h"
 #include "fuzz_wordvec.h"
 #include "splitmix.h"
 #include "wordvec.h"
@@ -139,18 +140,6 @@ static uint8_t *cache_of(const char *text, size_t *n) {
   return buf;
 }
 
-static uint8_t *read_all(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
-  *n = fread(b, 1, len > 0 ? (size_t)len : 0, f);
-  fclose(f);
-  return b;
-}
-
 #define SEED(t, s, ok) seed((t), (s), sizeof(s) - 1, (ok))
 
 int main(int argc, char **argv) {
@@ -192,7 +181,7 @@ int main(int argc, char **argv) {
     if (e->d_name[0] == '.' || strstr(e->d_name, ".bfwv")) continue;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", argv[1], e->d_name);
-    uint8_t *b = read_all(path, &n);
+    uint8_t *b = fuzz_files_read(path, &n);
     if (!b) continue;
     int is_table = strstr(e->d_name, ".vec") || strstr(e->d_name, "glove");
     if (is_table) seed(&table, b, n, 1);

@@ -11,13 +11,14 @@ NumPy array on it is gone. Importing bfeed needs neither torch nor NumPy;
 bfeed.torch.Dataset is the PyTorch IterableDataset (imports torch).
 
 Errors are bfeed.Error subclasses with .code (BFEED_E*, negative) and
-.message: ConnectError, NoDatasetError, InvalidError (also a ValueError), ...
+.message: ConnectError, NoDatasetError, InvalidError (also a ValueError),
+BusyError (a tfrecord or tar dataset still being indexed: retry), ...
 """
 from ._bfeed import (  # noqa: F401
     Batch, Client, Error, Stream, Tensor, connect, option_names, strerror,
     InvalidError, NoMemoryError, IOError, ConnectError, ClosedError, ProtocolError, ChecksumError,
     TooBigError, VersionError, NoDatasetError, DatasetError, LimitError, EndOfStreamError, CodecError,
-    ShutdownError, InternalError,
+    ShutdownError, InternalError, BusyError,
 )
 
 __version__ = "0.1.0"

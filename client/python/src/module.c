@@ -23,6 +23,7 @@ static module_errdef module_errors[] = {
     {BFEED_EDATASET, "DatasetError", NULL},   {BFEED_ELIMIT, "LimitError", NULL},
     {BFEED_EEOF, "EndOfStreamError", NULL},   {BFEED_ECODEC, "CodecError", NULL},
     {BFEED_ESHUTDOWN, "ShutdownError", NULL}, {BFEED_EINTERNAL, "InternalError", NULL},
+    {BFEED_EBUSY, "BusyError", NULL},
 };
 #define MODULE_NERRORS (sizeof module_errors / sizeof module_errors[0])
 static PyObject *module_error_base;
