@@ -46,7 +46,9 @@ typedef enum bfeed_errcode {
   BFEED_EEOF = -13,       /* the stream has delivered all it was asked for */
   BFEED_ECODEC = -14,     /* compression or decompression failed */
   BFEED_ESHUTDOWN = -15,  /* the daemon is shutting down */
-  BFEED_EINTERNAL = -16   /* a bug: please report it with the message */
+  BFEED_EINTERNAL = -16,  /* a bug: please report it with the message */
+  BFEED_EAUTH = -17,      /* the daemon refused access (missing or wrong token) */
+  BFEED_ETIMEDOUT = -18   /* the peer was silent too long (handshake, idle) */
 } bfeed_errcode;
 
 /* Where a call that failed puts its explanation. Optional everywhere (pass
