@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <uv.h>
 
 #include "config.h"
@@ -152,12 +153,26 @@ static dataset **load_datasets(const config *cfg, const config *old_cfg, dataset
   return ds;
 }
 
-static server_limits limits_of(const config *cfg) {
-  return (server_limits){.max_clients = cfg->max_clients,
-                         .max_streams = cfg->max_streams,
-                         .max_window = (uint32_t)cfg->max_window,
-                         .max_memory = cfg->max_memory,
-                         .max_pixels = cfg->max_pixels};
+static int limits_of(const config *cfg, server_limits *l, char *err, size_t errlen) {
+  *l = (server_limits){.max_clients = cfg->max_clients,
+                       .max_streams = cfg->max_streams,
+                       .max_window = (uint32_t)cfg->max_window,
+                       .max_memory = cfg->max_memory,
+                       .max_pixels = cfg->max_pixels,
+                       .handshake_timeout_ms = (uint64_t)cfg->handshake_timeout * 1000,
+                       .idle_timeout_ms = (uint64_t)cfg->idle_timeout * 1000,
+                       .socket_mode = cfg->socket_mode,
+                       .socket_group = cfg->socket_group};
+  return config_read_token(cfg, l->auth_token, sizeof l->auth_token, err, errlen);
+}
+
+/* Each client costs a descriptor (and a dataset some more): take the hard
+ * limit, which the unit raises with LimitNOFILE, instead of the soft 1024. */
+static void raise_nofile(const logger *lg) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max) return;
+  r.rlim_cur = r.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &r) != 0) log_warn(lg, "cannot raise the open-file limit: %m");
 }
 
 static void on_sighup(uv_signal_t *h, int signum) {
@@ -168,7 +183,9 @@ static void on_sighup(uv_signal_t *h, int signum) {
   notify_reloading();
   log_info(&d->log, "SIGHUP received: reloading %s", d->config_path ? d->config_path : "the flags");
   dataset **ds = NULL;
+  server_limits limits;
   if (load_config(&cfg, d->config_path, d->argc, d->argv, err, sizeof err) < 0 ||
+      limits_of(&cfg, &limits, err, sizeof err) < 0 ||
       !(ds = load_datasets(&cfg, &d->cfg, d->srv.datasets, d->srv.ndatasets, &d->log, err, sizeof err))) {
     log_err(&d->log, "reload refused, the old settings stay in force: %s", err);
     if (!ds) config_free(&cfg);
@@ -185,8 +202,8 @@ static void on_sighup(uv_signal_t *h, int signum) {
     else if (!kept) log_info(&d->log, "dataset %s changed (open streams go on with the old settings)", name);
   }
   server_set_datasets(&d->srv, ds, cfg.ndatasets);
-  d->srv.limits = limits_of(&cfg);
-  d->log.level = cfg.log_level;
+  d->srv.limits = limits;
+  log_set_level(&d->log, cfg.log_level);
   int same_listen = cfg.nlisten == d->cfg.nlisten;
   for (size_t i = 0; same_listen && i < cfg.nlisten; i++) same_listen = strcmp(cfg.listen[i], d->cfg.listen[i]) == 0;
   if (!same_listen || cfg.workers != d->cfg.workers ||
@@ -236,8 +253,10 @@ static void on_signal(uv_signal_t *h, int signum) {
 
 static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
   int nworkers = d->cfg.workers > 0 ? d->cfg.workers : (int)uv_available_parallelism();
-  server_limits limits = limits_of(&d->cfg);
-  int rc = server_init(&d->srv, loop, &d->log, nworkers, d->srv.datasets, d->srv.ndatasets, &limits, err, errlen);
+  server_limits limits;
+  int rc = limits_of(&d->cfg, &limits, err, errlen);
+  if (rc < 0) return rc;
+  rc = server_init(&d->srv, loop, &d->log, nworkers, d->srv.datasets, d->srv.ndatasets, &limits, err, errlen);
   if (rc < 0) return rc;
   int activated = listen_adopt_systemd(&d->srv, err, errlen);
   if (activated < 0) return activated;
@@ -246,9 +265,10 @@ static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
     if ((rc = listen_add(&d->srv, d->cfg.listen[i], err, errlen)) < 0) return rc;
   if (d->cfg.metrics_listen && (rc = metrics_start(&d->metrics, &d->srv, d->cfg.metrics_listen, err, errlen)) < 0)
     return rc;
-  uv_signal_start(&d->sigint, on_signal, SIGINT);
-  uv_signal_start(&d->sigterm, on_signal, SIGTERM);
-  uv_signal_start(&d->sighup, on_sighup, SIGHUP);
+  if ((rc = uv_signal_start(&d->sigint, on_signal, SIGINT)) < 0 ||
+      (rc = uv_signal_start(&d->sigterm, on_signal, SIGTERM)) < 0 ||
+      (rc = uv_signal_start(&d->sighup, on_sighup, SIGHUP)) < 0)
+    return snprintf(err, errlen, "cannot watch signals: %s", uv_strerror(rc)), BFEED_EIO;
   uv_timer_start(&d->status, on_status, STATUS_INTERVAL_MS, STATUS_INTERVAL_MS);
   uv_unref((uv_handle_t *)&d->status);
   log_info(&d->log, "ready: %d workers, %zu dataset(s)", nworkers, d->srv.ndatasets);
@@ -290,6 +310,7 @@ int main(int argc, char **argv) {
     printf("%s: ok: %zu dataset(s), %zu listener(s)\n", check, d->cfg.ndatasets, d->cfg.nlisten);
   } else {
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile(&d->log);
     uv_loop_t *loop = uv_default_loop();
     uv_signal_init(loop, &d->sigint);
     uv_signal_init(loop, &d->sigterm);

@@ -16,6 +16,7 @@
 
 #include "dataset.h"
 #include "log.h"
+#include "msg.h"
 #include "stats.h"
 #include "tlv.h"
 #include "workers.h"
@@ -24,8 +25,13 @@ typedef struct server_limits {
   int max_clients;        /* connections at once */
   int max_streams;        /* streams per connection */
   uint32_t max_window;    /* largest window a stream may ask for */
-  uint64_t max_memory;    /* finished batch bytes held at once; 0 = no limit */
+  uint64_t max_memory;    /* batch and reply bytes held at once; 0 = no limit */
   uint64_t max_pixels;    /* larger images are skipped, from their header; 0 = no limit */
+  uint64_t handshake_timeout_ms; /* from accept to HELLO; 0 = none */
+  uint64_t idle_timeout_ms;      /* silence allowed without a stream; 0 = none */
+  char auth_token[MSG_TOKEN_MAX]; /* what TCP clients must show in HELLO; "" = nothing */
+  int socket_mode;                /* of the Unix sockets listen.c creates */
+  const char *socket_group;       /* their group, or NULL (the config's string) */
 } server_limits;
 
 typedef struct listener listener;
