@@ -219,6 +219,7 @@ static void on_sighup(uv_signal_t *h, int signum) {
 static void on_status(uv_timer_t *t) {
   daemon_ctx *d = t->data;
   uint64_t samples = 0;
+  server_tick(&d->srv);
   for (ds_stats *s = d->srv.stats; s; s = s->next) samples += s->samples;
   double rate = (double)(samples - d->status_samples) * 1000.0 / STATUS_INTERVAL_MS;
   d->status_samples = samples;

@@ -101,6 +101,22 @@ static size_t frame_overhead(const msg_batch *m) {
   return FRAME_HEADER_SIZE + 64 + m->ntensors * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2));
 }
 
+/* The layout of the largest batch a stream can make: T at its most. */
+static void batch_largest(const batch_spec *s, batch_layout *L) {
+  const dataset *ds = s->ds;
+  const bfeed_stream_opts *o = &s->opts;
+  uint32_t cap = o->max_len ? o->max_len : ds->max_len, T = 1;
+  if (dataset_has_text(ds)) T = o->fixed_len ? cap : cap && cap < ds->text.longest ? cap : ds->text.longest;
+  layout(s, o->batch, T ? T : 1, L);
+}
+
+uint64_t batch_frame_estimate(const batch_spec *s) {
+  batch_layout L;
+  batch_largest(s, &L);
+  uint64_t data = s->opts.codec == BFEED_CODEC_NONE ? L.m.raw_size : ZSTD_compressBound(L.m.raw_size);
+  return data + frame_overhead(&L.m) + 63;
+}
+
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen) {
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), BFEED_EINVAL
   int text = dataset_has_text(ds);
@@ -113,12 +129,9 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
   if (ds->kind == DATASET_NPY && ds->features.row_floats > FRAME_MAX_PAYLOAD / 2 / o->batch)
     BAD("a batch of %u feature rows of %llu values is over the %u-byte frame limit", o->batch,
         (unsigned long long)ds->features.row_floats, FRAME_MAX_PAYLOAD);
-  /* The largest batch this stream can make: T at its most. */
-  uint32_t T = 1;
-  if (text) T = o->fixed_len ? cap : cap && cap < ds->text.longest ? cap : ds->text.longest;
   batch_spec s = {.ds = (dataset *)ds, .opts = *o};
   batch_layout L;
-  layout(&s, o->batch, T ? T : 1, &L);
+  batch_largest(&s, &L);
   if (L.m.raw_size + frame_overhead(&L.m) > FRAME_MAX_PAYLOAD)
     BAD("a batch of %u could reach %llu bytes, over the %u-byte frame limit%s", o->batch,
         (unsigned long long)L.m.raw_size, FRAME_MAX_PAYLOAD, text ? ": lower batch or set max_len" : "");

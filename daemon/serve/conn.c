@@ -30,6 +30,8 @@ typedef struct write_req {
   uint8_t *buf;
   size_t len;
   batch_job *job;
+  size_t cost;    /* what it holds: a batch's whole pooled buffer, else len */
+  uint64_t owner; /* a batch's stream (stream_serial) */
 } write_req;
 
 static void conn_close(conn *c);
@@ -52,11 +54,14 @@ static void conn_doom(conn *c) {
 static void conn_on_write(uv_write_t *req, int status) {
   write_req *w = (write_req *)req;
   conn *c = w->c;
-  c->write_queue -= w->len;
-  if (!w->job) c->control_queue -= w->len;
+  uint64_t owner = w->job ? w->owner : 0, cost = w->cost;
+  c->write_queue -= w->cost;
+  if (!w->job) c->control_queue -= w->cost;
   if (w->job) batch_job_free(w->job);
   else free(w->buf);
   free(w);
+  for (int i = 0; owner && !c->closing && i < c->nstreams; i++)
+    if (stream_serial(c->streams[i]) == owner) stream_written(c->streams[i], cost);
   if (status < 0 && status != UV_ECANCELED) {
     log_debug(c->s->log, "client %u: write failed: %s", c->id, uv_strerror(status));
     conn_doom(c);
@@ -78,6 +83,8 @@ void conn_send_frame(conn *c, wbuf *frame, batch_job *job) {
   w->job = job;
   w->buf = frame->data;
   w->len = frame->len;
+  w->cost = job ? job->buf_cap : frame->len;
+  w->owner = job ? stream_serial(job->owner) : 0;
   if (!job) wbuf_init(frame); /* the request owns the bytes now */
   uv_buf_t b = uv_buf_init((char *)w->buf, (unsigned)w->len);
   int rc = uv_write(&w->req, &c->h.stream, &b, 1, conn_on_write);
@@ -88,8 +95,8 @@ void conn_send_frame(conn *c, wbuf *frame, batch_job *job) {
     conn_doom(c);
     return;
   }
-  c->write_queue += w->len;
-  if (!job) c->control_queue += w->len;
+  c->write_queue += w->cost;
+  if (!job) c->control_queue += w->cost;
 }
 
 static void conn_send_msg_error(conn *c, uint32_t stream, int code, const char *msg) {
@@ -110,7 +117,7 @@ void conn_send_error(conn *c, uint32_t stream, int code, const char *fmt, ...) {
   conn_send_msg_error(c, stream, code, msg);
 }
 
-int conn_budget_allows(conn *c, uint64_t bytes) { return budget_allows(c->s, bytes); }
+int conn_budget_allows(conn *c, uint64_t bytes, uint64_t holding) { return budget_allows(c->s, bytes, holding); }
 
 /* ------------------------------------------------------------------ */
 /* Streams and timeouts                                                */

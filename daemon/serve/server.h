@@ -72,6 +72,9 @@ void server_force_close(server *s);
 void server_free(server *s);
 
 dataset *server_find_dataset(server *s, const char *name);
+/* Every few seconds (main.c's status timer): give back pooled buffers
+ * nobody has used since the last call. */
+void server_tick(server *s);
 /* Open streams. */
 int server_stream_count(const server *s);
 /* Replace the served datasets (reload): the server takes the references in

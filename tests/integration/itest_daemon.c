@@ -174,3 +174,22 @@ void itest_daemon_kill(itest_daemon *d) {
   d->pid = 0;
 }
 
+
+long itest_daemon_rss_kib(const itest_daemon *d) {
+  char path[64], line[256];
+  long kib = -1;
+  snprintf(path, sizeof path, "/proc/%d/status", (int)d->pid);
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  if (f) fclose(f);
+  return kib;
+}
+
+int itest_daemon_log_has(const itest_daemon *d, const char *needle) {
+  size_t len;
+  char *log = itest_read_file(d->log_path, &len);
+  int has = log && strstr(log, needle) != NULL;
+  free(log);
+  return has;
+}

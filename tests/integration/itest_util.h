@@ -70,6 +70,10 @@ int itest_daemon_wait(itest_daemon *d, int timeout_ms, char *err, size_t errlen)
 void itest_daemon_kill(itest_daemon *d);
 /* 1 while the process has not exited. */
 int itest_daemon_alive(itest_daemon *d);
+/* Its resident memory in KiB (VmRSS), or -1. */
+long itest_daemon_rss_kib(const itest_daemon *d);
+/* 1 if its log holds needle. */
+int itest_daemon_log_has(const itest_daemon *d, const char *needle);
 
 /* ------------------------------------------------------------------ */
 /* Datasets (itest_data.c)                                             */

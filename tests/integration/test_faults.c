@@ -22,26 +22,6 @@
 #error "FAULTS_SHIM must name failshim.so (set by tests/integration/CMakeLists.txt)"
 #endif
 
-/* The daemon's resident memory in KiB (VmRSS), or -1. */
-static long faults_rss_kib(pid_t pid) {
-  char path[64], line[256];
-  long kib = -1;
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  FILE *f = fopen(path, "r");
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
-  if (f) fclose(f);
-  return kib;
-}
-
-static int faults_log_has(const itest_daemon *d, const char *needle) {
-  size_t len;
-  char *log = itest_read_file(d->log_path, &len);
-  int has = log && strstr(log, needle) != NULL;
-  free(log);
-  return has;
-}
-
 /* The daemon still serves: a fresh client gets the first batch of "demo". */
 static void faults_check_serves(const itest_daemon *d) {
   bfeed_stream_opts o;
@@ -65,9 +45,9 @@ static int faults_hello_ok(void *arg) {
 /* ------------------------------------------------------------------ */
 /* A send that fails inside the sender (defects 1 and 2)               */
 
-/* conn.c's write_req: a uv_write_t and four pointer-sized fields. The shim
+/* conn.c's write_req: a uv_write_t and six pointer-sized fields. The shim
  * fails one calloc of exactly this size; the log line proves it did. */
-#define FAULTS_WRITE_REQ_SIZE (sizeof(uv_write_t) + 4 * sizeof(void *))
+#define FAULTS_WRITE_REQ_SIZE (sizeof(uv_write_t) + 6 * sizeof(void *))
 
 enum { FAULT_OPEN_OK, FAULT_BATCH, FAULT_CONN_ERROR };
 
@@ -95,7 +75,7 @@ static void faults_send_failure(suite *s, int where) {
   /* The connection the write failed on is closed... */
   assert_int_equal(itest_raw_drain_to_eof(fd), 0);
   close(fd);
-  if (!faults_log_has(d, "failshim: failed")) fail_msg("%s: the shim injected no failure (write_req's size changed?)", names[where]);
+  if (!itest_daemon_log_has(d, "failshim: failed")) fail_msg("%s: the shim injected no failure (write_req's size changed?)", names[where]);
   /* ...and the daemon goes on serving, then stops cleanly. */
   assert_true(itest_daemon_alive(d));
   faults_check_serves(d);
@@ -165,7 +145,7 @@ static void test_handshake_timeout(void **state) {
   }
   faults_expect_timeout(slow, "a slow HELLO");
   close(slow);
-  assert_true(faults_log_has(d, "handshake_timeout"));
+  assert_true(itest_daemon_log_has(d, "handshake_timeout"));
   suite_stop(d);
 }
 
@@ -204,7 +184,7 @@ static void test_control_flood(void **state) {
   int fd = itest_raw_connect(d->unix_addr);
   assert_true(fd >= 0);
   assert_int_equal(itest_raw_hello(fd), 0);
-  long before = faults_rss_kib(d->pid);
+  long before = itest_daemon_rss_kib(d);
   /* STATS_REQ for the whole daemon: 24 bytes that ask for a report of
    * several hundred. Send 300k of them without reading, as far as the
    * daemon takes them: it must stop reading rather than queue the replies. */
@@ -228,7 +208,7 @@ static void test_control_flood(void **state) {
     struct pollfd pfd = {.fd = fd, .events = POLLOUT};
     if (poll(&pfd, 1, 2000) <= 0) break; /* the daemon has stopped taking them */
   }
-  long after = faults_rss_kib(d->pid);
+  long after = itest_daemon_rss_kib(d);
   print_message("flood: %zu of %zu request bytes taken; daemon RSS %ld -> %ld KiB\n", sent, total, before, after);
   assert_true(before > 0 && after > 0);
   /* Unbounded, the replies to 300k requests are over 1 GB. */
@@ -273,8 +253,8 @@ static void test_duplicate_id_and_agent(void **state) {
   assert_int_equal(code, BFEED_EPROTO);
   assert_non_null(strstr(msg, "already open"));
   close(fd);
-  assert_true(faults_log_has(d, "evil\\x0aFAKE bfeedd error: x"));
-  assert_false(faults_log_has(d, "\nFAKE bfeedd"));
+  assert_true(itest_daemon_log_has(d, "evil\\x0aFAKE bfeedd error: x"));
+  assert_false(itest_daemon_log_has(d, "\nFAKE bfeedd"));
   suite_stop(d);
 }
 
