@@ -17,6 +17,10 @@
 #include "rng.h"
 #include "wire.h"
 
+/* Tries after the first for a sample whose read or decode fails for a
+ * reason of the moment (EMFILE, ENOMEM, EIO), with pauses between. */
+#define BATCH_RETRIES 3
+
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
                      const logger *log, bufpool *pool) {
   static const float unit_mean[3] = {0, 0, 0}, unit_std[3] = {1, 1, 1};
@@ -186,27 +190,56 @@ static void put_image(const batch_spec *s, const uint8_t *rgb, uint8_t *image, u
   }
 }
 
-/* Load the image of the sample at `pos` into rgb, or of the next valid one
- * after it. Returns the dataset index used, or -1 when no sample of the
- * epoch decodes. */
-static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t *rgb) {
+/* Read and decode sample idx into rgb. A failure of the moment (out of
+ * descriptors or memory, an I/O error) is tried again after a pause; only
+ * the file's own faults are returned as such (BFEED_EDATASET...). why
+ * starts with the file's name. */
+static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb, char *why, size_t cap) {
+  static const int pause_ms[BATCH_RETRIES] = {10, 100, 500};
   const batch_spec *s = job->spec;
-  const epoch_order *ord = job->order;
-  char why[200];
-  for (uint32_t k = 0; k < ord->n; k++) {
-    uint32_t idx = ord->idx[(pos + k) % ord->n];
+  int rc = 0;
+  for (int attempt = 0; attempt <= BATCH_RETRIES; attempt++) {
     size_t len;
     rng_t r;
     rng_init(&r, s->opts.seed, RNG_DOMAIN_SAMPLE, job->epoch, idx);
     const char *name = s->ds->paths[idx];
-    int read = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, why, sizeof why) == 0;
+    char read_why[160];
+    rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, read_why, sizeof read_why);
+    if (rc < 0) snprintf(why, cap, "%s: %s", name, read_why);
     /* sample_load's reasons start with the name it is given. */
-    if (read && sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, why, sizeof why) == 0)
-      return idx;
+    if (rc == 0) rc = sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, why, cap);
+    if (rc != BFEED_EIO && rc != BFEED_ENOMEM) return rc;
+    if (attempt < BATCH_RETRIES) {
+      log_write(s->log, LOG_DEBUG, "dataset %s: %s; trying again", s->ds->name, why);
+      struct timespec ts = {0, pause_ms[attempt] * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return rc;
+}
+
+/* Load the image of the sample at `pos` into rgb, or of the next valid one
+ * after it. Returns the dataset index used, -1 when no sample of the
+ * epoch decodes, or -2 (job->rc and err set) when an error of the moment
+ * persisted: a substitute would make the batch depend on the weather. */
+static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t *rgb) {
+  const batch_spec *s = job->spec;
+  const epoch_order *ord = job->order;
+  char why[400];
+  for (uint32_t k = 0; k < ord->n; k++) {
+    uint32_t idx = ord->idx[(pos + k) % ord->n];
+    int rc = load_one(job, w, idx, rgb, why, sizeof why);
+    if (rc == 0) return idx;
+    if (rc == BFEED_EIO || rc == BFEED_ENOMEM) {
+      job->rc = rc;
+      snprintf(job->err, sizeof job->err, "dataset %s: %s (after %d tries; the batch is not served with a substitute)",
+               s->ds->name, why, BATCH_RETRIES + 1);
+      log_warn(s->log, "%s", job->err);
+      return -2;
+    }
     job->skipped++;
     log_write(s->log, dataset_mark_bad(s->ds, idx) ? LOG_WARN : LOG_DEBUG,
-              "dataset %s: skipping %s%s%s (replaced by the next sample in the epoch)", s->ds->name,
-              read ? "" : name, read ? "" : ": ", why);
+              "dataset %s: skipping %s (replaced by the next sample in the epoch)", s->ds->name, why);
   }
   return -1;
 }
@@ -229,6 +262,7 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
       continue;
     }
     int64_t idx = load_image(job, w, job->first + i, w->rgb + slot * i);
+    if (idx == -2) return job->rc;
     if (idx < 0) {
       job->rc = BFEED_EDATASET;
       snprintf(job->err, sizeof job->err, "dataset %s: no sample of epoch %llu could be decoded", s->ds->name,

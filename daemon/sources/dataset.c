@@ -241,19 +241,29 @@ void dataset_unref(dataset *d) {
   if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0) dataset_free(d);
 }
 
+/* Errors of the moment (descriptors or memory short, an I/O hiccup), not
+ * of the file: worth trying again. */
+static int dataset_errno_code(int e) {
+  return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS || e == EAGAIN || e == EIO || e == EINTR
+             ? BFEED_EIO
+             : BFEED_EDATASET;
+}
+
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                  size_t errlen) {
   const char *path = d->paths[i];
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(err, errlen, "cannot open: %s", strerror(errno));
-    return BFEED_EIO;
+    int e = errno;
+    snprintf(err, errlen, "cannot open: %s", strerror(e));
+    return dataset_errno_code(e);
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "not a regular file");
+    int e = errno;
+    snprintf(err, errlen, "%s", S_ISREG(st.st_mode) ? strerror(e) : "not a regular file");
     close(fd);
-    return BFEED_EIO;
+    return S_ISREG(st.st_mode) ? dataset_errno_code(e) : BFEED_EDATASET;
   }
   if ((uint64_t)st.st_size > DATASET_MAX_FILE) {
     snprintf(err, errlen, "file is %lld bytes, over the %u-byte limit", (long long)st.st_size,
@@ -277,10 +287,10 @@ int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t 
     ssize_t r = read(fd, *buf + got, want - got);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      snprintf(err, errlen, "read failed after %zu of %zu bytes: %s", got, want,
-               r < 0 ? strerror(errno) : "file shrank");
+      int e = errno;
+      snprintf(err, errlen, "read failed after %zu of %zu bytes: %s", got, want, r < 0 ? strerror(e) : "file shrank");
       close(fd);
-      return BFEED_EIO;
+      return r < 0 ? dataset_errno_code(e) : BFEED_EDATASET;
     }
     got += (size_t)r;
   }

@@ -87,7 +87,10 @@ dataset *dataset_ref(dataset *d);
 void dataset_unref(dataset *d);
 
 /* Read sample i's image file into *buf (grown as needed, *cap its size).
- * Files larger than DATASET_MAX_FILE are refused. */
+ * Files larger than DATASET_MAX_FILE are refused. 0; BFEED_EIO or
+ * BFEED_ENOMEM for a failure of the moment (EMFILE, ENFILE, ENOMEM, EIO,
+ * EAGAIN: worth trying again); BFEED_EDATASET or BFEED_ETOOBIG for one of
+ * the file (missing, unreadable, not a regular file, too big). */
 #define DATASET_MAX_FILE (256u << 20)
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                  size_t errlen);

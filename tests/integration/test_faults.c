@@ -87,6 +87,49 @@ static void test_send_failure_on_batch(void **state) { faults_send_failure(*stat
 static void test_send_failure_on_conn_error(void **state) { faults_send_failure(*state, FAULT_CONN_ERROR); }
 
 /* ------------------------------------------------------------------ */
+/* Errors of the moment while reading samples (defect 10)              */
+
+/* A file that cannot be opened for a while (EMFILE) is tried again: the
+ * batches are those of an undisturbed daemon. If the error persists, the
+ * stream fails naming the file; no other sample stands in for it. */
+static void test_transient_errors(void **state) {
+  suite *s = *state;
+  bfeed_stream_opts o;
+  itest_run ref = {0}, got = {0};
+  bfeed_error err;
+  suite_eval_opts(&o, 1);
+  itest_daemon *d = suite_start(s, 0, "transient-ref", 1, 0);
+  suite_fetch(d->unix_addr, "demo", &o, 0, &ref);
+  suite_stop(d);
+  assert_int_equal(ref.n, s->demo.n / 8);
+
+  /* Sample 20, in the third batch. */
+  char open[256];
+  snprintf(open, sizeof open, "FAILSHIM_OPEN=/%s", s->demo.names[20]);
+  const char *const twice[] = {"LD_PRELOAD=" FAULTS_SHIM, open, "FAILSHIM_OPEN_TIMES=2",
+                               "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
+  d = suite_start_with(s, 0, "transient-twice", 1, 0, NULL, twice);
+  suite_fetch(d->unix_addr, "demo", &o, 0, &got);
+  assert_true(itest_daemon_log_has(d, "failshim: failed open #2"));
+  suite_assert_runs_equal(&got, &ref);
+  itest_run_free(&got);
+  suite_stop(d);
+
+  const char *const always[] = {"LD_PRELOAD=" FAULTS_SHIM, open, "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
+  d = suite_start_with(s, 0, "transient-always", 1, 0, NULL, always);
+  int rc = itest_fetch(d->unix_addr, "demo", &o, 0, &got, &err);
+  assert_int_equal(rc, BFEED_EIO);
+  assert_non_null(strstr(err.message, s->demo.names[20]));
+  assert_non_null(strstr(err.message, "Too many open files"));
+  /* What came before the failed batch is what it should be. */
+  assert_int_equal(got.n, 2);
+  for (size_t i = 0; i < got.n; i++) assert_true(itest_rec_equal(&got.b[i], &ref.b[i]));
+  itest_run_free(&got);
+  itest_run_free(&ref);
+  suite_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
 /* Timeouts (defect 3)                                                 */
 
 static void faults_expect_timeout(int fd, const char *what) {
@@ -263,6 +306,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_send_failure_on_open, suite_kill_daemons),
       cmocka_unit_test_teardown(test_send_failure_on_batch, suite_kill_daemons),
       cmocka_unit_test_teardown(test_send_failure_on_conn_error, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_transient_errors, suite_kill_daemons),
       cmocka_unit_test_teardown(test_handshake_timeout, suite_kill_daemons),
       cmocka_unit_test_teardown(test_idle_timeout, suite_kill_daemons),
       cmocka_unit_test_teardown(test_control_flood, suite_kill_daemons),
