@@ -56,6 +56,7 @@ typedef struct server {
   uint64_t clients_total, rejected_total, protocol_errors;
   uint64_t started_ns;
   int memory_blocked; /* a stream waits for batch memory to be freed */
+  int http_conns;     /* /metrics connections open (metrics.c caps them) */
 } server;
 
 /* Start the workers; the server takes the references in datasets[]. 0, or
