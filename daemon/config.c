@@ -20,7 +20,8 @@ const config_key config_keys[] = {
     {"max_clients", "N", "connections at once (64)"},
     {"max_streams", "N", "streams per connection (16)"},
     {"max_window", "N", "largest prefetch window a stream may ask for, 1..64 (64)"},
-    {"max_memory", "BYTES", "finished batches held at once, e.g. 2G; 0 = no limit (2G)"},
+    {"max_memory", "BYTES", "bytes held for clients at once, e.g. 2G; 0 = no limit (2G)"},
+    {"max_decode_memory", "BYTES", "memory one JPEG decode may take; larger files are skipped (256M)"},
     {"max_pixels", "N", "images with more pixels are skipped, from their header; 0 = no limit (178956970)"},
     {"log_level", "LEVEL", "error, warning, notice, info or debug (info)"},
     {"handshake_timeout", "SECONDS", "close a connection that sends no HELLO in time, 0 = never (10)"},
@@ -38,6 +39,7 @@ void config_init(config *c) {
   c->max_window = 64;
   c->max_memory = 2ull << 30;
   c->max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT; /* Pillow's decompression-bomb limit */
+  c->max_decode_memory = 256ull << 20;
   c->log_level = LOG_INFO;
   c->handshake_timeout = 10;
   c->idle_timeout = 300;
@@ -247,9 +249,9 @@ int config_set(config *c, const char *key, const char *value, const char *where,
       return snprintf(err, errlen, "%s: %s = '%s': expected %s", where, key, value, k->range), BFEED_EINVAL;
     return 0;
   }
-  if (strcmp(key, "max_memory") == 0) {
-    if (parse_bytes(value, &c->max_memory) < 0)
-      return snprintf(err, errlen, "%s: max_memory = '%s': expected bytes, e.g. 536870912, 512M or 2G", where, value), BFEED_EINVAL;
+  if (strcmp(key, "max_memory") == 0 || strcmp(key, "max_decode_memory") == 0) {
+    if (parse_bytes(value, key[4] == 'm' ? &c->max_memory : &c->max_decode_memory) < 0)
+      return snprintf(err, errlen, "%s: %s = '%s': expected bytes, e.g. 536870912, 512M or 2G", where, key, value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "max_pixels") == 0) {

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "dataset.h"
+#include "jpeg_decode.h"
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
@@ -163,6 +164,7 @@ static int limits_of(const config *cfg, server_limits *l, char *err, size_t errl
                        .idle_timeout_ms = (uint64_t)cfg->idle_timeout * 1000,
                        .socket_mode = cfg->socket_mode,
                        .socket_group = cfg->socket_group};
+  jpeg_decode_set_limit(cfg->max_decode_memory);
   return config_read_token(cfg, l->auth_token, sizeof l->auth_token, err, errlen);
 }
 

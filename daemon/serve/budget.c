@@ -2,11 +2,12 @@
 #include "budget.h"
 
 #include "conn_impl.h"
+#include "jpeg_decode.h"
 #include "server.h"
 #include "stream.h"
 
 uint64_t budget_held(const server *s) {
-  uint64_t held = s->buffers ? bufpool_idle_bytes(s->buffers) : 0;
+  uint64_t held = (s->buffers ? bufpool_idle_bytes(s->buffers) : 0) + jpeg_decode_held();
   for (const conn *c = s->conns; c; c = c->next) {
     held += c->write_queue;
     for (int i = 0; i < c->nstreams; i++) held += stream_held_bytes(c->streams[i]);

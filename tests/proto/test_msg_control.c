@@ -24,20 +24,26 @@
 /* ------------------------------------------------------------------ */
 /* HELLO, HELLO_OK                                                    */
 
+/* m's HELLO payload, checked against the bytes t holds; the caller frees. */
+static uint8_t *hello_expect(const msg_hello *m, const tb *t, size_t *n) {
+  wbuf w;
+  size_t at = tb_begin(&w);
+  msg_hello_encode(&w, m);
+  uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO, 0, n);
+  assert_int_equal(*n, t->n);
+  assert_memory_equal(p, t->b, *n);
+  return p;
+}
+
 static void test_hello_layout(void **state) {
   msg_hello m = {.min_version = 1, .max_version = 7};
   strcpy(m.agent, "libbfeed/0.1.0");
-  wbuf w;
-  size_t at = tb_begin(&w), n;
-  msg_hello_encode(&w, &m);
-  uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO, 0, &n);
-
   tb t = {.n = 0};
+  size_t n;
   tb_u32(&t, 1);
   tb_u32(&t, 7);
   tb_str16(&t, "libbfeed/0.1.0", 14);
-  assert_int_equal(n, t.n);
-  assert_memory_equal(p, t.b, n);
+  uint8_t *p = hello_expect(&m, &t, &n);
   static const uint8_t head[] = {1, 0, 0, 0, 7, 0, 0, 0, 14, 0, 'l'};
   assert_memory_equal(p, head, sizeof head);
   tb_expect_prefixes_fail(tb_dec_hello, p, n);
@@ -76,17 +82,13 @@ static void test_hello_token(void **state) {
   msg_hello m = {.min_version = 1, .max_version = 1}, out;
   strcpy(m.agent, "a");
   strcpy(m.token, "s3cret");
-  wbuf w;
-  size_t at = tb_begin(&w), n;
-  msg_hello_encode(&w, &m);
-  uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO, 0, &n);
   tb t = {.n = 0};
+  size_t n;
   tb_u32(&t, 1);
   tb_u32(&t, 1);
   tb_str16(&t, "a", 1);
   tb_item_mem(&t, 1, "s3cret", 6);
-  assert_int_equal(n, t.n);
-  assert_memory_equal(p, t.b, n);
+  uint8_t *p = hello_expect(&m, &t, &n);
   tb_expect_prefixes_fail(tb_dec_hello, p, n - 6 - 6); /* without the item it is a token-less HELLO */
   const char *why = NULL;
   assert_int_equal(msg_hello_decode(p, n, &out, &why), 0);
