@@ -89,10 +89,16 @@ int dataset_key_u64(const dataset_keys *k, const char *key, uint64_t lo, uint64_
  * which files are samples. */
 static const char *const image_exts[] = {".jpg", ".jpeg", ".png", ".webp", NULL};
 
-static int load_image_folder(dataset *d, const char *root, char *err, size_t errlen) {
-  strlist classes = {0}, files = {0};
+/* Entries a folder walk left out, one warning each. */
+void dataset_log_dropped(const dataset *d, strlist *dropped, const logger *log) {
+  for (size_t i = 0; i < dropped->n; i++) log_warn(log, "dataset %s: skipping %s", d->name, dropped->v[i]);
+  strlist_free(dropped);
+}
+
+static int load_image_folder(dataset *d, const char *root, const logger *log, char *err, size_t errlen) {
+  strlist classes = {0}, files = {0}, dropped = {0};
   int rc = BFEED_EDATASET;
-  if (folder_list(root, &classes, NULL, image_exts, err, errlen) < 0) goto done;
+  if (folder_list(root, &classes, NULL, image_exts, &dropped, err, errlen) < 0) goto done;
   if (classes.n == 0) {
     snprintf(err, errlen, "dataset %s: folder %s has no class sub-folders", d->name, root);
     goto done;
@@ -100,7 +106,7 @@ static int load_image_folder(dataset *d, const char *root, char *err, size_t err
   size_t cap = 0;
   for (size_t c = 0; c < classes.n; c++) {
     size_t before = files.n;
-    if (folder_walk(classes.v[c], &files, image_exts, err, errlen) < 0) goto done;
+    if (folder_walk(classes.v[c], &files, image_exts, &dropped, err, errlen) < 0) goto done;
     if (files.n > cap) {
       cap = files.cap;
       int32_t *l = realloc(d->labels, cap * sizeof *l);
@@ -134,6 +140,7 @@ static int load_image_folder(dataset *d, const char *root, char *err, size_t err
 oom:
   snprintf(err, errlen, "dataset %s: out of memory", d->name);
 done:
+  dataset_log_dropped(d, &dropped, log);
   strlist_free(&classes);
   strlist_free(&files);
   return rc;
@@ -213,7 +220,7 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
   switch (d->kind) {
     case DATASET_IMAGE:
       rc = dataset_keys_check(&k, no_keys, err, errlen);
-      if (rc == 0) rc = load_image_folder(d, path->value, err, errlen);
+      if (rc == 0) rc = load_image_folder(d, path->value, log, err, errlen);
       break;
     case DATASET_TEXT: rc = dataset_text_load(d, &k, log, err, errlen); break;
     case DATASET_NPY: rc = load_npy(d, &k, log, err, errlen); break;

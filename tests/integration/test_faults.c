@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -301,6 +302,30 @@ static void test_duplicate_id_and_agent(void **state) {
   suite_stop(d);
 }
 
+/* Entries of a folder that cannot be followed are left out, and said so. */
+static void test_dangling_symlinks(void **state) {
+  suite *s = *state;
+  char dir[256], path[320], target[320], arg[300];
+  snprintf(dir, sizeof dir, "%s/links/cls", s->root);
+  snprintf(path, sizeof path, "%s/links", s->root);
+  assert_int_equal(mkdir(path, 0755), 0);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(target, sizeof target, "%s/%s", s->demo_dir, s->demo.names[0]);
+  snprintf(path, sizeof path, "%s/real.jpg", dir);
+  assert_int_equal(symlink(target, path), 0);
+  snprintf(path, sizeof path, "%s/gone.jpg", dir);
+  assert_int_equal(symlink("/nonexistent/nothing.jpg", path), 0);
+  snprintf(path, sizeof path, "%s/loop.jpg", dir);
+  assert_int_equal(symlink("loop.jpg", path), 0);
+  snprintf(arg, sizeof arg, "links=%s/links", s->root);
+  const char *const args[] = {"--dataset", arg, NULL};
+  itest_daemon *d = suite_start_with(s, 0, "links", 1, 0, args, NULL);
+  assert_true(itest_daemon_log_has(d, "dataset links: 1 samples"));
+  assert_true(itest_daemon_log_has(d, "gone.jpg: No such file or directory (a symlink to nothing)"));
+  assert_true(itest_daemon_log_has(d, "loop.jpg: Too many levels of symbolic links (a symlink loop)"));
+  suite_stop(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_send_failure_on_open, suite_kill_daemons),
@@ -311,6 +336,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_idle_timeout, suite_kill_daemons),
       cmocka_unit_test_teardown(test_control_flood, suite_kill_daemons),
       cmocka_unit_test_teardown(test_duplicate_id_and_agent, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_dangling_symlinks, suite_kill_daemons),
   };
   return SUITE_RUN("faults", tests);
 }
