@@ -274,7 +274,10 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
   return 0;
 }
 
-static void fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uint32_t B, uint8_t *raw) {
+/* The tensors of the batch into raw. 0, or an error reading feature rows
+ * (err set). */
+static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uint32_t B, uint8_t *raw, char *err,
+                size_t errlen) {
   /* Zero the padding between tensors so a batch is byte-identical wherever
    * it is made; the tensors themselves are fully written below. */
   for (uint32_t t = 1; t < L->m.ntensors; t++) {
@@ -294,10 +297,14 @@ static void fill(const batch_spec *s, batch_worker *w, const batch_layout *L, ui
       if (L->tokens && n > L->tokens->shape[1]) n = (uint32_t)L->tokens->shape[1];
       wire_put32(raw + L->length->offset + 4 * i, n);
     }
-  if (L->features) batch_text_put_features(s, sel, B, w->f32, raw + L->features->offset);
+  if (L->features) {
+    int rc = batch_text_put_features(s, sel, B, w->f32, raw + L->features->offset, err, errlen);
+    if (rc < 0) return rc;
+  }
   if (L->label)
     for (uint32_t i = 0; i < B; i++) wire_put32(raw + L->label->offset + 4 * i, (uint32_t)s->ds->labels[sel[i]]);
   for (uint32_t i = 0; i < B; i++) wire_put64(raw + L->index->offset + 8 * i, (uint64_t)sel[i]);
+  return 0;
 }
 
 void batch_build(batch_job *job, batch_worker *w) {
@@ -343,7 +350,7 @@ void batch_build(batch_job *job, batch_worker *w) {
              (unsigned long long)m->raw_size);
     goto done;
   }
-  fill(s, w, &L, B, raw);
+  if ((job->rc = fill(s, w, &L, B, raw, job->err, sizeof job->err)) < 0) goto done;
   if (!none && !fw.w.failed) { /* failed: the head overran its size, fwriter_finish says so */
     if (!w->zc && !(w->zc = ZSTD_createCCtx())) {
       job->rc = BFEED_ENOMEM;

@@ -302,6 +302,64 @@ static void test_duplicate_id_and_agent(void **state) {
   suite_stop(d);
 }
 
+/* A .npy file of float32 [n, d] (version 1.0: magic, header length, the
+ * dict padded with spaces and a newline to a multiple of 64 bytes). With
+ * rows = 0 only the header is written, the file then being shorter than it
+ * says: a features file rewritten in place, caught half-way. */
+static void faults_write_npy(const char *path, int n, int d, int rows) {
+  char dict[128];
+  int len = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", n, d);
+  int total = (10 + len + 1 + 63) / 64 * 64;
+  FILE *f = fopen(path, "r+b");
+  if (!f) f = fopen(path, "wb");
+  assert_non_null(f);
+  fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+  uint8_t hl[2] = {(uint8_t)(total - 10), (uint8_t)((total - 10) >> 8)};
+  fwrite(hl, 1, 2, f);
+  fwrite(dict, 1, (size_t)len, f);
+  for (int i = 10 + len; i < total - 1; i++) fputc(' ', f);
+  fputc('\n', f);
+  for (int i = 0; i < rows * d; i++) {
+    float v = (float)i;
+    fwrite(&v, 4, 1, f);
+  }
+  assert_int_equal(fflush(f), 0);
+  if (!rows) assert_int_equal(ftruncate(fileno(f), total), 0); /* in place: same inode */
+  fclose(f);
+}
+
+/* A features file cut short while it is served fails the stream, naming
+ * the file; the daemon (which used to read the rows through a mapping,
+ * and died of SIGBUS) goes on. */
+static void test_npy_rewritten(void **state) {
+  suite *s = *state;
+  char path[256], arg[300];
+  snprintf(path, sizeof path, "%s/f.npy", s->root);
+  faults_write_npy(path, 64, 1024, 64);
+  snprintf(arg, sizeof arg, "feats=npy:%s", path);
+  const char *const args[] = {"--dataset", arg, NULL};
+  itest_daemon *d = suite_start_with(s, 0, "npy", 1, 0, args, NULL);
+  bfeed_stream_opts o;
+  suite_eval_opts(&o, 1);
+  o.window = 1;
+  bfeed_client *c = suite_connect(d->unix_addr);
+  bfeed_stream *st = suite_open(c, "feats", &o);
+  bfeed_batch_release(suite_next(st));
+  faults_write_npy(path, 64, 1024, 0);
+  bfeed_batch *b;
+  bfeed_error err;
+  int rc;
+  while ((rc = bfeed_stream_next(st, &b, &err)) == 0) bfeed_batch_release(b);
+  assert_int_equal(rc, BFEED_EDATASET);
+  assert_non_null(strstr(err.message, "f.npy"));
+  assert_non_null(strstr(err.message, "shorter than its header says"));
+  bfeed_stream_close(st);
+  bfeed_close(c);
+  assert_true(itest_daemon_alive(d));
+  faults_check_serves(d);
+  suite_stop(d);
+}
+
 /* Entries of a folder that cannot be followed are left out, and said so. */
 static void test_dangling_symlinks(void **state) {
   suite *s = *state;
@@ -337,6 +395,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_control_flood, suite_kill_daemons),
       cmocka_unit_test_teardown(test_duplicate_id_and_agent, suite_kill_daemons),
       cmocka_unit_test_teardown(test_dangling_symlinks, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_npy_rewritten, suite_kill_daemons),
   };
   return SUITE_RUN("faults", tests);
 }
