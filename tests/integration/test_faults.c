@@ -7,6 +7,7 @@
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,6 +361,62 @@ static void test_npy_rewritten(void **state) {
   suite_stop(d);
 }
 
+/* ------------------------------------------------------------------ */
+/* Reload (defect 9)                                                   */
+
+static int faults_log_reloading(void *arg) { return itest_daemon_log_has(arg, "SIGHUP received: reloading"); }
+static int faults_log_refused(void *arg) { return itest_daemon_log_has(arg, "reload refused"); }
+
+/* A reload whose dataset takes long to load (here: its file is a FIFO, so
+ * opening it waits for a writer) does not stop the loop: streams go on and
+ * requests are answered meanwhile. */
+static void test_slow_reload(void **state) {
+  suite *s = *state;
+  char conf[256], fifo[256], text[512];
+  snprintf(conf, sizeof conf, "%s/reload.conf", s->root);
+  snprintf(fifo, sizeof fifo, "%s/slow.fifo", s->root);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  assert_int_equal(itest_write_file(conf, "[bfeedd]\n", 9), 0);
+  const char *const args[] = {"--config", conf, NULL};
+  itest_daemon *d = suite_start_with(s, 0, "reload", 1, 0, args, NULL);
+  bfeed_stream_opts o;
+  suite_train_opts(&o, 4, 0);
+  bfeed_client *c = suite_connect(d->unix_addr);
+  bfeed_stream *st = suite_open(c, "demo", &o);
+  bfeed_batch_release(suite_next(st));
+
+  int n = snprintf(text, sizeof text, "[bfeedd]\n[dataset slow]\nkind = npy\npath = %s\n", fifo);
+  assert_int_equal(itest_write_file(conf, text, (size_t)n), 0);
+  kill(d->pid, SIGHUP);
+  assert_true(itest_poll(faults_log_reloading, d, 5000, 10) > 0);
+  itest_sleep_ms(200); /* the load is now waiting on the FIFO */
+  /* The loop serves: a new connection, a request (a blocked loop would
+   * leave them unanswered: the raw reads time out in 10 s), the stream. */
+  int fd = itest_raw_connect(d->unix_addr);
+  assert_true(fd >= 0);
+  assert_int_equal(itest_raw_hello(fd), 0);
+  assert_int_equal(itest_raw_send(fd, FRAME_STATS_REQ, 0, NULL, 0), 0);
+  frame_header h;
+  uint8_t *p;
+  assert_int_equal(itest_raw_expect(fd, FRAME_STATS, &h, &p), 0);
+  free(p);
+  close(fd);
+  for (int i = 0; i < 10; i++) bfeed_batch_release(suite_next(st));
+  assert_false(itest_daemon_log_has(d, "reload refused"));
+
+  /* A writer comes and goes: the load ends (a FIFO is no .npy file) and
+   * the reload is refused, the old settings staying in force. */
+  int w = open(fifo, O_WRONLY);
+  assert_true(w >= 0);
+  close(w);
+  assert_true(itest_poll(faults_log_refused, d, 10000, 10) > 0);
+  assert_true(itest_daemon_log_has(d, "slow.fifo"));
+  bfeed_batch_release(suite_next(st));
+  bfeed_stream_close(st);
+  bfeed_close(c);
+  suite_stop(d);
+}
+
 /* Entries of a folder that cannot be followed are left out, and said so. */
 static void test_dangling_symlinks(void **state) {
   suite *s = *state;
@@ -396,6 +453,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_duplicate_id_and_agent, suite_kill_daemons),
       cmocka_unit_test_teardown(test_dangling_symlinks, suite_kill_daemons),
       cmocka_unit_test_teardown(test_npy_rewritten, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_slow_reload, suite_kill_daemons),
   };
   return SUITE_RUN("faults", tests);
 }
