@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -361,6 +362,30 @@ static void test_npy_rewritten(void **state) {
   suite_stop(d);
 }
 
+/* The daemon takes the open-file hard limit as its soft one: started with
+ * a soft limit of 64 (inherited from here), it runs with the hard one. */
+static void test_nofile_raised(void **state) {
+  suite *s = *state;
+  struct rlimit old, low;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+  if (old.rlim_max <= 64) skip();
+  low = old;
+  low.rlim_cur = 64;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  itest_daemon *d = suite_start(s, 0, "nofile", 1, 0);
+  setrlimit(RLIMIT_NOFILE, &old);
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/limits", (int)d->pid);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  unsigned long long soft = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "Max open files %llu", &soft) == 1) break;
+  fclose(f);
+  assert_int_equal(soft, old.rlim_max);
+  suite_stop(d);
+}
+
 /* ------------------------------------------------------------------ */
 /* Reload (defect 9)                                                   */
 
@@ -454,6 +479,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_dangling_symlinks, suite_kill_daemons),
       cmocka_unit_test_teardown(test_npy_rewritten, suite_kill_daemons),
       cmocka_unit_test_teardown(test_slow_reload, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_nofile_raised, suite_kill_daemons),
   };
   return SUITE_RUN("faults", tests);
 }
