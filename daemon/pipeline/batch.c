@@ -149,12 +149,23 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t batch_scratch_total; /* atomic: all workers' buffers */
+
+uint64_t batch_scratch_bytes(void) { return __atomic_load_n(&batch_scratch_total, __ATOMIC_RELAXED); }
+
+/* A worker buffer's capacity went from `was` to `now`. */
+static void scratch_count(size_t was, size_t now) {
+  if (now > was) __atomic_add_fetch(&batch_scratch_total, now - was, __ATOMIC_RELAXED);
+  else if (was > now) __atomic_sub_fetch(&batch_scratch_total, was - now, __ATOMIC_RELAXED);
+}
+
 static int grow(void *buf, size_t *cap, size_t need) {
   void **b = buf;
   if (need <= *cap) return 0;
   void *p = realloc(*b, need);
   if (!p) return BFEED_ENOMEM;
   *b = p;
+  scratch_count(*cap, need);
   *cap = need;
   return 0;
 }
@@ -204,7 +215,9 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
     rng_init(&r, s->opts.seed, RNG_DOMAIN_SAMPLE, job->epoch, idx);
     const char *name = s->ds->paths[idx];
     char read_why[160];
+    size_t file_cap = w->file_cap;
     rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, read_why, sizeof read_why);
+    scratch_count(file_cap, w->file_cap);
     if (rc < 0) snprintf(why, cap, "%s: %s", name, read_why);
     /* sample_load's reasons start with the name it is given. */
     if (rc == 0) rc = sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, why, cap);
@@ -379,6 +392,7 @@ done:
 }
 
 void batch_worker_free(batch_worker *w) {
+  scratch_count(w->file_cap + w->rgb_cap + w->raw_cap + w->sel_cap + w->f32_cap, 0);
   sample_scratch_free(&w->scratch);
   free(w->file);
   free(w->rgb);

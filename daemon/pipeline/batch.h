@@ -95,6 +95,9 @@ typedef struct batch_worker {
   ZSTD_CCtx *zc;
 } batch_worker;
 void batch_worker_free(batch_worker *w);
+/* Bytes all workers' buffers above hold now (budget.c counts them against
+ * max_memory; the decoder's own are jpeg_decode_held's). */
+uint64_t batch_scratch_bytes(void);
 
 void batch_build(batch_job *job, batch_worker *w);
 void batch_job_free(batch_job *job);

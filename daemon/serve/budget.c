@@ -7,7 +7,7 @@
 #include "stream.h"
 
 uint64_t budget_held(const server *s) {
-  uint64_t held = (s->buffers ? bufpool_idle_bytes(s->buffers) : 0) + jpeg_decode_held();
+  uint64_t held = (s->buffers ? bufpool_idle_bytes(s->buffers) : 0) + jpeg_decode_held() + batch_scratch_bytes();
   for (const conn *c = s->conns; c; c = c->next) {
     held += c->write_queue;
     for (int i = 0; i < c->nstreams; i++) held += stream_held_bytes(c->streams[i]);

@@ -3,8 +3,9 @@
  * Called by conn.c (a write finished, a stream asks to schedule), stats.c/metrics.c (how much is held), server.c.
  *
  * Counted: batches scheduled and not yet sent (estimated per stream), every
- * byte queued on a socket (a batch's whole buffer), and the free buffers
- * the pool keeps (given back to the system when memory is short). Each
+ * byte queued on a socket (a batch's whole buffer), the workers' buffers
+ * and the decodes in progress, and the free buffers the pool keeps (given
+ * back to the system when memory is short). Each
  * stream may hold at most its share, max_memory / open streams, so the
  * streams whose clients do not read are the ones that wait while the
  * others keep their window. One exception keeps every stream moving: a

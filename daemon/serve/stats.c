@@ -54,6 +54,7 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "max_memory_bytes", s->limits.max_memory);
   report_counter_put(&r, "buffer_pool_bytes", s->buffers ? bufpool_idle_bytes(s->buffers) : 0);
   report_counter_put(&r, "decode_memory_bytes", jpeg_decode_held());
+  report_counter_put(&r, "worker_scratch_bytes", batch_scratch_bytes());
   for (ds_stats *d = s->stats; d; d = d->next) {
     report_group_begin(&r, "dataset", d->name);
     report_counter_put(&r, "streams_total", d->streams);
