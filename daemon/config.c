@@ -20,9 +20,15 @@ const config_key config_keys[] = {
     {"max_clients", "N", "connections at once (64)"},
     {"max_streams", "N", "streams per connection (16)"},
     {"max_window", "N", "largest prefetch window a stream may ask for, 1..64 (64)"},
-    {"max_memory", "BYTES", "finished batches held at once, e.g. 2G; 0 = no limit (2G)"},
+    {"max_memory", "BYTES", "bytes held for clients at once, e.g. 2G; 0 = no limit (2G)"},
+    {"max_decode_memory", "BYTES", "memory one JPEG decode may take; larger files are skipped (256M)"},
     {"max_pixels", "N", "images with more pixels are skipped, from their header; 0 = no limit (178956970)"},
     {"log_level", "LEVEL", "error, warning, notice, info or debug (info)"},
+    {"handshake_timeout", "SECONDS", "close a connection that sends no HELLO in time, 0 = never (10)"},
+    {"idle_timeout", "SECONDS", "close a connection without streams silent this long, 0 = never (300)"},
+    {"socket_mode", "MODE", "file mode of the Unix sockets created, octal (0660)"},
+    {"socket_group", "GROUP", "group of the Unix sockets created (default: the daemon's)"},
+    {"auth_token_file", "FILE", "TCP clients must present the token in FILE (default: none)"},
     {NULL, NULL, NULL}};
 
 void config_init(config *c) {
@@ -33,7 +39,11 @@ void config_init(config *c) {
   c->max_window = 64;
   c->max_memory = 2ull << 30;
   c->max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT; /* Pillow's decompression-bomb limit */
+  c->max_decode_memory = 256ull << 20;
   c->log_level = LOG_INFO;
+  c->handshake_timeout = 10;
+  c->idle_timeout = 300;
+  c->socket_mode = 0660;
 }
 
 /* 1234, 64K, 512M, 2G (powers of 1024). */
@@ -87,6 +97,8 @@ void config_free(config *c) {
   config_clear_listen(c);
   free(c->metrics_listen);
   free(c->cache_dir);
+  free(c->socket_group);
+  free(c->auth_token_file);
   for (size_t i = 0; i < c->ndatasets; i++) {
     dataset_clear(&c->datasets[i]);
     free(c->datasets[i].name);
@@ -120,6 +132,7 @@ static int find_or_add(config *c, const char *name, config_dataset **out, char *
   return 0;
 }
 
+/* Append a copy of s to v[n]; on failure v is still valid (and n items). */
 static int push(char ***v, size_t n, const char *s) {
   char **nv = realloc(*v, (n + 1) * sizeof *nv);
   if (!nv) return BFEED_ENOMEM;
@@ -191,21 +204,42 @@ static const int_key int_keys[] = {
     {"max_clients", 1, 100000, offsetof(config, max_clients), "1 to 100000"},
     {"max_streams", 1, 64, offsetof(config, max_streams), "1 to 64"},
     {"max_window", 1, 64, offsetof(config, max_window), "1 to 64"},
+    {"handshake_timeout", 0, 3600, offsetof(config, handshake_timeout), "0 (never) to 3600 seconds"},
+    {"idle_timeout", 0, 86400, offsetof(config, idle_timeout), "0 (never) to 86400 seconds"},
+};
+
+/* The keys that hold a string, and where. */
+static const struct {
+  const char *key;
+  size_t offset;
+} str_keys[] = {
+    {"metrics_listen", offsetof(config, metrics_listen)},
+    {"cache_dir", offsetof(config, cache_dir)},
+    {"socket_group", offsetof(config, socket_group)},
+    {"auth_token_file", offsetof(config, auth_token_file)},
 };
 
 int config_set(config *c, const char *key, const char *value, const char *where, char *err, size_t errlen) {
   if (strcmp(key, "listen") == 0) {
-    char **l = realloc(c->listen, (c->nlisten + 1) * sizeof *l);
-    if (!l || !(l[c->nlisten] = strdup(value))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
-    c->listen = l;
+    if (push(&c->listen, c->nlisten, value) < 0) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
     c->nlisten++;
     return 0;
   }
-  if (strcmp(key, "metrics_listen") == 0 || strcmp(key, "cache_dir") == 0) {
-    char **slot = key[0] == 'm' ? &c->metrics_listen : &c->cache_dir, *v = strdup(value);
+  for (size_t i = 0; i < sizeof str_keys / sizeof str_keys[0]; i++) {
+    if (strcmp(key, str_keys[i].key) != 0) continue;
+    char **slot = (char **)((char *)c + str_keys[i].offset), *v = strdup(value);
     if (!v) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
     free(*slot);
     *slot = v;
+    return 0;
+  }
+  if (strcmp(key, "socket_mode") == 0) {
+    char *end;
+    long m = strtol(value, &end, 8);
+    if (!*value || *end || m < 0 || m > 0777)
+      return snprintf(err, errlen, "%s: socket_mode = '%s': expected an octal mode such as 0660", where, value),
+             BFEED_EINVAL;
+    c->socket_mode = (int)m;
     return 0;
   }
   for (size_t i = 0; i < sizeof int_keys / sizeof int_keys[0]; i++) {
@@ -215,9 +249,9 @@ int config_set(config *c, const char *key, const char *value, const char *where,
       return snprintf(err, errlen, "%s: %s = '%s': expected %s", where, key, value, k->range), BFEED_EINVAL;
     return 0;
   }
-  if (strcmp(key, "max_memory") == 0) {
-    if (parse_bytes(value, &c->max_memory) < 0)
-      return snprintf(err, errlen, "%s: max_memory = '%s': expected bytes, e.g. 536870912, 512M or 2G", where, value), BFEED_EINVAL;
+  if (strcmp(key, "max_memory") == 0 || strcmp(key, "max_decode_memory") == 0) {
+    if (parse_bytes(value, key[4] == 'm' ? &c->max_memory : &c->max_decode_memory) < 0)
+      return snprintf(err, errlen, "%s: %s = '%s': expected bytes, e.g. 536870912, 512M or 2G", where, key, value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "max_pixels") == 0) {
@@ -235,6 +269,24 @@ int config_set(config *c, const char *key, const char *value, const char *where,
     return 0;
   }
   return snprintf(err, errlen, "%s: unknown key '%s'", where, key), BFEED_EINVAL;
+}
+
+int config_read_token(const config *c, char *token, size_t cap, char *err, size_t errlen) {
+  token[0] = 0;
+  if (!c->auth_token_file) return 0;
+  FILE *f = fopen(c->auth_token_file, "r");
+  if (!f) return snprintf(err, errlen, "auth_token_file %s: cannot read: %m", c->auth_token_file), BFEED_EIO;
+  char line[1024];
+  size_t n = fgets(line, sizeof line, f) ? strcspn(line, "\r\n") : 0;
+  fclose(f);
+  while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
+  if (n == 0 || n >= cap || n > 255)
+    return snprintf(err, errlen, "auth_token_file %s: the first line must hold the token, 1 to 255 bytes (it has %zu)",
+                    c->auth_token_file, n),
+           BFEED_EINVAL;
+  memcpy(token, line, n);
+  token[n] = 0;
+  return 0;
 }
 
 typedef struct ini_ctx {
@@ -267,6 +319,12 @@ static int on_ini(void *user, const char *section, const char *key, const char *
   } else if (strncmp(section, "dataset ", 8) == 0) {
     /* Keys are checked by the dataset's kind when it loads. */
     x->failed = config_dataset_set(x->c, section + 8, key, value, where, x->err, x->errlen);
+  } else if (!*section) {
+    /* inih reports a header without its ']' only at the end, and keys
+     * after it arrive with no section: say what is likely wrong. */
+    snprintf(x->err, x->errlen, "%s: key '%s' is outside any section (expected a [bfeedd] or [dataset NAME] line "
+             "before it; is a ']' missing?)", where, key);
+    x->failed = BFEED_EINVAL;
   } else {
     snprintf(x->err, x->errlen, "%s: unknown section [%s] (expected [bfeedd] or [dataset NAME])", where,
              section);

@@ -32,6 +32,12 @@ typedef struct config {
   int max_window;
   uint64_t max_memory; /* bytes of finished batches held at once */
   uint64_t max_pixels; /* images with more are skipped; 0 = no limit */
+  uint64_t max_decode_memory; /* one progressive JPEG's coefficients; 0 = no limit */
+  int handshake_timeout; /* seconds from accept to HELLO; 0 = none */
+  int idle_timeout;      /* seconds a connection without a stream may stay silent; 0 = none */
+  int socket_mode;       /* of the Unix sockets the daemon creates */
+  char *socket_group;    /* their group (name or number), or NULL */
+  char *auth_token_file; /* the token TCP clients must show, or NULL */
   int log_level;   /* syslog priority, see log.h */
   config_dataset *datasets;
   size_t ndatasets;
@@ -57,6 +63,9 @@ int config_dataset_set(config *c, const char *name, const char *key, const char 
 int config_dataset_flag(config *c, const char *arg, char *err, size_t errlen);
 /* 1 if the two configurations give dataset `name` the same settings. */
 int config_dataset_same(const config *a, const config *b, const char *name);
+/* The token of c's auth_token_file ("" without one): the file's first
+ * line, 1..255 bytes. 0, or BFEED_EIO / BFEED_EINVAL with err naming it. */
+int config_read_token(const config *c, char *token, size_t cap, char *err, size_t errlen);
 /* Forget the listeners (flags replace the file's list). */
 void config_clear_listen(config *c);
 

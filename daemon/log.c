@@ -12,6 +12,8 @@ void log_init(logger *lg, int level) {
   lg->journal = getenv("JOURNAL_STREAM") != NULL;
 }
 
+void log_set_level(logger *lg, int level) { __atomic_store_n(&lg->level, level, __ATOMIC_RELAXED); }
+
 static const char *const level_names[] = {"emerg", "alert", "crit", "error", "warning", "notice", "info", "debug"};
 
 int log_level_parse(const char *name) {
@@ -22,7 +24,7 @@ int log_level_parse(const char *name) {
 }
 
 void log_write(const logger *lg, int level, const char *fmt, ...) {
-  if (level > lg->level) return;
+  if (level > __atomic_load_n(&lg->level, __ATOMIC_RELAXED)) return;
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);

@@ -14,12 +14,15 @@
 enum log_level { LOG_ERR = 3, LOG_WARN = 4, LOG_NOTICE = 5, LOG_INFO = 6, LOG_DEBUG = 7 };
 
 typedef struct logger {
-  int level;   /* lines above this priority number are dropped */
+  int level;   /* lines above this priority number are dropped; workers read it
+                  while SIGHUP may change it: only through log_set_level */
   int journal; /* 1: emit "<N>" prefixes for journald */
 } logger;
 
 /* level from the environment's JOURNAL_STREAM and the given level. */
 void log_init(logger *lg, int level);
+/* Change the level while other threads log (a reload). */
+void log_set_level(logger *lg, int level);
 /* "error", "warning", "notice", "info", "debug" -> level, or -1. */
 int log_level_parse(const char *name);
 void log_write(const logger *lg, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <uv.h>
 
 #include "config.h"
 #include "dataset.h"
+#include "jpeg_decode.h"
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
@@ -36,6 +38,8 @@ typedef struct daemon_ctx {
   notifier notify;
   uv_signal_t sigint, sigterm, sighup;
   uv_timer_t grace, status;
+  struct reload_job *reload; /* loading datasets on the thread pool, or NULL */
+  int reload_again;          /* a SIGHUP came meanwhile */
   uint64_t status_samples; /* for samples/s in STATUS= */
 } daemon_ctx;
 
@@ -160,56 +164,133 @@ static dataset **load_datasets(const config *cfg, const config *old_cfg, dataset
   return ds;
 }
 
-static server_limits limits_of(const config *cfg) {
-  return (server_limits){.max_clients = cfg->max_clients,
-                         .max_streams = cfg->max_streams,
-                         .max_window = (uint32_t)cfg->max_window,
-                         .max_memory = cfg->max_memory,
-                         .max_pixels = cfg->max_pixels};
+static int limits_of(const config *cfg, server_limits *l, char *err, size_t errlen) {
+  *l = (server_limits){.max_clients = cfg->max_clients,
+                       .max_streams = cfg->max_streams,
+                       .max_window = (uint32_t)cfg->max_window,
+                       .max_memory = cfg->max_memory,
+                       .max_pixels = cfg->max_pixels,
+                       .handshake_timeout_ms = (uint64_t)cfg->handshake_timeout * 1000,
+                       .idle_timeout_ms = (uint64_t)cfg->idle_timeout * 1000,
+                       .socket_mode = cfg->socket_mode,
+                       .socket_group = cfg->socket_group};
+  return config_read_token(cfg, l->auth_token, sizeof l->auth_token, err, errlen);
+}
+
+/* Each client costs a descriptor (and a dataset some more): take the hard
+ * limit, which the unit raises with LimitNOFILE, instead of the soft 1024. */
+static void raise_nofile(const logger *lg) {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max) return;
+  r.rlim_cur = r.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &r) != 0) log_warn(lg, "cannot raise the open-file limit: %m");
+}
+
+/* A reload: the settings are read on the loop (small files), the datasets
+ * loaded on libuv's thread pool -- a big folder or a table conversion may
+ * take minutes, and the loop must keep serving (and pinging the watchdog)
+ * meanwhile -- then swapped in on the loop. While one runs, the loop
+ * changes neither d->cfg nor the server's datasets, which the load reads. */
+typedef struct reload_job {
+  uv_work_t req;
+  daemon_ctx *d;
+  config cfg;
+  server_limits limits;
+  dataset **ds;
+  char err[1024];
+} reload_job;
+
+static void reload_work(uv_work_t *req) {
+  reload_job *j = req->data;
+  daemon_ctx *d = j->d;
+  j->ds = load_datasets(&j->cfg, &d->cfg, d->srv.datasets, d->srv.ndatasets, &d->log, j->err, sizeof j->err);
+}
+
+static void reload_apply(daemon_ctx *d, reload_job *j) {
+  config *cfg = &j->cfg;
+  dataset **ds = j->ds;
+  for (size_t i = 0; i < d->srv.ndatasets; i++) {
+    const char *name = d->srv.datasets[i]->name;
+    int kept = 0;
+    for (size_t k = 0; k < cfg->ndatasets; k++) kept |= ds[k] == d->srv.datasets[i];
+    int present = 0;
+    for (size_t k = 0; k < cfg->ndatasets; k++) present |= strcmp(cfg->datasets[k].name, name) == 0;
+    if (!present) log_info(&d->log, "dataset %s removed (its open streams go on until closed)", name);
+    else if (!kept) log_info(&d->log, "dataset %s changed (open streams go on with the old settings)", name);
+  }
+  server_set_datasets(&d->srv, ds, cfg->ndatasets);
+  d->srv.limits = j->limits;
+  jpeg_decode_set_limit(cfg->max_decode_memory);
+  log_set_level(&d->log, cfg->log_level);
+  int same_listen = cfg->nlisten == d->cfg.nlisten;
+  for (size_t i = 0; same_listen && i < cfg->nlisten; i++) same_listen = strcmp(cfg->listen[i], d->cfg.listen[i]) == 0;
+  if (!same_listen || cfg->workers != d->cfg.workers ||
+      (cfg->metrics_listen ? 1 : 0) != (d->cfg.metrics_listen ? 1 : 0) ||
+      (cfg->metrics_listen && strcmp(cfg->metrics_listen, d->cfg.metrics_listen) != 0))
+    log_warn(&d->log, "listen, metrics_listen and workers take effect at the next restart");
+  config_free(&d->cfg);
+  d->cfg = *cfg;
+  log_info(&d->log, "reloaded: %zu dataset(s)", d->srv.ndatasets);
+  notify_ready("reloaded");
+}
+
+static void reload_refused(daemon_ctx *d, const char *err) {
+  log_err(&d->log, "reload refused, the old settings stay in force: %s", err);
+  notify_ready("reload failed; old settings in force");
+}
+
+static void on_sighup(uv_signal_t *h, int signum);
+
+static void reload_done(uv_work_t *req, int status) {
+  reload_job *j = req->data;
+  daemon_ctx *d = j->d;
+  d->reload = NULL;
+  if (status < 0 || d->srv.stopping || !j->ds) {
+    if (!d->srv.stopping) reload_refused(d, status < 0 ? uv_strerror(status) : j->err);
+    for (size_t i = 0; j->ds && i < j->cfg.ndatasets; i++) dataset_unref(j->ds[i]);
+    free(j->ds);
+    config_free(&j->cfg);
+  } else {
+    reload_apply(d, j); /* takes cfg and ds */
+  }
+  free(j);
+  if (d->reload_again && !d->srv.stopping) {
+    d->reload_again = 0;
+    on_sighup(&d->sighup, SIGHUP);
+  }
 }
 
 static void on_sighup(uv_signal_t *h, int signum) {
   daemon_ctx *d = h->data;
-  config cfg;
-  char err[1024];
+  char err[1024] = "";
   (void)signum;
-  notify_reloading();
-  log_info(&d->log, "SIGHUP received: reloading %s", d->config_path ? d->config_path : "the flags");
-  dataset **ds = NULL;
-  if (load_config(&cfg, d->config_path, d->argc, d->argv, err, sizeof err) < 0 ||
-      !(ds = load_datasets(&cfg, &d->cfg, d->srv.datasets, d->srv.ndatasets, &d->log, err, sizeof err))) {
-    log_err(&d->log, "reload refused, the old settings stay in force: %s", err);
-    if (!ds) config_free(&cfg);
-    notify_ready("reload failed; old settings in force");
+  if (d->reload) {
+    log_info(&d->log, "SIGHUP received while a reload is loading datasets: another reload follows it");
+    d->reload_again = 1;
     return;
   }
-  for (size_t i = 0; i < d->srv.ndatasets; i++) {
-    const char *name = d->srv.datasets[i]->name;
-    int kept = 0;
-    for (size_t j = 0; j < cfg.ndatasets; j++) kept |= ds[j] == d->srv.datasets[i];
-    int present = 0;
-    for (size_t j = 0; j < cfg.ndatasets; j++) present |= strcmp(cfg.datasets[j].name, name) == 0;
-    if (!present) log_info(&d->log, "dataset %s removed (its open streams go on until closed)", name);
-    else if (!kept) log_info(&d->log, "dataset %s changed (open streams go on with the old settings)", name);
+  notify_reloading();
+  log_info(&d->log, "SIGHUP received: reloading %s", d->config_path ? d->config_path : "the flags");
+  reload_job *j = calloc(1, sizeof *j);
+  if (!j) return reload_refused(d, "out of memory");
+  j->d = d;
+  j->req.data = j;
+  int rc = 0;
+  if (load_config(&j->cfg, d->config_path, d->argc, d->argv, err, sizeof err) < 0 ||
+      limits_of(&j->cfg, &j->limits, err, sizeof err) < 0 ||
+      (rc = uv_queue_work(d->srv.loop, &j->req, reload_work, reload_done)) < 0) {
+    if (!err[0]) snprintf(err, sizeof err, "cannot start loading: %s", uv_strerror(rc));
+    config_free(&j->cfg);
+    free(j);
+    return reload_refused(d, err);
   }
-  server_set_datasets(&d->srv, ds, cfg.ndatasets);
-  d->srv.limits = limits_of(&cfg);
-  d->log.level = cfg.log_level;
-  int same_listen = cfg.nlisten == d->cfg.nlisten;
-  for (size_t i = 0; same_listen && i < cfg.nlisten; i++) same_listen = strcmp(cfg.listen[i], d->cfg.listen[i]) == 0;
-  if (!same_listen || cfg.workers != d->cfg.workers ||
-      (cfg.metrics_listen ? 1 : 0) != (d->cfg.metrics_listen ? 1 : 0) ||
-      (cfg.metrics_listen && strcmp(cfg.metrics_listen, d->cfg.metrics_listen) != 0))
-    log_warn(&d->log, "listen, metrics_listen and workers take effect at the next restart");
-  config_free(&d->cfg);
-  d->cfg = cfg;
-  log_info(&d->log, "reloaded: %zu dataset(s)", d->srv.ndatasets);
-  notify_ready("reloaded");
+  d->reload = j;
 }
 
 static void on_status(uv_timer_t *t) {
   daemon_ctx *d = t->data;
   uint64_t samples = 0;
+  server_tick(&d->srv);
   for (ds_stats *s = d->srv.stats; s; s = s->next) samples += s->samples;
   double rate = (double)(samples - d->status_samples) * 1000.0 / STATUS_INTERVAL_MS;
   d->status_samples = samples;
@@ -244,8 +325,11 @@ static void on_signal(uv_signal_t *h, int signum) {
 
 static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
   int nworkers = d->cfg.workers > 0 ? d->cfg.workers : (int)uv_available_parallelism();
-  server_limits limits = limits_of(&d->cfg);
-  int rc = server_init(&d->srv, loop, &d->log, nworkers, d->srv.datasets, d->srv.ndatasets, &limits, err, errlen);
+  server_limits limits;
+  int rc = limits_of(&d->cfg, &limits, err, errlen);
+  if (rc < 0) return rc;
+  jpeg_decode_set_limit(d->cfg.max_decode_memory);
+  rc = server_init(&d->srv, loop, &d->log, nworkers, d->srv.datasets, d->srv.ndatasets, &limits, err, errlen);
   if (rc < 0) return rc;
   int activated = listen_adopt_systemd(&d->srv, err, errlen);
   if (activated < 0) return activated;
@@ -254,9 +338,10 @@ static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
     if ((rc = listen_add(&d->srv, d->cfg.listen[i], err, errlen)) < 0) return rc;
   if (d->cfg.metrics_listen && (rc = metrics_start(&d->metrics, &d->srv, d->cfg.metrics_listen, err, errlen)) < 0)
     return rc;
-  uv_signal_start(&d->sigint, on_signal, SIGINT);
-  uv_signal_start(&d->sigterm, on_signal, SIGTERM);
-  uv_signal_start(&d->sighup, on_sighup, SIGHUP);
+  if ((rc = uv_signal_start(&d->sigint, on_signal, SIGINT)) < 0 ||
+      (rc = uv_signal_start(&d->sigterm, on_signal, SIGTERM)) < 0 ||
+      (rc = uv_signal_start(&d->sighup, on_sighup, SIGHUP)) < 0)
+    return snprintf(err, errlen, "cannot watch signals: %s", uv_strerror(rc)), BFEED_EIO;
   uv_timer_start(&d->status, on_status, STATUS_INTERVAL_MS, STATUS_INTERVAL_MS);
   uv_unref((uv_handle_t *)&d->status);
   log_info(&d->log, "ready: %d workers, %zu dataset(s)", nworkers, d->srv.ndatasets);
@@ -303,6 +388,7 @@ int main(int argc, char **argv) {
     printf("%s: ok: %zu dataset(s), %zu listener(s)\n", check, d->cfg.ndatasets, d->cfg.nlisten);
   } else if (d->srv.datasets && !check) {
     signal(SIGPIPE, SIG_IGN);
+    raise_nofile(&d->log);
     uv_loop_t *loop = uv_default_loop();
     uv_signal_init(loop, &d->sigint);
     uv_signal_init(loop, &d->sigterm);

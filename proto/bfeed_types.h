@@ -47,7 +47,9 @@ typedef enum bfeed_errcode {
   BFEED_ECODEC = -14,     /* compression or decompression failed */
   BFEED_ESHUTDOWN = -15,  /* the daemon is shutting down */
   BFEED_EINTERNAL = -16,  /* a bug: please report it with the message */
-  BFEED_EBUSY = -17       /* the dataset is not ready yet (its shards are being indexed): retry */
+  BFEED_EAUTH = -17,      /* the daemon refused access (missing or wrong token) */
+  BFEED_ETIMEDOUT = -18,  /* the peer was silent too long (handshake, idle) */
+  BFEED_EBUSY = -19       /* the dataset is not ready yet (its shards are being indexed): retry */
 } bfeed_errcode;
 
 /* Where a call that failed puts its explanation. Optional everywhere (pass

@@ -12,6 +12,7 @@ struct bufpool {
   struct {
     uint8_t *p;
     size_t cap;
+    int aged; /* free through a whole trim period: the next trim frees it */
   } v[BUFPOOL_MAX];
 };
 
@@ -67,9 +68,34 @@ void bufpool_put(bufpool *p, uint8_t *buf, size_t cap) {
   if (p->n < p->keep) {
     p->v[p->n].p = buf;
     p->v[p->n].cap = cap;
+    p->v[p->n].aged = 0;
     p->n++;
     buf = NULL;
   }
   pthread_mutex_unlock(&p->mu);
   free(buf);
+}
+
+size_t bufpool_idle_bytes(bufpool *p) {
+  size_t n = 0;
+  pthread_mutex_lock(&p->mu);
+  for (int i = 0; i < p->n; i++) n += p->v[i].cap;
+  pthread_mutex_unlock(&p->mu);
+  return n;
+}
+
+void bufpool_trim(bufpool *p, int all) {
+  uint8_t *gone[BUFPOOL_MAX];
+  int ngone = 0;
+  pthread_mutex_lock(&p->mu);
+  for (int i = 0; i < p->n;) {
+    if (p->v[i].aged || all) {
+      gone[ngone++] = p->v[i].p;
+      p->v[i] = p->v[--p->n];
+    } else {
+      p->v[i++].aged = 1;
+    }
+  }
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 0; i < ngone; i++) free(gone[i]); /* outside the lock: workers wait on it */
 }

@@ -27,5 +27,11 @@ void bufpool_unref(bufpool *p);
 uint8_t *bufpool_get(bufpool *p, size_t need, size_t *cap);
 /* Give a buffer back (freed when the pool is full or NULL). NULL buf: nothing. */
 void bufpool_put(bufpool *p, uint8_t *buf, size_t cap);
+/* Bytes of the free buffers the pool keeps. */
+size_t bufpool_idle_bytes(bufpool *p);
+/* Free the buffers nobody has taken since the previous trim (all of them
+ * when `all`): called every few seconds, a pool shrinks to what is in use
+ * once its users leave. */
+void bufpool_trim(bufpool *p, int all);
 
 #endif

@@ -79,20 +79,35 @@ static int get_name(rbuf *r, char *dst, size_t cap) {
   return 0;
 }
 
+/* HELLO extension tags (TLV items after the agent). */
+enum { HELLO_EXT_TOKEN = 1 };
+
 void msg_hello_encode(wbuf *w, const msg_hello *m) {
   wbuf_u32(w, m->min_version);
   wbuf_u32(w, m->max_version);
   put_name(w, m->agent);
+  if (m->token[0]) tlv_put(w, HELLO_EXT_TOKEN, m->token, (uint32_t)strnlen(m->token, MSG_TOKEN_MAX - 1));
 }
 
 int msg_hello_decode(const void *p, size_t n, msg_hello *m, const char **why) {
   rbuf r;
+  tlv_item it;
+  int rc;
   rbuf_init(&r, p, n);
   m->min_version = rbuf_u32(&r);
   m->max_version = rbuf_u32(&r);
+  m->token[0] = 0;
   if (get_name(&r, m->agent, sizeof m->agent) < 0) r.failed = 1;
-  /* Later versions may append fields to HELLO: trailing bytes are allowed. */
-  return finish_read(&r, 1, why, "malformed HELLO");
+  /* Extensions: a peer skips the ones it does not know unless they are
+   * critical, so clients may add some without breaking older daemons. */
+  while (!r.failed && (rc = tlv_next(&r, &it)) != 0) {
+    if (rc < 0) return *why = "malformed HELLO extension", BFEED_EPROTO;
+    if (it.tag == HELLO_EXT_TOKEN && tlv_str(&it, m->token, sizeof m->token) < 0)
+      return *why = "HELLO token is longer than 255 bytes or holds a NUL", BFEED_EPROTO;
+    if (it.tag != HELLO_EXT_TOKEN && (it.tag & TLV_CRITICAL))
+      return *why = "HELLO carries a critical extension this peer does not know", BFEED_EPROTO;
+  }
+  return finish_read(&r, 0, why, "malformed HELLO");
 }
 
 void msg_hello_ok_encode(wbuf *w, const msg_hello_ok *m) {

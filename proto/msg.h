@@ -22,6 +22,7 @@
 
 #define MSG_NAME_MAX 128   /* dataset names, agent strings (with NUL) */
 #define MSG_ERROR_MAX 256  /* error messages (with NUL) */
+#define MSG_TOKEN_MAX 256  /* HELLO's access token (with NUL) */
 #define MSG_MAX_TENSORS 16
 #define MSG_TENSOR_NAME_MAX 32
 #define MSG_MAX_COUNTERS 64
@@ -33,10 +34,13 @@ size_t msg_begin(wbuf *w);
  * follows it. Fails (returns BFEED_ETOOBIG/ENOMEM) if it cannot. */
 int msg_finish(wbuf *w, size_t at, int type, uint32_t stream);
 
-/* HELLO / HELLO_OK: the version handshake. */
+/* HELLO / HELLO_OK: the version handshake. HELLO's optional extensions
+ * follow the agent as TLV items (PROTOCOL.md); the only one so far is the
+ * access token a daemon with auth_token_file asks TCP clients for. */
 typedef struct msg_hello {
   uint32_t min_version, max_version;
   char agent[MSG_NAME_MAX];
+  char token[MSG_TOKEN_MAX]; /* "" = none: encoded only when set */
 } msg_hello;
 void msg_hello_encode(wbuf *w, const msg_hello *m);
 int msg_hello_decode(const void *p, size_t n, msg_hello *m, const char **why);

@@ -20,6 +20,8 @@ const char *names_errcode(int code) {
     case BFEED_ECODEC: return "BFEED_ECODEC: compression error";
     case BFEED_ESHUTDOWN: return "BFEED_ESHUTDOWN: daemon shutting down";
     case BFEED_EINTERNAL: return "BFEED_EINTERNAL: internal error";
+    case BFEED_EAUTH: return "BFEED_EAUTH: access refused";
+    case BFEED_ETIMEDOUT: return "BFEED_ETIMEDOUT: timed out";
     case BFEED_EBUSY: return "BFEED_EBUSY: dataset not ready yet (indexing)";
     default: return "BFEED_E?: unknown error code";
   }

@@ -17,6 +17,10 @@
 #include "rng.h"
 #include "wire.h"
 
+/* Tries after the first for a sample whose read or decode fails for a
+ * reason of the moment (EMFILE, ENOMEM, EIO), with pauses between. */
+#define BATCH_RETRIES 3
+
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
                      const logger *log, bufpool *pool) {
   static const float unit_mean[3] = {0, 0, 0}, unit_std[3] = {1, 1, 1};
@@ -101,6 +105,22 @@ static size_t frame_overhead(const msg_batch *m) {
   return FRAME_HEADER_SIZE + 64 + m->ntensors * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2));
 }
 
+/* The layout of the largest batch a stream can make: T at its most. */
+static void batch_largest(const batch_spec *s, batch_layout *L) {
+  const dataset *ds = s->ds;
+  const bfeed_stream_opts *o = &s->opts;
+  uint32_t cap = o->max_len ? o->max_len : ds->max_len, T = 1;
+  if (dataset_has_text(ds)) T = o->fixed_len ? cap : cap && cap < ds->text.longest ? cap : ds->text.longest;
+  layout(s, o->batch, T ? T : 1, L);
+}
+
+uint64_t batch_frame_estimate(const batch_spec *s) {
+  batch_layout L;
+  batch_largest(s, &L);
+  uint64_t data = s->opts.codec == BFEED_CODEC_NONE ? L.m.raw_size : ZSTD_compressBound(L.m.raw_size);
+  return data + frame_overhead(&L.m) + 63;
+}
+
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen) {
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), BFEED_EINVAL
   int ready = dataset_ready(ds, err, errlen);
@@ -115,12 +135,9 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
   if (dataset_has_features(ds) && ds->features.row_floats > FRAME_MAX_PAYLOAD / 2 / o->batch)
     BAD("a batch of %u feature rows of %llu values is over the %u-byte frame limit", o->batch,
         (unsigned long long)ds->features.row_floats, FRAME_MAX_PAYLOAD);
-  /* The largest batch this stream can make: T at its most. */
-  uint32_t T = 1;
-  if (text) T = o->fixed_len ? cap : cap && cap < ds->text.longest ? cap : ds->text.longest;
   batch_spec s = {.ds = (dataset *)ds, .opts = *o};
   batch_layout L;
-  layout(&s, o->batch, T ? T : 1, &L);
+  batch_largest(&s, &L);
   if (L.m.raw_size + frame_overhead(&L.m) > FRAME_MAX_PAYLOAD)
     BAD("a batch of %u could reach %llu bytes, over the %u-byte frame limit%s", o->batch,
         (unsigned long long)L.m.raw_size, FRAME_MAX_PAYLOAD, text ? ": lower batch or set max_len" : "");
@@ -134,12 +151,23 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static uint64_t batch_scratch_total; /* atomic: all workers' buffers */
+
+uint64_t batch_scratch_bytes(void) { return __atomic_load_n(&batch_scratch_total, __ATOMIC_RELAXED); }
+
+/* A worker buffer's capacity went from `was` to `now`. */
+static void scratch_count(size_t was, size_t now) {
+  if (now > was) __atomic_add_fetch(&batch_scratch_total, now - was, __ATOMIC_RELAXED);
+  else if (was > now) __atomic_sub_fetch(&batch_scratch_total, was - now, __ATOMIC_RELAXED);
+}
+
 static int grow(void *buf, size_t *cap, size_t need) {
   void **b = buf;
   if (need <= *cap) return 0;
   void *p = realloc(*b, need);
   if (!p) return BFEED_ENOMEM;
   *b = p;
+  scratch_count(*cap, need);
   *cap = need;
   return 0;
 }
@@ -175,28 +203,59 @@ static void put_image(const batch_spec *s, const uint8_t *rgb, uint8_t *image, u
   }
 }
 
-/* Load the image of the sample at `pos` into rgb, or of the next valid one
- * after it. Returns the dataset index used, or -1 when no sample of the
- * epoch decodes. */
-static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t *rgb) {
+/* Read and decode sample idx into rgb. A failure of the moment (out of
+ * descriptors or memory, an I/O error) is tried again after a pause; only
+ * the file's own faults are returned as such (BFEED_EDATASET...). why
+ * starts with the file's name. */
+static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb, char *why, size_t cap) {
+  static const int pause_ms[BATCH_RETRIES] = {10, 100, 500};
   const batch_spec *s = job->spec;
-  const epoch_order *ord = job->order;
-  char why[200];
-  for (uint32_t k = 0; k < ord->n; k++) {
-    uint32_t idx = ord->idx[(pos + k) % ord->n];
+  int rc = 0;
+  for (int attempt = 0; attempt <= BATCH_RETRIES; attempt++) {
     size_t len;
     rng_t r;
     rng_init(&r, s->opts.seed, RNG_DOMAIN_SAMPLE, job->epoch, idx);
     char name[600];
     dataset_sample_name(s->ds, idx, name, sizeof name);
-    int read = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, why, sizeof why) == 0;
+    char read_why[160];
+    size_t file_cap = w->file_cap;
+    rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, read_why, sizeof read_why);
+    scratch_count(file_cap, w->file_cap);
+    if (rc < 0) snprintf(why, cap, "%s: %s", name, read_why);
     /* sample_load's reasons start with the name it is given. */
-    if (read && sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, why, sizeof why) == 0)
-      return idx;
+    if (rc == 0) rc = sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, why, cap);
+    if (rc != BFEED_EIO && rc != BFEED_ENOMEM) return rc;
+    if (attempt < BATCH_RETRIES) {
+      log_write(s->log, LOG_DEBUG, "dataset %s: %s; trying again", s->ds->name, why);
+      struct timespec ts = {0, pause_ms[attempt] * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+  return rc;
+}
+
+/* Load the image of the sample at `pos` into rgb, or of the next valid one
+ * after it. Returns the dataset index used, -1 when no sample of the
+ * epoch decodes, or -2 (job->rc and err set) when an error of the moment
+ * persisted: a substitute would make the batch depend on the weather. */
+static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t *rgb) {
+  const batch_spec *s = job->spec;
+  const epoch_order *ord = job->order;
+  char why[400];
+  for (uint32_t k = 0; k < ord->n; k++) {
+    uint32_t idx = ord->idx[(pos + k) % ord->n];
+    int rc = load_one(job, w, idx, rgb, why, sizeof why);
+    if (rc == 0) return idx;
+    if (rc == BFEED_EIO || rc == BFEED_ENOMEM) {
+      job->rc = rc;
+      snprintf(job->err, sizeof job->err, "dataset %s: %s (after %d tries; the batch is not served with a substitute)",
+               s->ds->name, why, BATCH_RETRIES + 1);
+      log_warn(s->log, "%s", job->err);
+      return -2;
+    }
     job->skipped++;
     log_write(s->log, dataset_mark_bad(s->ds, idx) ? LOG_WARN : LOG_DEBUG,
-              "dataset %s: skipping %s%s%s (replaced by the next sample in the epoch)", s->ds->name,
-              read ? "" : name, read ? "" : ": ", why);
+              "dataset %s: skipping %s (replaced by the next sample in the epoch)", s->ds->name, why);
   }
   return -1;
 }
@@ -219,6 +278,7 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
       continue;
     }
     int64_t idx = load_image(job, w, job->first + i, w->rgb + slot * i);
+    if (idx == -2) return job->rc;
     if (idx < 0) {
       job->rc = BFEED_EDATASET;
       snprintf(job->err, sizeof job->err, "dataset %s: no sample of epoch %llu could be decoded", s->ds->name,
@@ -230,7 +290,10 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
   return 0;
 }
 
-static void fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uint32_t B, uint8_t *raw) {
+/* The tensors of the batch into raw. 0, or an error reading feature rows
+ * (err set). */
+static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uint32_t B, uint8_t *raw, char *err,
+                size_t errlen) {
   /* Zero the padding between tensors so a batch is byte-identical wherever
    * it is made; the tensors themselves are fully written below. */
   for (uint32_t t = 1; t < L->m.ntensors; t++) {
@@ -250,10 +313,14 @@ static void fill(const batch_spec *s, batch_worker *w, const batch_layout *L, ui
       if (L->tokens && n > L->tokens->shape[1]) n = (uint32_t)L->tokens->shape[1];
       wire_put32(raw + L->length->offset + 4 * i, n);
     }
-  if (L->features) batch_text_put_features(s, sel, B, w->f32, raw + L->features->offset);
+  if (L->features) {
+    int rc = batch_text_put_features(s, sel, B, w->f32, raw + L->features->offset, err, errlen);
+    if (rc < 0) return rc;
+  }
   if (L->label)
     for (uint32_t i = 0; i < B; i++) wire_put32(raw + L->label->offset + 4 * i, (uint32_t)s->ds->labels[sel[i]]);
   for (uint32_t i = 0; i < B; i++) wire_put64(raw + L->index->offset + 8 * i, (uint64_t)sel[i]);
+  return 0;
 }
 
 void batch_build(batch_job *job, batch_worker *w) {
@@ -299,7 +366,7 @@ void batch_build(batch_job *job, batch_worker *w) {
              (unsigned long long)m->raw_size);
     goto done;
   }
-  fill(s, w, &L, B, raw);
+  if ((job->rc = fill(s, w, &L, B, raw, job->err, sizeof job->err)) < 0) goto done;
   if (!none && !fw.w.failed) { /* failed: the head overran its size, fwriter_finish says so */
     if (!w->zc && !(w->zc = ZSTD_createCCtx())) {
       job->rc = BFEED_ENOMEM;
@@ -328,6 +395,7 @@ done:
 }
 
 void batch_worker_free(batch_worker *w) {
+  scratch_count(w->file_cap + w->rgb_cap + w->raw_cap + w->sel_cap + w->f32_cap, 0);
   sample_scratch_free(&w->scratch);
   free(w->file);
   free(w->rgb);

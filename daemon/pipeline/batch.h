@@ -54,6 +54,9 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
  * kinds, fixed_len with a length, and the largest batch the stream can
  * produce within the frame limit. 0, or BFEED_EINVAL with the reason. */
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen);
+/* Bytes of the pooled buffer the largest batch of s takes: what a stream
+ * counts against max_memory for a batch before it has made one. */
+uint64_t batch_frame_estimate(const batch_spec *s);
 /* Tokens served for sample i (text kinds): its length, capped. */
 static inline uint32_t batch_sample_len(const batch_spec *s, uint32_t i) {
   uint32_t n = textset_len(&s->ds->text, i);
@@ -92,6 +95,9 @@ typedef struct batch_worker {
   ZSTD_CCtx *zc;
 } batch_worker;
 void batch_worker_free(batch_worker *w);
+/* Bytes all workers' buffers above hold now (budget.c counts them against
+ * max_memory; the decoder's own are jpeg_decode_held's). */
+uint64_t batch_scratch_bytes(void);
 
 void batch_build(batch_job *job, batch_worker *w);
 void batch_job_free(batch_job *job);

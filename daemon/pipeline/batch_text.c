@@ -61,19 +61,17 @@ void batch_text_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B,
   }
 }
 
-void batch_text_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst) {
+int batch_text_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst, char *err,
+                            size_t errlen) {
   const npysrc *f = &s->ds->features;
   size_t nf = (size_t)f->row_floats;
   uint16_t *out = (uint16_t *)dst;
   for (uint32_t i = 0; i < B; i++, out += nf) {
-    const uint8_t *row = (const uint8_t *)f->rows + (size_t)sel[i] * nf * 4;
-    if (((uintptr_t)row & 3) == 0) {
-      bf16_from_f32_array(out, (const float *)row, nf);
-    } else {
-      memcpy(tmp, row, nf * 4);
-      bf16_from_f32_array(out, tmp, nf);
-    }
+    int rc = npy_source_read_row(f, sel[i], tmp, err, errlen);
+    if (rc < 0) return rc;
+    bf16_from_f32_array(out, tmp, nf);
   }
+  return 0;
 }
 
 typedef struct bucket_key {

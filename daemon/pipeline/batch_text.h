@@ -22,9 +22,10 @@ void batch_text_put_tokens(const batch_spec *s, const uint32_t *sel, uint32_t B,
  * vectors, summed in token order, divided by their count, rounded to bf16
  * (zeros for an empty sample). acc holds D floats. */
 void batch_text_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, float *acc, uint8_t *dst);
-/* features bf16 [B, ...]: each sample's float32 row cast to bf16. tmp holds
- * one row (for rows not aligned to 4 bytes in the mapped file). */
-void batch_text_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst);
+/* features bf16 [B, ...]: each sample's float32 row, read into tmp (one
+ * row), cast to bf16. 0, or npy_source_read_row's error. */
+int batch_text_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst, char *err,
+                            size_t errlen);
 /* Reorder idx[0..n) (an epoch's shard order) for length bucketing: the
  * whole batches' positions are cut into runs of opts.bucket batches, each
  * run sorted by served length (ties by position) and, with shuffle, its

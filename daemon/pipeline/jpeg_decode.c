@@ -28,7 +28,20 @@ struct jdec {
   char msg[JMSG_LENGTH_MAX];  /* its text */
   JSAMPLE *row;               /* one decoded scanline (3 or 4 bytes/pixel) */
   size_t row_cap;
+  uint64_t held;              /* this decode's share of jpeg_decode_held_bytes */
 };
+
+static uint64_t jpeg_decode_limit_bytes, jpeg_decode_held_bytes; /* atomics */
+
+void jpeg_decode_set_limit(uint64_t bytes) { __atomic_store_n(&jpeg_decode_limit_bytes, bytes, __ATOMIC_RELAXED); }
+
+uint64_t jpeg_decode_held(void) { return __atomic_load_n(&jpeg_decode_held_bytes, __ATOMIC_RELAXED); }
+
+/* The image is done with (read, failed or abandoned): its buffers go. */
+static void release(jdec *d) {
+  if (d->held) __atomic_sub_fetch(&jpeg_decode_held_bytes, d->held, __ATOMIC_RELAXED);
+  d->held = 0;
+}
 
 static void on_error(j_common_ptr cinfo) {
   jdec *d = (jdec *)cinfo;
@@ -61,18 +74,35 @@ static int fail(jdec *d, char *err, size_t errlen) {
   case JWRN_JPEG_EOF:
     snprintf(err, errlen, "truncated data");
     break;
+  case JERR_OUT_OF_MEMORY:
+  case JERR_NO_BACKING_STORE: /* libjpeg's max_memory_to_use was reached */
+    snprintf(err, errlen, "decoding needs more memory than max_decode_memory (%llu bytes) allows",
+             (unsigned long long)__atomic_load_n(&jpeg_decode_limit_bytes, __ATOMIC_RELAXED));
+    break;
   default:
     snprintf(err, errlen, "corrupt data: %s", d->msg);
     break;
   }
   jpeg_abort_decompress(&d->cinfo);
+  release(d);
   return BFEED_EDATASET;
 }
 
 static int fail_msg(jdec *d, char *err, size_t errlen, const char *what) {
   snprintf(err, errlen, "%s", what);
   jpeg_abort_decompress(&d->cinfo);
+  release(d);
   return BFEED_EDATASET;
+}
+
+/* A progressive image is decoded whole into coefficients first: 64 of
+ * 2 bytes per block of every component, whatever the scale or crop. */
+static uint64_t coef_bytes(const struct jpeg_decompress_struct *c) {
+  uint64_t n = 0;
+  if (!c->progressive_mode) return 0;
+  for (int i = 0; i < c->num_components; i++)
+    n += (uint64_t)c->comp_info[i].width_in_blocks * c->comp_info[i].height_in_blocks * DCTSIZE2 * sizeof(JCOEF);
+  return n;
 }
 
 /* Separate from jpeg_decode_new so that no local of the caller lives across the
@@ -112,6 +142,7 @@ jdec *jpeg_decode_new(void) {
 void jpeg_decode_free(jdec *d) {
   if (!d)
     return;
+  release(d);
   jpeg_destroy_decompress(&d->cinfo);
   free(d->row);
   free(d);
@@ -142,6 +173,7 @@ int jpeg_decode_header(jdec *d, const uint8_t *buf, size_t len, jpeg_decode_info
   struct jpeg_decompress_struct *c = &d->cinfo;
 
   jpeg_abort_decompress(c);
+  release(d);
   /* libjpeg would say the same, but without a source the message is about
    * an empty file rather than the data. */
   if (len < 3 || buf[0] != 0xFF || buf[1] != 0xD8)
@@ -184,6 +216,19 @@ int jpeg_decode_start(jdec *d, int scale_num, char *err, size_t errlen) {
    * Everything else comes out as RGBX, grayscale replicated as Pillow's
    * convert("RGB") does. */
   c->out_color_space = c->num_components == 4 ? JCS_CMYK : JCS_EXT_RGBX;
+  /* Refused before libjpeg allocates, with the reason; libjpeg's own limit
+   * (max_memory_to_use, which its memory manager checks before a whole-
+   * image buffer) stands behind the estimate. */
+  uint64_t limit = __atomic_load_n(&jpeg_decode_limit_bytes, __ATOMIC_RELAXED), need = coef_bytes(c);
+  if (limit && need > limit) {
+    char why[200];
+    snprintf(why, sizeof why, "decoding this progressive %ux%u image needs %llu bytes, over max_decode_memory (%llu)",
+             c->image_width, c->image_height, (unsigned long long)need, (unsigned long long)limit);
+    return fail_msg(d, err, errlen, why);
+  }
+  c->mem->max_memory_to_use = limit ? (long)(limit < LONG_MAX ? limit : LONG_MAX) : 0;
+  d->held = need;
+  if (need) __atomic_add_fetch(&jpeg_decode_held_bytes, need, __ATOMIC_RELAXED);
   jpeg_start_decompress(c);
 
   jpeg_decode_info info = {.width = (int)c->image_width, .height = (int)c->image_height};
@@ -250,5 +295,6 @@ int jpeg_decode_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size
       memcpy(dst, first, n * 4);
   }
   jpeg_abort_decompress(c); /* the rows below y1 are not needed */
+  release(d);
   return 0;
 }

@@ -28,6 +28,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The most memory one decode may take for a progressive JPEG's whole-image
+ * coefficient buffers (what a small file of a huge image makes libjpeg
+ * allocate); 0 = no limit. Process-wide, set by main.c (max_decode_memory)
+ * before workers decode. A file over it fails with BFEED_EDATASET. */
+void jpeg_decode_set_limit(uint64_t bytes);
+/* Bytes of coefficient buffers held by decodes in progress now, in all
+ * threads (budget.c counts them against max_memory). */
+uint64_t jpeg_decode_held(void);
+
 typedef struct jdec jdec;
 
 enum jpeg_decode_color { JPEG_DECODE_GRAY, JPEG_DECODE_YCBCR, JPEG_DECODE_RGB, JPEG_DECODE_CMYK, JPEG_DECODE_YCCK };

@@ -1,10 +1,16 @@
 /*
- * budget.h -- the memory budget: bytes of finished batches held at once (max_memory).
- * Called by conn.c (a write finished, a stream asks to schedule) and stats.c/metrics.c (how much is held).
+ * budget.h -- the memory budget: bytes the daemon holds for its clients at once (max_memory).
+ * Called by conn.c (a write finished, a stream asks to schedule), stats.c/metrics.c (how much is held), server.c.
  *
- * The limit is soft and per daemon: a stream that would go over it waits
- * (the server remembers that one did) and every waiting stream is started
- * again once a batch's bytes leave the socket's write queue.
+ * Counted: batches scheduled and not yet sent (estimated per stream), every
+ * byte queued on a socket (a batch's whole buffer), the workers' buffers
+ * and the decodes in progress, and the free buffers the pool keeps (given
+ * back to the system when memory is short). Each
+ * stream may hold at most its share, max_memory / open streams, so the
+ * streams whose clients do not read are the ones that wait while the
+ * others keep their window. One exception keeps every stream moving: a
+ * stream holding nothing may always schedule one batch, so the limit can
+ * be passed by at most one batch per such stream.
  */
 #ifndef BFEED_BUDGET_H
 #define BFEED_BUDGET_H
@@ -13,13 +19,12 @@
 
 struct server;
 
-/* Bytes held now: waiting to be sent, in worker queues (estimated from
- * each stream's largest frame) and in socket write queues. */
+/* Bytes held now (see above). */
 uint64_t budget_held(const struct server *s);
-/* 1 if `bytes` more fit under max_memory (always, when there is no limit);
- * 0 marks the server as having a waiting stream. */
-int budget_allows(struct server *s, uint64_t bytes);
-/* A batch's bytes were written: restart waiting streams if they now fit. */
+/* 1 if `bytes` more fit for a stream holding `holding` (always, when there
+ * is no limit); 0 marks the server as having a waiting stream. */
+int budget_allows(struct server *s, uint64_t bytes, uint64_t holding);
+/* Bytes were freed (a write finished): restart waiting streams. */
 void budget_released(struct server *s);
 
 #endif

@@ -1,10 +1,16 @@
 /*
  * conn.c -- one client connection: accept, read frames, write frames, close.
  *
- * Frames are read with a small state machine (header, then payload, each
- * length checked before any allocation) and handed to dispatch.c. Writes
- * are queued on the socket; their bytes count against the memory budget
- * until libuv reports them written.
+ * Frames are read with proto's freader (header checked against the control
+ * frame limit before any payload memory exists) and handed to dispatch.c.
+ * Writes are queued on the socket; their bytes count against the memory
+ * budget until libuv reports them written. Control replies count against
+ * the connection's own budget too: over it, the daemon stops reading the
+ * connection's requests until the replies are out.
+ *
+ * A connection is never freed from inside a send: a stream that sends is
+ * still on the stack when the send fails, so a failed send only marks the
+ * connection doomed and closes it from the loop (its timer, at 0 ms).
  */
 #include "conn_impl.h"
 
@@ -24,53 +30,76 @@ typedef struct write_req {
   uint8_t *buf;
   size_t len;
   batch_job *job;
+  size_t cost;    /* what it holds: a batch's whole pooled buffer, else len */
+  uint64_t owner; /* a batch's stream (stream_serial) */
 } write_req;
 
 static void conn_close(conn *c);
+static void conn_read_resume(conn *c);
 
 /* ------------------------------------------------------------------ */
 /* Writing                                                             */
 
-static void on_write(uv_write_t *req, int status) {
+static void conn_on_doomed(uv_timer_t *t) { conn_close(t->data); }
+
+/* Close from the loop, soon: the caller may be a stream in mid-send. */
+static void conn_doom(conn *c) {
+  if (c->closing || c->doomed) return;
+  c->doomed = 1;
+  if (c->reading) uv_read_stop(&c->h.stream);
+  c->reading = 0;
+  uv_timer_start(&c->timer, conn_on_doomed, 0, 0);
+}
+
+static void conn_on_write(uv_write_t *req, int status) {
   write_req *w = (write_req *)req;
-  w->c->write_queue -= w->len;
-  if (w->job) budget_released(w->c->s);
-  if (status < 0 && status != UV_ECANCELED) {
-    log_debug(w->c->s->log, "client %u: write failed: %s", w->c->id, uv_strerror(status));
-    conn_close(w->c);
-  }
+  conn *c = w->c;
+  uint64_t owner = w->job ? w->owner : 0, cost = w->cost;
+  c->write_queue -= w->cost;
+  if (!w->job) c->control_queue -= w->cost;
   if (w->job) batch_job_free(w->job);
   else free(w->buf);
   free(w);
+  for (int i = 0; owner && !c->closing && i < c->nstreams; i++)
+    if (stream_serial(c->streams[i]) == owner) stream_written(c->streams[i], cost);
+  if (status < 0 && status != UV_ECANCELED) {
+    log_debug(c->s->log, "client %u: write failed: %s", c->id, uv_strerror(status));
+    conn_doom(c);
+  }
+  if (!c->closing && !c->doomed && !c->reading && c->control_queue <= CONN_CONTROL_QUEUE_MAX / 2)
+    conn_read_resume(c);
+  budget_released(c->s);
 }
 
 void conn_send_frame(conn *c, wbuf *frame, batch_job *job) {
-  write_req *w = calloc(1, sizeof *w);
-  if (!w || frame->failed || c->closing) {
-    free(w);
+  write_req *w = NULL;
+  if (frame->failed || c->closing || c->doomed || !(w = calloc(1, sizeof *w))) {
     if (job) batch_job_free(job);
     else wbuf_free(frame);
-    if (!c->closing) conn_close(c);
+    conn_doom(c);
     return;
   }
   w->c = c;
   w->job = job;
   w->buf = frame->data;
   w->len = frame->len;
+  w->cost = job ? job->buf_cap : frame->len;
+  w->owner = job ? stream_serial(job->owner) : 0;
   if (!job) wbuf_init(frame); /* the request owns the bytes now */
   uv_buf_t b = uv_buf_init((char *)w->buf, (unsigned)w->len);
-  c->write_queue += w->len;
-  int rc = uv_write(&w->req, &c->h.stream, &b, 1, on_write);
+  int rc = uv_write(&w->req, &c->h.stream, &b, 1, conn_on_write);
   if (rc < 0) {
-    c->write_queue -= w->len;
     if (job) batch_job_free(job);
     else free(w->buf);
     free(w);
-    conn_close(c);
+    conn_doom(c);
+    return;
   }
+  c->write_queue += w->cost;
+  if (!job) c->control_queue += w->cost;
 }
 
-static void send_msg_error(conn *c, uint32_t stream, int code, const char *msg) {
+static void conn_send_msg_error(conn *c, uint32_t stream, int code, const char *msg) {
   wbuf w;
   wbuf_init(&w);
   size_t at = msg_begin(&w);
@@ -85,13 +114,13 @@ void conn_send_error(conn *c, uint32_t stream, int code, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  send_msg_error(c, stream, code, msg);
+  conn_send_msg_error(c, stream, code, msg);
 }
 
-int conn_budget_allows(conn *c, uint64_t bytes) { return budget_allows(c->s, bytes); }
+int conn_budget_allows(conn *c, uint64_t bytes, uint64_t holding) { return budget_allows(c->s, bytes, holding); }
 
 /* ------------------------------------------------------------------ */
-/* Streams                                                             */
+/* Streams and timeouts                                                */
 
 int conn_find_stream(const conn *c, uint32_t id) {
   for (int i = 0; i < c->nstreams; i++)
@@ -103,40 +132,74 @@ void conn_forget_stream(conn *c, stream *st) {
   for (int i = 0; i < c->nstreams; i++)
     if (c->streams[i] == st) {
       c->streams[i] = c->streams[--c->nstreams];
-      return;
+      break;
     }
+  conn_streams_changed(c);
 }
 
-static void close_streams(conn *c) {
+static void conn_close_streams(conn *c) {
   while (c->nstreams > 0) stream_close(c->streams[--c->nstreams]);
 }
+
+static void conn_on_timeout(uv_timer_t *t) {
+  conn *c = t->data;
+  if (!c->hello_done)
+    conn_fail(c, BFEED_ETIMEDOUT, "no HELLO within handshake_timeout (%llu s)",
+              (unsigned long long)c->s->limits.handshake_timeout_ms / 1000);
+  else
+    conn_fail(c, BFEED_ETIMEDOUT, "no stream open and nothing received for idle_timeout (%llu s)",
+              (unsigned long long)c->s->limits.idle_timeout_ms / 1000);
+}
+
+/* The idle clock restarts on every frame received while no stream is open. */
+static void conn_idle_restart(conn *c) {
+  if (c->closing || c->doomed || !c->hello_done) return;
+  if (c->nstreams == 0 && c->s->limits.idle_timeout_ms)
+    uv_timer_start(&c->timer, conn_on_timeout, c->s->limits.idle_timeout_ms, 0);
+  else
+    uv_timer_stop(&c->timer);
+}
+
+void conn_hello_done(conn *c) {
+  c->hello_done = 1;
+  conn_idle_restart(c);
+}
+
+void conn_streams_changed(conn *c) { conn_idle_restart(c); }
 
 /* ------------------------------------------------------------------ */
 /* Closing                                                             */
 
-static void on_conn_closed(uv_handle_t *h) {
+static void conn_on_handle_closed(uv_handle_t *h) {
   conn *c = h->data;
   server *s = c->s;
+  if (--c->handles_open > 0) return;
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
   s->nconns--;
+  freader_free(&c->rd);
   free(c->payload);
   free(c);
+}
+
+/* Close both handles (each once); the connection is freed after the last. */
+static void conn_close_handles(conn *c) {
+  c->closing = 1;
+  if (!uv_is_closing((uv_handle_t *)&c->timer)) uv_close((uv_handle_t *)&c->timer, conn_on_handle_closed);
+  if (!uv_is_closing(&c->h.handle)) uv_close(&c->h.handle, conn_on_handle_closed);
 }
 
 static void conn_close(conn *c) {
   if (c->closing) return;
   c->closing = 1;
-  close_streams(c);
-  uv_close(&c->h.handle, on_conn_closed);
+  conn_close_streams(c);
+  conn_close_handles(c);
 }
 
-void conn_force_close(conn *c) {
-  if (!uv_is_closing(&c->h.handle)) uv_close(&c->h.handle, on_conn_closed);
-}
+void conn_force_close(conn *c) { conn_close_handles(c); }
 
-static void on_shutdown(uv_shutdown_t *req, int status) {
+static void conn_on_shutdown(uv_shutdown_t *req, int status) {
   (void)status;
   conn_force_close(req->data);
 }
@@ -151,60 +214,62 @@ void conn_fail(conn *c, int code, const char *fmt, ...) {
   log_info(c->s->log, "client %u: %s; disconnecting", c->id, msg);
   if (code == BFEED_EPROTO || code == BFEED_ECHECKSUM || code == BFEED_ETOOBIG || code == BFEED_EVERSION)
     c->s->protocol_errors++;
-  else if (code == BFEED_ELIMIT)
+  else if (code == BFEED_ELIMIT || code == BFEED_EAUTH)
     c->s->rejected_total++;
-  uv_read_stop(&c->h.stream);
-  close_streams(c);
-  send_msg_error(c, 0, code, msg);
+  if (c->reading) uv_read_stop(&c->h.stream);
+  c->reading = 0;
+  uv_timer_stop(&c->timer);
+  conn_close_streams(c);
+  conn_send_msg_error(c, 0, code, msg); /* dropped if a send already failed */
+  /* From here on the handles close exactly once: after the shutdown, or now. */
   c->closing = 1;
   c->shutdown_req.data = c;
-  if (uv_shutdown(&c->shutdown_req, &c->h.stream, on_shutdown) < 0) uv_close(&c->h.handle, on_conn_closed);
+  if (c->doomed || uv_shutdown(&c->shutdown_req, &c->h.stream, conn_on_shutdown) < 0) conn_close_handles(c);
 }
 
 /* ------------------------------------------------------------------ */
 /* Reading                                                             */
 
-/* Feed received bytes through the frame state machine. */
+/* Feed received bytes through the frame reader. Stops early, keeping the
+ * rest of rbuf for later, while the connection's control replies are over
+ * their budget. */
 static void conn_feed(conn *c, const uint8_t *p, size_t n) {
-  while (n > 0 && !c->closing) {
-    if (c->hdr_got < FRAME_HEADER_SIZE) {
-      size_t k = FRAME_HEADER_SIZE - c->hdr_got;
-      if (k > n) k = n;
-      memcpy(c->hdr + c->hdr_got, p, k);
-      c->hdr_got += k;
-      p += k;
-      n -= k;
-      if (c->hdr_got < FRAME_HEADER_SIZE) return;
-      const char *why;
-      int rc = frame_header_decode(c->hdr, FRAME_MAX_CONTROL, &c->fh, &why);
-      if (rc < 0) return conn_fail(c, rc, "bad frame header: %s", why);
-      c->payload_got = 0;
-      if (c->fh.length > 0 && !(c->payload = malloc(c->fh.length)))
-        return conn_fail(c, BFEED_ENOMEM, "out of memory");
+  while (n > 0 && !c->closing && !c->doomed) {
+    if (c->control_queue > CONN_CONTROL_QUEUE_MAX) {
+      c->pending_off = (size_t)(p - c->rbuf);
+      c->pending_len = n;
+      if (c->reading) uv_read_stop(&c->h.stream);
+      c->reading = 0;
+      return;
     }
-    size_t k = c->fh.length - c->payload_got;
-    if (k > n) k = n;
-    if (k) memcpy(c->payload + c->payload_got, p, k);
-    c->payload_got += k;
-    p += k;
-    n -= k;
-    if (c->payload_got < c->fh.length) return;
-    if (frame_verify(&c->fh, c->payload) < 0)
-      return conn_fail(c, BFEED_ECHECKSUM, "%s frame failed its checksum", frame_type_name(c->fh.type));
-    dispatch_frame(c, &c->fh, c->payload);
-    free(c->payload);
-    c->payload = NULL;
-    c->hdr_got = 0;
+    size_t used;
+    int ev = freader_feed(&c->rd, p, n, &used);
+    p += used;
+    n -= used;
+    if (ev == BFEED_ECHECKSUM) return conn_fail(c, ev, "%s frame failed its checksum", frame_type_name(c->rd.h.type));
+    if (ev < 0) return conn_fail(c, ev, "bad frame header: %s", c->rd.why);
+    if (ev == FREADER_HEADER) {
+      if (!(c->payload = malloc(c->rd.h.length))) return conn_fail(c, BFEED_ENOMEM, "out of memory");
+      freader_payload(&c->rd, c->payload, c->rd.h.length);
+    } else if (ev == FREADER_FRAME) {
+      frame_header h = c->rd.h;
+      uint8_t *payload = c->payload;
+      c->payload = NULL;
+      conn_idle_restart(c);
+      dispatch_frame(c, &h, payload);
+      free(payload);
+    }
   }
+  c->pending_len = 0;
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+static void conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
   conn *c = h->data;
   (void)suggested;
   *buf = uv_buf_init((char *)c->rbuf, sizeof c->rbuf);
 }
 
-static void on_read(uv_stream_t *sh, ssize_t nread, const uv_buf_t *buf) {
+static void conn_on_read(uv_stream_t *sh, ssize_t nread, const uv_buf_t *buf) {
   conn *c = sh->data;
   (void)buf;
   if (nread < 0) {
@@ -216,25 +281,45 @@ static void on_read(uv_stream_t *sh, ssize_t nread, const uv_buf_t *buf) {
   conn_feed(c, c->rbuf, (size_t)nread);
 }
 
+/* Replies have drained: feed what was put aside, then read again. */
+static void conn_read_resume(conn *c) {
+  if (c->pending_len) conn_feed(c, c->rbuf + c->pending_off, c->pending_len);
+  if (c->closing || c->doomed || c->pending_len) return;
+  int rc = uv_read_start(&c->h.stream, conn_on_alloc, conn_on_read);
+  if (rc < 0) return conn_fail(c, BFEED_EIO, "cannot read from the socket: %s", uv_strerror(rc));
+  c->reading = 1;
+}
+
 /* ------------------------------------------------------------------ */
 /* Accepting                                                           */
 
 void conn_accept(server *s, uv_stream_t *ls, int tcp, const char *where) {
   conn *c = calloc(1, sizeof *c);
-  if (!c) return;
-  c->s = s;
-  c->id = ++s->next_conn_id;
-  s->clients_total++;
-  int rc = tcp ? uv_tcp_init(s->loop, &c->h.tcp) : uv_pipe_init(s->loop, &c->h.pipe, 0);
-  if (rc < 0) {
+  if (!c || freader_init(&c->rd, FRAME_MAX_CONTROL) < 0) {
     free(c);
+    log_warn(s->log, "%s: out of memory accepting a client", where);
     return;
   }
-  c->h.handle.data = c;
+  c->s = s;
+  c->id = ++s->next_conn_id;
+  c->tcp = tcp;
+  s->clients_total++;
   c->next = s->conns;
   if (s->conns) s->conns->prev = c;
   s->conns = c;
   s->nconns++;
+  uv_timer_init(s->loop, &c->timer); /* cannot fail */
+  c->timer.data = c;
+  c->handles_open = 1;
+  int rc = tcp ? uv_tcp_init(s->loop, &c->h.tcp) : uv_pipe_init(s->loop, &c->h.pipe, 0);
+  if (rc < 0) {
+    log_warn(s->log, "%s: cannot take a client: %s", where, uv_strerror(rc));
+    c->closing = 1;
+    uv_close((uv_handle_t *)&c->timer, conn_on_handle_closed);
+    return;
+  }
+  c->h.handle.data = c;
+  c->handles_open = 2;
   if ((rc = uv_accept(ls, &c->h.stream)) < 0) {
     log_warn(s->log, "%s: accept failed: %s", where, uv_strerror(rc));
     conn_close(c);
@@ -244,5 +329,6 @@ void conn_accept(server *s, uv_stream_t *ls, int tcp, const char *where) {
   if (s->nconns > s->limits.max_clients)
     return conn_fail(c, BFEED_ELIMIT, "too many clients (limit %d)", s->limits.max_clients);
   log_info(s->log, "client %u connected on %s", c->id, where);
-  uv_read_start(&c->h.stream, on_alloc, on_read);
+  if (s->limits.handshake_timeout_ms) uv_timer_start(&c->timer, conn_on_timeout, s->limits.handshake_timeout_ms, 0);
+  conn_read_resume(c);
 }

@@ -22,8 +22,9 @@ void conn_send_frame(conn *c, wbuf *frame, batch_job *job);
 /* Send an ERROR frame for a stream (0: the connection). */
 void conn_send_error(conn *c, uint32_t stream, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* 1 if `bytes` more of finished batches fit the daemon's memory budget;
- * 0 means wait: the stream is started again when memory is freed. */
-int conn_budget_allows(conn *c, uint64_t bytes);
+/* 1 if `bytes` more for a stream already holding `holding` fit the
+ * daemon's memory budget (budget.h); 0 means wait: the stream is started
+ * again when memory is freed. */
+int conn_budget_allows(conn *c, uint64_t bytes, uint64_t holding);
 
 #endif

@@ -10,27 +10,39 @@
 
 #include "conn.h"
 #include "frame.h"
+#include "freader.h"
 #include "net.h"
 #include "server.h"
 
 #define CONN_MAX_STREAMS 64
 #define CONN_READ_BUF 65536
+/* Control replies (STATS, ERROR, OPEN_OK...) a connection may have queued
+ * before the daemon stops reading its requests: a client that asks without
+ * reading the answers holds this much, not what it can send. Batches are
+ * bounded by the window and max_memory instead. */
+#define CONN_CONTROL_QUEUE_MAX (1u << 20)
 
 struct conn {
   net_stream h;
+  uv_timer_t timer; /* handshake and idle timeouts; a close put off to the loop */
   server *s;
   conn *prev, *next;
   uint32_t id;
-  int hello_done, closing;
-  /* frame being read */
-  uint8_t hdr[FRAME_HEADER_SIZE];
-  size_t hdr_got, payload_got;
-  frame_header fh;
+  int tcp;          /* over TCP: must show the token when the server asks for one */
+  int hello_done;
+  int closing;      /* its handles are closing or about to: frames are dropped */
+  int doomed;       /* a send failed: it closes from the loop, not inside the sender */
+  int reading;      /* uv_read_start is in force */
+  int handles_open; /* handle and timer not yet closed: freed at 0 */
+  freader rd;       /* the frame being read */
   uint8_t *payload;
+  /* bytes of rbuf received but not yet fed, while reading is paused */
+  size_t pending_off, pending_len;
   /* open streams */
   stream *streams[CONN_MAX_STREAMS];
   int nstreams;
-  size_t write_queue; /* bytes queued for writing and not yet written */
+  size_t write_queue;   /* bytes queued for writing and not yet written */
+  size_t control_queue; /* the part of write_queue that is not batches */
   uv_shutdown_t shutdown_req;
   uint8_t rbuf[CONN_READ_BUF];
 };
@@ -47,5 +59,10 @@ void conn_force_close(conn *c);
 int conn_find_stream(const conn *c, uint32_t id);
 /* Take the stream out of c->streams (it is closed by the caller). */
 void conn_forget_stream(conn *c, stream *st);
+/* The handshake is done (dispatch.c): from now on the idle timeout runs
+ * while the connection has no stream. */
+void conn_hello_done(conn *c);
+/* A stream was opened or closed: the idle timeout runs only without one. */
+void conn_streams_changed(conn *c);
 
 #endif

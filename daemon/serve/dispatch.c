@@ -22,17 +22,42 @@ static void send_reply(conn *c, int type, uint32_t stream, void (*encode)(wbuf *
 static void enc_hello_ok(wbuf *w, const void *m) { msg_hello_ok_encode(w, m); }
 static void enc_open_ok(wbuf *w, const void *m) { msg_open_ok_encode(w, m); }
 
+/* The agent string is the client's to choose: log it with anything but
+ * printable ASCII escaped, so that it cannot forge log lines. */
+static void dispatch_escape(const char *in, char *out, size_t cap) {
+  size_t o = 0;
+  for (const unsigned char *p = (const unsigned char *)in; *p && o + 5 < cap; p++) {
+    if (*p >= 0x20 && *p < 0x7f && *p != '\\') out[o++] = (char)*p;
+    else o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);
+  }
+  out[o] = 0;
+}
+
+/* Equal strings, in a time that does not depend on where they differ. */
+static int dispatch_token_equal(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  unsigned char d = la != lb;
+  for (size_t i = 0; i < MSG_TOKEN_MAX; i++)
+    d |= (unsigned char)((i < la ? a[i] : 0) ^ (i < lb ? b[i] : 0));
+  return d == 0;
+}
+
 static void on_hello(conn *c, const uint8_t *p, size_t n) {
   msg_hello h;
   const char *why;
+  char agent[MSG_NAME_MAX * 4];
   if (msg_hello_decode(p, n, &h, &why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
   uint32_t v = h.max_version < FRAME_VERSION_MAX ? h.max_version : FRAME_VERSION_MAX;
   uint32_t lo = h.min_version > FRAME_VERSION_MIN ? h.min_version : FRAME_VERSION_MIN;
   if (v < lo)
     return conn_fail(c, BFEED_EVERSION, "client speaks protocol %u..%u, daemon %u..%u", h.min_version,
                      h.max_version, FRAME_VERSION_MIN, FRAME_VERSION_MAX);
-  c->hello_done = 1;
-  log_debug(c->s->log, "client %u: %s, protocol %u", c->id, h.agent, v);
+  if (c->tcp && c->s->limits.auth_token[0] && !dispatch_token_equal(h.token, c->s->limits.auth_token))
+    return conn_fail(c, BFEED_EAUTH, "%s: this daemon requires the access token from TCP clients "
+                     "(give the client --token-file or BFEED_TOKEN_FILE)", h.token[0] ? "wrong token" : "no token");
+  conn_hello_done(c);
+  dispatch_escape(h.agent, agent, sizeof agent);
+  log_debug(c->s->log, "client %u: %s, protocol %u", c->id, agent, v);
   msg_hello_ok ok = {.version = v, .max_frame = FRAME_MAX_PAYLOAD};
   snprintf(ok.server, sizeof ok.server, "%s", DISPATCH_SERVER_NAME);
   send_reply(c, FRAME_HELLO_OK, 0, enc_hello_ok, &ok);
@@ -44,8 +69,11 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   const char *why;
   int rc = msg_open_decode(p, n, &m, &why);
   if (rc < 0) return conn_send_error(c, id, rc, "%s", why);
-  if (id == 0 || conn_find_stream(c, id) >= 0)
-    return conn_send_error(c, id, BFEED_EINVAL, "stream id %u is 0 or already open", id);
+  /* An ERROR on the id would tell the client its live stream failed while
+   * the daemon goes on serving it: a reused id breaks the protocol. */
+  if (id != 0 && conn_find_stream(c, id) >= 0)
+    return conn_fail(c, BFEED_EPROTO, "OPEN of stream %u, which is already open", id);
+  if (id == 0) return conn_send_error(c, id, BFEED_EINVAL, "stream id 0 is the connection's, not a stream's");
   if (c->nstreams >= s->limits.max_streams || c->nstreams >= CONN_MAX_STREAMS)
     return conn_send_error(c, id, BFEED_ELIMIT, "at most %d streams per connection", s->limits.max_streams);
   dataset *ds = server_find_dataset(s, m.dataset);
@@ -70,6 +98,7 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   if (rc < 0) return conn_send_error(c, id, rc, "%s", err);
   stream_set_max_pixels(st, s->limits.max_pixels);
   c->streams[c->nstreams++] = st;
+  conn_streams_changed(c);
   log_info(s->log, "client %u: stream %u on %s: batch %u, size %u, %s, seed %llu, epoch %llu batch %llu", c->id,
            id, ds->name, m.opts.batch, m.opts.size, m.opts.mode == BFEED_MODE_EVAL ? "eval" : "train",
            (unsigned long long)m.opts.seed, (unsigned long long)m.opts.epoch,

@@ -2,6 +2,7 @@
 #include "listen.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,14 +51,47 @@ static int stale_socket(const char *path) {
   return !alive;
 }
 
+/* The group socket_group names (a name or a number), or -1 with err. */
+static gid_t listen_group(const char *name, char *err, size_t errlen) {
+  char buf[4096], *end;
+  struct group g, *gp = NULL;
+  unsigned long n = strtoul(name, &end, 10);
+  if (*name && !*end) return (gid_t)n;
+  if (getgrnam_r(name, &g, buf, sizeof buf, &gp) != 0 || !gp)
+    return snprintf(err, errlen, "socket_group '%s': no such group", name), (gid_t)-1;
+  return gp->gr_gid;
+}
+
+/* Bind with only the owner able to connect (umask), then open the socket
+ * to socket_mode and socket_group: nobody else gets in before that. */
+static int listen_bind_private(listener *l, const char *path, char *err, size_t errlen) {
+  const server_limits *lim = &l->s->limits;
+  mode_t old = umask(0177);
+  int rc = uv_pipe_bind(&l->h.pipe, path);
+  if (rc == UV_EADDRINUSE && stale_socket(path)) {
+    unlink(path);
+    rc = uv_pipe_bind(&l->h.pipe, path);
+  }
+  umask(old);
+  if (rc < 0) return rc;
+  gid_t gid = lim->socket_group ? listen_group(lim->socket_group, err, errlen) : (gid_t)-1;
+  if (lim->socket_group && gid == (gid_t)-1) return UV_EINVAL;
+  if (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) != 0)
+    return snprintf(err, errlen, "cannot give %s to group %s: %s", path, lim->socket_group, strerror(errno)), UV_EPERM;
+  if (chmod(path, (mode_t)lim->socket_mode) != 0)
+    return snprintf(err, errlen, "cannot set the mode of %s: %s", path, strerror(errno)), UV_EPERM;
+  return 0;
+}
+
 static int listen_unix(listener *l, const addr_spec *a, char *err, size_t errlen) {
   char why[4200];
   int rc = uv_pipe_init(l->s->loop, &l->h.pipe, 0);
   if (rc < 0) return snprintf(err, errlen, "%s: %s", l->name, uv_strerror(rc)), BFEED_EIO;
-  rc = uv_pipe_bind(&l->h.pipe, a->path);
-  if (rc == UV_EADDRINUSE && stale_socket(a->path)) {
+  err[0] = 0;
+  rc = listen_bind_private(l, a->path, err, errlen);
+  if (rc < 0 && err[0]) {
     unlink(a->path);
-    rc = uv_pipe_bind(&l->h.pipe, a->path);
+    return BFEED_EIO;
   }
   if (rc == 0) rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, on_connection);
   if (rc < 0)

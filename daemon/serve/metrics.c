@@ -12,6 +12,7 @@
 
 #define HTTP_MAX_REQUEST 8192
 #define HTTP_TIMEOUT_MS 5000
+#define HTTP_MAX_CONNS 16 /* scrapers at once; more are hung up on at once */
 
 struct metrics {
   uv_tcp_t tcp;
@@ -140,6 +141,7 @@ void metrics_render(server *s, wbuf *w) {
 static void on_http_closed(uv_handle_t *h) {
   http_conn *hc = h->data;
   if (--hc->pending == 0) {
+    hc->s->http_conns--;
     wbuf_free(&hc->out);
     free(hc);
   }
@@ -224,13 +226,14 @@ static void on_http_connection(uv_stream_t *ls, int status) {
   http_conn *hc = calloc(1, sizeof *hc);
   if (!hc) return;
   hc->s = m->s;
-  uv_tcp_init(ls->loop, &hc->tcp);
+  if (uv_tcp_init(ls->loop, &hc->tcp) < 0) return free(hc);
   uv_timer_init(ls->loop, &hc->timer);
   hc->tcp.data = hc->timer.data = hc;
   hc->pending = 2;
-  if (uv_accept(ls, (uv_stream_t *)&hc->tcp) < 0) return http_close(hc);
+  m->s->http_conns++;
+  if (uv_accept(ls, (uv_stream_t *)&hc->tcp) < 0 || m->s->http_conns > HTTP_MAX_CONNS) return http_close(hc);
   uv_timer_start(&hc->timer, on_http_timeout, HTTP_TIMEOUT_MS, 0);
-  uv_read_start((uv_stream_t *)&hc->tcp, on_http_alloc, on_http_read);
+  if (uv_read_start((uv_stream_t *)&hc->tcp, on_http_alloc, on_http_read) < 0) http_close(hc);
 }
 
 int metrics_start(metrics **out, server *s, const char *addr, char *err, size_t errlen) {

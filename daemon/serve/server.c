@@ -48,6 +48,10 @@ void server_force_close(server *s) {
   for (conn *c = s->conns; c; c = c->next) conn_force_close(c);
 }
 
+void server_tick(server *s) {
+  if (s->buffers) bufpool_trim(s->buffers, 0);
+}
+
 int server_stream_count(const server *s) {
   int n = 0;
   for (const conn *c = s->conns; c; c = c->next) n += c->nstreams;

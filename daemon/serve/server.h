@@ -16,6 +16,7 @@
 
 #include "dataset.h"
 #include "log.h"
+#include "msg.h"
 #include "stats.h"
 #include "tlv.h"
 #include "workers.h"
@@ -24,8 +25,13 @@ typedef struct server_limits {
   int max_clients;        /* connections at once */
   int max_streams;        /* streams per connection */
   uint32_t max_window;    /* largest window a stream may ask for */
-  uint64_t max_memory;    /* finished batch bytes held at once; 0 = no limit */
+  uint64_t max_memory;    /* batch and reply bytes held at once; 0 = no limit */
   uint64_t max_pixels;    /* larger images are skipped, from their header; 0 = no limit */
+  uint64_t handshake_timeout_ms; /* from accept to HELLO; 0 = none */
+  uint64_t idle_timeout_ms;      /* silence allowed without a stream; 0 = none */
+  char auth_token[MSG_TOKEN_MAX]; /* what TCP clients must show in HELLO; "" = nothing */
+  int socket_mode;                /* of the Unix sockets listen.c creates */
+  const char *socket_group;       /* their group, or NULL (the config's string) */
 } server_limits;
 
 typedef struct listener listener;
@@ -50,6 +56,7 @@ typedef struct server {
   uint64_t clients_total, rejected_total, protocol_errors;
   uint64_t started_ns;
   int memory_blocked; /* a stream waits for batch memory to be freed */
+  int http_conns;     /* /metrics connections open (metrics.c caps them) */
 } server;
 
 /* Start the workers; the server takes the references in datasets[]. 0, or
@@ -66,6 +73,9 @@ void server_force_close(server *s);
 void server_free(server *s);
 
 dataset *server_find_dataset(server *s, const char *name);
+/* Every few seconds (main.c's status timer): give back pooled buffers
+ * nobody has used since the last call. */
+void server_tick(server *s);
 /* Open streams. */
 int server_stream_count(const server *s);
 /* Replace the served datasets (reload): the server takes the references in

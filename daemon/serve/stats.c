@@ -7,6 +7,7 @@
 
 #include "budget.h"
 #include "conn_impl.h"
+#include "jpeg_decode.h"
 #include "report.h"
 #include "server.h"
 #include "stream.h"
@@ -51,6 +52,9 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "datasets", s->ndatasets);
   report_counter_put(&r, "memory_held_bytes", budget_held(s));
   report_counter_put(&r, "max_memory_bytes", s->limits.max_memory);
+  report_counter_put(&r, "buffer_pool_bytes", s->buffers ? bufpool_idle_bytes(s->buffers) : 0);
+  report_counter_put(&r, "decode_memory_bytes", jpeg_decode_held());
+  report_counter_put(&r, "worker_scratch_bytes", batch_scratch_bytes());
   for (ds_stats *d = s->stats; d; d = d->next) {
     report_group_begin(&r, "dataset", d->name);
     report_counter_put(&r, "streams_total", d->streams);

@@ -8,6 +8,8 @@
 
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
 
+static uint64_t stream_serials; /* loop thread only */
+
 struct stream {
   conn *conn;      /* NULL once closed */
   uint32_t id;
@@ -25,7 +27,9 @@ struct stream {
   epoch_order *orders[2];
   uint64_t submitted_ns[READY_SLOTS]; /* when each batch in flight was scheduled */
   ds_stats *stats;
-  uint64_t frame_bytes; /* the largest frame so far: the memory estimate */
+  uint64_t frame_bytes; /* a batch's buffer: estimated at open, then the largest so far */
+  uint64_t serial;      /* unique in the daemon's life: how writes find their stream */
+  uint64_t queued;      /* bytes of its batches in the connection's write queue */
   unsigned inflight;
   int failed, end_sent;
   /* counters */
@@ -57,6 +61,8 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   st->conn = c;
   st->id = id;
   batch_spec_init(&st->spec, dataset_ref(ds), o, id, log, buffers);
+  st->frame_bytes = batch_frame_estimate(&st->spec);
+  st->serial = ++stream_serials;
   st->pool = pool;
   st->log = log;
   st->stats = stats;
@@ -93,13 +99,18 @@ static void fail(stream *st, int code, const char *msg) {
   if (st->conn) conn_send_error(st->conn, st->id, code, "%s", msg);
 }
 
-/* The memory limit is soft: a stream with nothing in flight may always
- * schedule one batch, so no stream starves; the window stays the hard bound. */
-static int memory_allows(stream *st) {
-  return st->next_seq == st->sent_seq || conn_budget_allows(st->conn, st->frame_bytes);
+/* What this stream holds now: batches scheduled and not yet sent, and its
+ * batches the socket has not taken yet. A client that does not read holds
+ * its bytes and is the one that waits (budget.c). */
+static uint64_t stream_holding(const stream *st) {
+  return (st->next_seq - st->sent_seq) * st->frame_bytes + st->queued;
 }
 
+static int memory_allows(stream *st) { return conn_budget_allows(st->conn, st->frame_bytes, stream_holding(st)); }
+
 uint64_t stream_held_bytes(const stream *st) { return (st->next_seq - st->sent_seq) * st->frame_bytes; }
+
+uint64_t stream_serial(const stream *st) { return st->serial; }
 
 static void pump(stream *st) {
   uint32_t window = st->spec.opts.window;
@@ -129,9 +140,14 @@ static void pump(stream *st) {
   }
 }
 
+/* A client that has not taken the batches already queued for it is not
+ * reading: further batches wait in ready[], where budget.c can take their
+ * memory back (stream_shed) for streams whose clients read. */
+static int client_keeps_up(const stream *st) { return st->queued < 2 * st->frame_bytes; }
+
 static void deliver(stream *st) {
   batch_job *job;
-  while (st->conn && !st->failed && (job = st->ready[st->sent_seq % READY_SLOTS]) != NULL) {
+  while (st->conn && !st->failed && client_keeps_up(st) && (job = st->ready[st->sent_seq % READY_SLOTS]) != NULL) {
     st->ready[st->sent_seq % READY_SLOTS] = NULL;
     st->samples += job->count;
     st->batches++;
@@ -144,6 +160,7 @@ static void deliver(stream *st) {
     d->wire_bytes += job->frame.len;
     hist_observe(&d->batch_latency, (double)(uv_hrtime() - st->submitted_ns[st->sent_seq % READY_SLOTS]) * 1e-9);
     st->sent_seq++;
+    st->queued += job->buf_cap;
     conn_send_frame(st->conn, &job->frame, job);
   }
   if (st->conn && !st->failed && st->sent_seq == st->end_seq && !st->end_sent) {
@@ -158,6 +175,27 @@ static void deliver(stream *st) {
 }
 
 void stream_start(stream *st) { pump(st); }
+
+void stream_written(stream *st, uint64_t bytes) {
+  st->queued -= bytes < st->queued ? bytes : st->queued;
+  deliver(st);
+  pump(st);
+}
+
+uint64_t stream_shed(stream *st, uint64_t keep) {
+  uint64_t freed = 0;
+  batch_job *job;
+  while (stream_holding(st) > keep && st->next_seq > st->sent_seq &&
+         (job = st->ready[(st->next_seq - 1) % READY_SLOTS]) != NULL) {
+    st->ready[(st->next_seq - 1) % READY_SLOTS] = NULL;
+    st->next_seq--; /* made again, byte for byte, when its turn comes */
+    freed += job->buf_cap;
+    batch_job_free(job);
+  }
+  return freed;
+}
+
+uint64_t stream_holding_bytes(const stream *st) { return stream_holding(st); }
 
 int stream_ack(stream *st, uint64_t consumed) {
   if (consumed > st->sent_seq) return BFEED_EPROTO;
@@ -188,7 +226,7 @@ void stream_job_done(batch_job *job) {
     fail(st, job->rc, job->err);
     batch_job_free(job);
   } else {
-    if (job->frame.len > st->frame_bytes) st->frame_bytes = job->frame.len;
+    if (job->buf_cap > st->frame_bytes) st->frame_bytes = job->buf_cap;
     st->ready[job->seq % READY_SLOTS] = job;
     deliver(st);
     pump(st);

@@ -40,8 +40,21 @@ void stream_close(stream *st);
 /* A job of this stream finished (from the workers' callback). */
 void stream_job_done(batch_job *job);
 /* Bytes this stream holds in batches scheduled but not yet sent (from the
- * largest frame it has made so far). */
+ * largest batch it has made so far, or the largest it can make before its
+ * first); its batches in the write queue are the connection's to count. */
 uint64_t stream_held_bytes(const stream *st);
+/* Unique over the daemon's life (ids are only unique per connection). */
+uint64_t stream_serial(const stream *st);
+/* `bytes` of this stream's batches left the write queue: send and
+ * schedule more. */
+void stream_written(stream *st, uint64_t bytes);
+/* What the stream holds: batches scheduled, made and not sent, and its
+ * batches in the write queue. */
+uint64_t stream_holding_bytes(const stream *st);
+/* Free finished batches not yet sent, from the last one scheduled back,
+ * until the stream holds at most `keep` (they are made again when their
+ * turn comes); returns the bytes freed. */
+uint64_t stream_shed(stream *st, uint64_t keep);
 /* The dataset the stream reads. */
 const dataset *stream_dataset(const stream *st);
 /* Fill counters; returns how many. */

@@ -90,10 +90,16 @@ int dataset_key_u64(const dataset_keys *k, const char *key, uint64_t lo, uint64_
  * which files are samples. */
 static const char *const image_exts[] = {".jpg", ".jpeg", ".png", ".webp", NULL};
 
-static int load_image_folder(dataset *d, const char *root, char *err, size_t errlen) {
-  strlist classes = {0}, files = {0};
+/* Entries a folder walk left out, one warning each. */
+void dataset_log_dropped(const dataset *d, strlist *dropped, const logger *log) {
+  for (size_t i = 0; i < dropped->n; i++) log_warn(log, "dataset %s: skipping %s", d->name, dropped->v[i]);
+  strlist_free(dropped);
+}
+
+static int load_image_folder(dataset *d, const char *root, const logger *log, char *err, size_t errlen) {
+  strlist classes = {0}, files = {0}, dropped = {0};
   int rc = BFEED_EDATASET;
-  if (folder_list(root, &classes, NULL, image_exts, err, errlen) < 0) goto done;
+  if (folder_list(root, &classes, NULL, image_exts, &dropped, err, errlen) < 0) goto done;
   if (classes.n == 0) {
     snprintf(err, errlen, "dataset %s: folder %s has no class sub-folders", d->name, root);
     goto done;
@@ -101,7 +107,7 @@ static int load_image_folder(dataset *d, const char *root, char *err, size_t err
   size_t cap = 0;
   for (size_t c = 0; c < classes.n; c++) {
     size_t before = files.n;
-    if (folder_walk(classes.v[c], &files, image_exts, err, errlen) < 0) goto done;
+    if (folder_walk(classes.v[c], &files, image_exts, &dropped, err, errlen) < 0) goto done;
     if (files.n > cap) {
       cap = files.cap;
       int32_t *l = realloc(d->labels, cap * sizeof *l);
@@ -135,6 +141,7 @@ static int load_image_folder(dataset *d, const char *root, char *err, size_t err
 oom:
   snprintf(err, errlen, "dataset %s: out of memory", d->name);
 done:
+  dataset_log_dropped(d, &dropped, log);
   strlist_free(&classes);
   strlist_free(&files);
   return rc;
@@ -215,7 +222,7 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
   switch (d->kind) {
     case DATASET_IMAGE:
       rc = dataset_keys_check(&k, no_keys, err, errlen);
-      if (rc == 0) rc = load_image_folder(d, path->value, err, errlen);
+      if (rc == 0) rc = load_image_folder(d, path->value, log, err, errlen);
       break;
     case DATASET_TEXT: rc = dataset_text_load(d, &k, log, err, errlen); break;
     case DATASET_NPY: rc = load_npy(d, &k, log, err, errlen); break;
@@ -262,20 +269,30 @@ void dataset_sample_name(const dataset *d, size_t i, char *out, size_t n) {
   else snprintf(out, n, "%s", d->paths ? d->paths[i] : d->root);
 }
 
+/* Errors of the moment (descriptors or memory short, an I/O hiccup), not
+ * of the file: worth trying again. */
+static int dataset_errno_code(int e) {
+  return e == EMFILE || e == ENFILE || e == ENOMEM || e == ENOBUFS || e == EAGAIN || e == EIO || e == EINTR
+             ? BFEED_EIO
+             : BFEED_EDATASET;
+}
+
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                  size_t errlen) {
   if (d->shards) return dataset_shards_read(d, i, buf, cap, len, err, errlen);
   const char *path = d->paths[i];
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(err, errlen, "cannot open: %s", strerror(errno));
-    return BFEED_EIO;
+    int e = errno;
+    snprintf(err, errlen, "cannot open: %s", strerror(e));
+    return dataset_errno_code(e);
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "not a regular file");
+    int e = errno;
+    snprintf(err, errlen, "%s", S_ISREG(st.st_mode) ? strerror(e) : "not a regular file");
     close(fd);
-    return BFEED_EIO;
+    return S_ISREG(st.st_mode) ? dataset_errno_code(e) : BFEED_EDATASET;
   }
   if ((uint64_t)st.st_size > DATASET_MAX_FILE) {
     snprintf(err, errlen, "file is %lld bytes, over the %u-byte limit", (long long)st.st_size,
@@ -299,10 +316,10 @@ int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t 
     ssize_t r = read(fd, *buf + got, want - got);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      snprintf(err, errlen, "read failed after %zu of %zu bytes: %s", got, want,
-               r < 0 ? strerror(errno) : "file shrank");
+      int e = errno;
+      snprintf(err, errlen, "read failed after %zu of %zu bytes: %s", got, want, r < 0 ? strerror(e) : "file shrank");
       close(fd);
-      return BFEED_EIO;
+      return r < 0 ? dataset_errno_code(e) : BFEED_EDATASET;
     }
     got += (size_t)r;
   }

@@ -84,7 +84,7 @@ static inline int dataset_has_images(const dataset *d) {
 }
 /* npy, and tfrecord with features_key: a "features" tensor. */
 static inline int dataset_has_features(const dataset *d) {
-  return d->features.rows != NULL;
+  return d->kind == DATASET_NPY || d->features.rows != NULL;
 }
 static inline int dataset_has_text(const dataset *d) {
   return d->kind == DATASET_TEXT || d->kind == DATASET_MANIFEST;
@@ -105,7 +105,10 @@ dataset *dataset_ref(dataset *d);
 void dataset_unref(dataset *d);
 
 /* Read sample i's image file into *buf (grown as needed, *cap its size).
- * Files larger than DATASET_MAX_FILE are refused. */
+ * Files larger than DATASET_MAX_FILE are refused. 0; BFEED_EIO or
+ * BFEED_ENOMEM for a failure of the moment (EMFILE, ENFILE, ENOMEM, EIO,
+ * EAGAIN: worth trying again); BFEED_EDATASET or BFEED_ETOOBIG for one of
+ * the file (missing, unreadable, not a regular file, too big). */
 #define DATASET_MAX_FILE (256u << 20)
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                  size_t errlen);

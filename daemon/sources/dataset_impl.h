@@ -6,6 +6,7 @@
 #define BFEED_DATASET_IMPL_H
 
 #include "dataset.h"
+#include "strlist.h"
 
 typedef struct dataset_keys {
   const char *name, *kind;
@@ -27,6 +28,8 @@ int dataset_key_fail(const dataset_kv *kv, const char *name, char *err, size_t e
     __attribute__((format(printf, 5, 6)));
 
 /* The kinds with text (d->name, d->root set; the rest is theirs to fill). */
+/* Log, then free, the entries a folder walk left out (dataset.c). */
+void dataset_log_dropped(const dataset *d, strlist *dropped, const logger *log);
 int dataset_text_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen);
 int dataset_text_load_manifest(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen);
 

@@ -207,7 +207,10 @@ int dataset_text_load(dataset *d, const dataset_keys *k, const logger *log, char
   builder b = {.d = d, .s = &s};
   struct stat st;
   int folder = stat(d->root, &st) == 0 && S_ISDIR(st.st_mode);
+  strlist dropped = {0};
+  s.src.dropped = &dropped;
   rc = text_source_read(d->root, &s.src, on_text, &b, err, errlen);
+  dataset_log_dropped(d, &dropped, log);
   if (rc == 0) rc = finish(&b, !folder, log, err, errlen);
   builder_free(&b);
   return rc;

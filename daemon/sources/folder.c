@@ -35,7 +35,7 @@ static char *join(const char *a, const char *b) {
   return s;
 }
 
-int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, char *err,
+int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped, char *err,
                 size_t errlen) {
   DIR *d = opendir(dir);
   if (!d) {
@@ -49,7 +49,14 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
     char *path = join(dir, e->d_name);
     struct stat st;
     if (!path) rc = BFEED_EIO;
-    else if (stat(path, &st) != 0) free(path); /* dangling link: not a sample */
+    else if (stat(path, &st) != 0) { /* dangling link or loop: not a sample, but say so */
+      char why[4200];
+      int e = errno;
+      snprintf(why, sizeof why, "%s: %s%s", path, strerror(e),
+               e == ENOENT ? " (a symlink to nothing)" : e == ELOOP ? " (a symlink loop)" : "");
+      if (dropped && strlist_push(dropped, strdup(why)) < 0) rc = BFEED_ENOMEM;
+      free(path);
+    }
     else if (S_ISDIR(st.st_mode) && dirs) rc = strlist_push(dirs, path);
     else if (S_ISREG(st.st_mode) && files && folder_has_ext(e->d_name, exts)) rc = strlist_push(files, path);
     else free(path);
@@ -64,25 +71,27 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
   return 0;
 }
 
-static int walk(const char *dir, strlist *out, const char *const *exts, int depth, char *err, size_t errlen) {
+static int walk(const char *dir, strlist *out, const char *const *exts, int depth, strlist *dropped, char *err,
+                size_t errlen) {
   int rc;
   strlist dirs = {0}, files = {0};
   if (depth > FOLDER_MAX_DEPTH) {
     snprintf(err, errlen, "folder %s nests too deep (symlink loop?)", dir);
     return BFEED_EDATASET;
   }
-  if ((rc = folder_list(dir, &dirs, &files, exts, err, errlen)) < 0) return rc;
+  if ((rc = folder_list(dir, &dirs, &files, exts, dropped, err, errlen)) < 0) return rc;
   for (size_t i = 0; i < files.n && rc == 0; i++) {
     rc = strlist_push(out, files.v[i]);
     files.v[i] = NULL;
   }
   if (rc < 0) snprintf(err, errlen, "out of memory listing %s", dir);
-  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = walk(dirs.v[i], out, exts, depth + 1, err, errlen);
+  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = walk(dirs.v[i], out, exts, depth + 1, dropped, err, errlen);
   strlist_free(&dirs);
   strlist_free(&files);
   return rc;
 }
 
-int folder_walk(const char *dir, strlist *out, const char *const *exts, char *err, size_t errlen) {
-  return walk(dir, out, exts, 0, err, errlen);
+int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, char *err,
+                size_t errlen) {
+  return walk(dir, out, exts, 0, dropped, err, errlen);
 }

@@ -18,10 +18,14 @@
  * {".jpg", ".jpeg", NULL}), ignoring case. */
 int folder_has_ext(const char *name, const char *const *exts);
 /* The entries of dir, sorted: sub-folders into dirs and files with one of
- * exts into files (either list may be NULL to skip that kind). */
-int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, char *err,
-                size_t errlen);
+ * exts into files (either list may be NULL to skip that kind). An entry
+ * that cannot be followed (a dangling symlink, a symlink loop) is left out
+ * and described ("PATH: why") in dropped, for the caller to log (NULL:
+ * quietly). */
+int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
+                char *err, size_t errlen);
 /* Every file with one of exts below dir, depth first in sorted order. */
-int folder_walk(const char *dir, strlist *out, const char *const *exts, char *err, size_t errlen);
+int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, char *err,
+                size_t errlen);
 
 #endif

@@ -1,10 +1,13 @@
 /* npy_source.c -- see npy_source.h */
 #include "npy_source.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bfeed_types.h"
 
@@ -179,11 +182,13 @@ static void shape_str(const npy_source_header *h, char *out, size_t cap) {
 
 int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errlen) {
   int rc;
+  mapfile file;
   memset(s, 0, sizeof *s);
-  if ((rc = mapfile_open(&s->file, path, UINT64_MAX, err, errlen)) < 0) return rc;
+  s->fd = -1;
+  if ((rc = mapfile_open(&file, path, UINT64_MAX, err, errlen)) < 0) return rc;
   npy_source_header *h = &s->h;
   char sh[96];
-  rc = npy_source_parse_header(s->file.data, s->file.size, path, h, err, errlen);
+  rc = npy_source_parse_header(file.data, file.size, path, h, err, errlen);
   if (rc == 0) shape_str(h, sh, sizeof sh);
   if (rc == 0 && strcmp(h->descr, "<f4") != 0)
     rc = failf(err, errlen, "%s: dtype '%s': features must be little-endian float32 ('<f4')", path, h->descr);
@@ -195,13 +200,35 @@ int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errl
     rc = failf(err, errlen, "%s: shape %s: N must be 1..%u", path, sh, UINT32_MAX);
   else if (rc == 0 && h->data_bytes / h->shape[0] == 0)
     rc = failf(err, errlen, "%s: shape %s: samples hold no values", path, sh);
-  if (rc < 0) {
-    npy_source_close(s);
-    return BFEED_EDATASET;
+  mapfile_close(&file);
+  if (rc < 0) return BFEED_EDATASET;
+  /* The checked file is the one read: a rename in its place changes nothing. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || !(s->path = strdup(path))) {
+    failf(err, errlen, "%s: cannot open: %s", path, fd < 0 ? strerror(errno) : "out of memory");
+    if (fd >= 0) close(fd);
+    return BFEED_EIO;
   }
+  s->fd = fd;
   s->nrows = h->shape[0];
   s->row_floats = h->data_bytes / 4 / h->shape[0];
-  s->rows = (const float *)(s->file.data + h->data_offset);
+  return 0;
+}
+
+int npy_source_read_row(const npysrc *s, uint64_t i, float *out, char *err, size_t errlen) {
+  size_t want = (size_t)s->row_floats * 4, got = 0;
+  if (s->rows) return memcpy(out, s->rows + i * s->row_floats, want), 0;
+  off_t at = (off_t)(s->h.data_offset + i * want);
+  while (got < want) {
+    ssize_t r = pread(s->fd, (uint8_t *)out + got, want - got, at + (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      snprintf(err, errlen, "%s: row %llu: %s (was the file changed since it was loaded?)", s->path,
+               (unsigned long long)i, r < 0 ? strerror(errno) : "the file is shorter than its header says");
+      return r < 0 && (errno == EIO || errno == ENOMEM) ? BFEED_EIO : BFEED_EDATASET;
+    }
+    got += (size_t)r;
+  }
   return 0;
 }
 
@@ -240,6 +267,7 @@ int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_
 }
 
 void npy_source_close(npysrc *s) {
-  mapfile_close(&s->file);
+  if (s->path) close(s->fd); /* path is set exactly while fd is open: a zeroed npysrc holds nothing */
+  free(s->path);
   memset(s, 0, sizeof *s);
 }

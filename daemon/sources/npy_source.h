@@ -1,6 +1,10 @@
 /*
- * npy_source.h -- precomputed features in NumPy .npy files, memory-mapped.
- * Called by dataset.c (kind npy); batch_text.c reads the mapped rows.
+ * npy_source.h -- precomputed features in NumPy .npy files.
+ * Called by dataset.c (kind npy); batch_text.c reads the rows.
+ *
+ * The file is mapped to check it, then read row by row with pread: a
+ * mapping of a file rewritten in place would fault (SIGBUS) in the worker
+ * that touches a page past its new end, where a read just comes up short.
  *
  * Features: little-endian float32 ('<f4'), C order, shape [N, D] or
  * [N, T, D]. Labels (optional): '<i4' or '<i8', shape [N], values in
@@ -35,16 +39,20 @@ typedef struct npy_source_header {
 int npy_source_parse_header(const uint8_t *p, size_t n, const char *name, npy_source_header *h, char *err, size_t errlen);
 
 typedef struct npysrc {
-  mapfile file;
+  int fd;             /* open on the file while path is set */
+  char *path;         /* for messages; NULL when not loaded */
   npy_source_header h;
-  const float *rows;  /* N rows of row_floats; may be unaligned: read with memcpy */
   uint64_t nrows, row_floats;
+  const float *rows;  /* rows held in memory (tfrecord features_key); NULL: read from fd */
 } npysrc;
 
 /* Map a features file and check it ('<f4', 2 or 3 dimensions). */
 int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errlen);
 /* Read a labels file ('<i4' or '<i8', [n]) into a new int32 array. */
 int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *nclasses, char *err, size_t errlen);
+/* Row i (row_floats values) into out, from memory or the file. 0, or BFEED_EDATASET with err when
+ * the file no longer holds it (changed since it was loaded). */
+int npy_source_read_row(const npysrc *s, uint64_t i, float *out, char *err, size_t errlen);
 void npy_source_close(npysrc *s);
 
 #endif

@@ -142,15 +142,16 @@ static int read_file(const char *path, const text_source_opts *o, text_record_fn
   return rc;
 }
 
-static int read_folder(const char *root, text_record_fn fn, void *ctx, char *err, size_t errlen) {
+static int read_folder(const char *root, strlist *dropped, text_record_fn fn, void *ctx, char *err,
+                       size_t errlen) {
   static const char *const txt[] = {".txt", NULL};
   strlist classes = {0}, files = {0};
-  int rc = folder_list(root, &classes, NULL, txt, err, errlen);
+  int rc = folder_list(root, &classes, NULL, txt, dropped, err, errlen);
   if (rc == 0 && classes.n == 0) rc = (snprintf(err, errlen, "folder %s has no class sub-folders", root), BFEED_EDATASET);
   for (size_t c = 0; rc == 0 && c < classes.n; c++) {
     const char *slash = strrchr(classes.v[c], '/');
     const char *cls = slash ? slash + 1 : classes.v[c];
-    rc = folder_walk(classes.v[c], &files, txt, err, errlen);
+    rc = folder_walk(classes.v[c], &files, txt, dropped, err, errlen);
     for (size_t i = 0; rc == 0 && i < files.n; i++) {
       mapfile m;
       if ((rc = mapfile_open(&m, files.v[i], TEXT_MAX_FILE, err, errlen)) < 0) break;
@@ -172,7 +173,7 @@ int text_source_read(const char *path, const text_source_opts *o, text_record_fn
   if (S_ISDIR(st.st_mode)) {
     if (o->format != TEXT_AUTO && o->format != TEXT_FOLDER)
       return snprintf(err, errlen, "%s is a folder: format must be folder (or auto)", path), BFEED_EDATASET;
-    return read_folder(path, fn, ctx, err, errlen);
+    return read_folder(path, o->dropped, fn, ctx, err, errlen);
   }
   return read_file(path, o, fn, ctx, err, errlen);
 }

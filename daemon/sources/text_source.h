@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "strlist.h"
+
 typedef enum text_format { TEXT_AUTO = 0, TEXT_FASTTEXT, TEXT_TSV, TEXT_FOLDER } text_format;
 
 typedef struct text_record {
@@ -36,6 +38,7 @@ typedef int (*text_record_fn)(void *ctx, const text_record *r, char *err, size_t
 typedef struct text_source_opts {
   text_format format;
   int label_pick; /* which of a fastText line's labels: 1 = first (default when 0), -1 = last, N = Nth */
+  strlist *dropped; /* folders: entries left out ("PATH: why"), or NULL */
 } text_source_opts;
 
 /* "auto", "fasttext", "tsv", "folder" -> format, or -1. */

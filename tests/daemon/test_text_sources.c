@@ -112,7 +112,7 @@ static int on_record(void *ctx, const text_record *r, char *err, size_t errlen) 
 }
 
 static int parse(const char *s, text_format f, int pick, collect *c, char *err, size_t errlen) {
-  text_source_opts o = {f, pick};
+  text_source_opts o = {f, pick, NULL};
   memset(c, 0, sizeof *c);
   return text_source_parse(s, strlen(s), "in.txt", &o, on_record, c, err, errlen);
 }
@@ -140,7 +140,7 @@ static void test_text_sources(void **state) {
   assert_int_equal(parse("just words\n", TEXT_AUTO, 0, &c, err, sizeof err), BFEED_EDATASET);
   assert_non_null(strstr(err, "in.txt: cannot tell the format"));
   char nul[] = "a\0b\tx\n";
-  text_source_opts o = {TEXT_TSV, 0};
+  text_source_opts o = {TEXT_TSV, 0, NULL};
   assert_int_equal(text_source_parse(nul, sizeof nul - 1, "in.txt", &o, on_record, &c, err, sizeof err), BFEED_EDATASET);
   assert_string_equal(err, "in.txt:1: the label holds a NUL byte");
 }

@@ -148,7 +148,9 @@ FUZZ_DEFINE_ENCODE(open_ok)
 static void fuzz_encode_u64(wbuf *w, const fuzz_msg *m) { msg_u64_encode(w, m->u64); }
 static void fuzz_encode_error(wbuf *w, const fuzz_msg *m) { msg_error_encode(w, m->error.code, m->error.message); }
 
-static void fuzz_accepted_hello(const fuzz_msg *m) { CHECK(strlen(m->hello.agent) < sizeof m->hello.agent); }
+static void fuzz_accepted_hello(const fuzz_msg *m) {
+  CHECK(strlen(m->hello.agent) < sizeof m->hello.agent && strlen(m->hello.token) < sizeof m->hello.token);
+}
 
 static void fuzz_accepted_open(const fuzz_msg *m) {
   CHECK(m->open.dataset[0] != 0 && strlen(m->open.dataset) < sizeof m->open.dataset);
@@ -161,7 +163,7 @@ static void fuzz_accepted_error(const fuzz_msg *m) { CHECK(m->error.code < 0); }
 
 static void fuzz_same_hello(const fuzz_msg *a, const fuzz_msg *b) {
   CHECK(a->hello.min_version == b->hello.min_version && a->hello.max_version == b->hello.max_version);
-  CHECK(strcmp(a->hello.agent, b->hello.agent) == 0);
+  CHECK(strcmp(a->hello.agent, b->hello.agent) == 0 && strcmp(a->hello.token, b->hello.token) == 0);
 }
 
 static void fuzz_same_hello_ok(const fuzz_msg *a, const fuzz_msg *b) {

@@ -62,7 +62,7 @@ int fuzz_wordvec_text(const uint8_t *data, size_t size) {
   static const text_format formats[] = {TEXT_AUTO, TEXT_FASTTEXT, TEXT_TSV};
   static const int picks[] = {0, -1, 2};
   for (int f = 0; f < 3; f++) {
-    text_source_opts o = {formats[f], picks[f]};
+    text_source_opts o = {formats[f], picks[f], NULL};
     err[0] = 0;
     if (text_source_parse(p, size, "fuzz.txt", &o, on_text, &s, err, sizeof err) == 0) accepted = 1;
     else FUZZ_CHECK(strncmp(err, "fuzz.txt", 8) == 0);

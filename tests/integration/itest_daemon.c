@@ -71,7 +71,7 @@ static int started(void *arg) {
 
 int itest_daemon_start(itest_daemon *d, const itest_daemon_opts *o, char *err, size_t errlen) {
   char sock[200], listen_tcp[48], workers[16];
-  char *argv[24];
+  char *argv[40], *envp[512];
   int argc = 0;
   memset(d, 0, sizeof *d);
   snprintf(sock, sizeof sock, "%s/%s.sock", o->dir, o->name);
@@ -97,7 +97,12 @@ int itest_daemon_start(itest_daemon *d, const itest_daemon_opts *o, char *err, s
   }
   argv[argc++] = "--workers";
   argv[argc++] = workers;
+  for (int i = 0; o->args && o->args[i] && i < 16; i++) argv[argc++] = (char *)o->args[i];
   argv[argc] = NULL;
+  int envc = 0;
+  for (int i = 0; o->env && o->env[i] && i < 8; i++) envp[envc++] = (char *)o->env[i];
+  for (char **e = environ; *e && envc < 511; e++) envp[envc++] = *e;
+  envp[envc] = NULL;
 
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -105,7 +110,7 @@ int itest_daemon_start(itest_daemon *d, const itest_daemon_opts *o, char *err, s
   posix_spawn_file_actions_addopen(&fa, 2, d->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
   posix_spawn_file_actions_adddup2(&fa, 2, 1);
   pid_t pid;
-  int rc = posix_spawn(&pid, ITEST_BFEEDD, &fa, NULL, argv, environ);
+  int rc = posix_spawn(&pid, ITEST_BFEEDD, &fa, NULL, argv, envp);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return itest_fail(err, errlen, "cannot start %s: %s", ITEST_BFEEDD, strerror(rc));
   d->pid = pid;
@@ -169,3 +174,22 @@ void itest_daemon_kill(itest_daemon *d) {
   d->pid = 0;
 }
 
+
+long itest_daemon_rss_kib(const itest_daemon *d) {
+  char path[64], line[256];
+  long kib = -1;
+  snprintf(path, sizeof path, "/proc/%d/status", (int)d->pid);
+  FILE *f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  if (f) fclose(f);
+  return kib;
+}
+
+int itest_daemon_log_has(const itest_daemon *d, const char *needle) {
+  size_t len;
+  char *log = itest_read_file(d->log_path, &len);
+  int has = log && strstr(log, needle) != NULL;
+  free(log);
+  return has;
+}

@@ -129,19 +129,31 @@ static int raw_send_msg(int fd, int type, uint32_t stream, void (*enc)(wbuf *, c
 static void enc_hello(wbuf *w, const void *m) { msg_hello_encode(w, m); }
 static void enc_open(wbuf *w, const void *m) { msg_open_encode(w, m); }
 
-int itest_raw_hello(int fd) {
+int itest_raw_hello_as(int fd, const char *agent, const char *token, char *msg, size_t cap) {
   msg_hello m = {.min_version = FRAME_VERSION_MIN, .max_version = FRAME_VERSION_MAX};
-  snprintf(m.agent, sizeof m.agent, "bfeed-itest-raw");
+  snprintf(m.agent, sizeof m.agent, "%s", agent);
+  snprintf(m.token, sizeof m.token, "%s", token ? token : "");
   int rc = raw_send_msg(fd, FRAME_HELLO, 0, enc_hello, &m);
   frame_header h;
   uint8_t *p;
   if (rc == 0) rc = itest_raw_recv(fd, &h, &p);
   if (rc < 0) return rc;
   msg_hello_ok ok;
+  msg_error e;
   const char *why;
-  if (h.type != FRAME_HELLO_OK || msg_hello_ok_decode(p, h.length, &ok, &why) < 0) rc = BFEED_EPROTO;
+  if (h.type == FRAME_ERROR && msg_error_decode(p, h.length, &e, &why) == 0) {
+    snprintf(msg, cap, "%s", e.message);
+    rc = e.code < 0 ? e.code : BFEED_EPROTO;
+  } else if (h.type != FRAME_HELLO_OK || msg_hello_ok_decode(p, h.length, &ok, &why) < 0) {
+    rc = BFEED_EPROTO;
+  }
   free(p);
   return rc;
+}
+
+int itest_raw_hello(int fd) {
+  char msg[MSG_ERROR_MAX];
+  return itest_raw_hello_as(fd, "bfeed-itest-raw", NULL, msg, sizeof msg);
 }
 
 int itest_raw_open(int fd, uint32_t id, const char *dataset, const bfeed_stream_opts *o) {

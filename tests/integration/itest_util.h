@@ -46,6 +46,8 @@ typedef struct itest_daemon_opts {
   const char *datasets[4];  /* "NAME=DIR", up to 4, NULL-terminated */
   int workers;              /* --workers */
   int tcp;                  /* also listen on a free 127.0.0.1 port */
+  const char *const *args;  /* more flags, NULL-terminated (up to 16), or NULL */
+  const char *const *env;   /* "NAME=VALUE" added to the environment, NULL-terminated (up to 8), or NULL */
 } itest_daemon_opts;
 
 typedef struct itest_daemon {
@@ -68,6 +70,10 @@ int itest_daemon_wait(itest_daemon *d, int timeout_ms, char *err, size_t errlen)
 void itest_daemon_kill(itest_daemon *d);
 /* 1 while the process has not exited. */
 int itest_daemon_alive(itest_daemon *d);
+/* Its resident memory in KiB (VmRSS), or -1. */
+long itest_daemon_rss_kib(const itest_daemon *d);
+/* 1 if its log holds needle. */
+int itest_daemon_log_has(const itest_daemon *d, const char *needle);
 
 /* ------------------------------------------------------------------ */
 /* Datasets (itest_data.c)                                             */
@@ -107,6 +113,9 @@ int itest_raw_send(int fd, int type, uint32_t stream, const void *payload, uint3
 int itest_raw_recv(int fd, frame_header *h, uint8_t **payload);
 /* HELLO, and expect HELLO_OK. */
 int itest_raw_hello(int fd);
+/* HELLO with this agent and token (NULL: none) and read the answer: 0 for
+ * HELLO_OK; for ERROR, its code with msg[cap] filled in. */
+int itest_raw_hello_as(int fd, const char *agent, const char *token, char *msg, size_t cap);
 /* Send OPEN for stream id (options are not checked, on purpose). */
 int itest_raw_open(int fd, uint32_t id, const char *dataset, const bfeed_stream_opts *o);
 /* Read frames until an ERROR one; *stream, *code and msg[cap] get its

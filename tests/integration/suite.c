@@ -64,8 +64,13 @@ int suite_kill_daemons(void **state) {
 }
 
 itest_daemon *suite_start(suite *s, int slot, const char *name, int workers, int tcp) {
+  return suite_start_with(s, slot, name, workers, tcp, NULL, NULL);
+}
+
+itest_daemon *suite_start_with(suite *s, int slot, const char *name, int workers, int tcp, const char *const *args,
+                               const char *const *env) {
   itest_daemon_opts o = {.dir = s->root, .name = name, .workers = workers, .tcp = tcp,
-                         .datasets = {s->demo_arg, s->bad_arg, NULL}};
+                         .datasets = {s->demo_arg, s->bad_arg, NULL}, .args = args, .env = env};
   char err[1024];
   if (itest_daemon_start(&s->d[slot], &o, err, sizeof err) < 0) fail_msg("%s", err);
   return &s->d[slot];

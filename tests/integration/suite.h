@@ -51,6 +51,9 @@ void suite_prepare(void);
 /* Start a daemon in slot (0 or 1) serving "demo" and "bad", with a TCP
  * listener too when tcp is set; stop it and expect a clean exit in time. */
 itest_daemon *suite_start(suite *s, int slot, const char *name, int workers, int tcp);
+/* The same with more flags and environment (itest_daemon_opts' args, env). */
+itest_daemon *suite_start_with(suite *s, int slot, const char *name, int workers, int tcp, const char *const *args,
+                               const char *const *env);
 void suite_stop(itest_daemon *d);
 
 /* Fail the test unless call succeeds, quoting err's message. */

@@ -24,20 +24,26 @@
 /* ------------------------------------------------------------------ */
 /* HELLO, HELLO_OK                                                    */
 
+/* m's HELLO payload, checked against the bytes t holds; the caller frees. */
+static uint8_t *hello_expect(const msg_hello *m, const tb *t, size_t *n) {
+  wbuf w;
+  size_t at = tb_begin(&w);
+  msg_hello_encode(&w, m);
+  uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO, 0, n);
+  assert_int_equal(*n, t->n);
+  assert_memory_equal(p, t->b, *n);
+  return p;
+}
+
 static void test_hello_layout(void **state) {
   msg_hello m = {.min_version = 1, .max_version = 7};
   strcpy(m.agent, "libbfeed/0.1.0");
-  wbuf w;
-  size_t at = tb_begin(&w), n;
-  msg_hello_encode(&w, &m);
-  uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO, 0, &n);
-
   tb t = {.n = 0};
+  size_t n;
   tb_u32(&t, 1);
   tb_u32(&t, 7);
   tb_str16(&t, "libbfeed/0.1.0", 14);
-  assert_int_equal(n, t.n);
-  assert_memory_equal(p, t.b, n);
+  uint8_t *p = hello_expect(&m, &t, &n);
   static const uint8_t head[] = {1, 0, 0, 0, 7, 0, 0, 0, 14, 0, 'l'};
   assert_memory_equal(p, head, sizeof head);
   tb_expect_prefixes_fail(tb_dec_hello, p, n);
@@ -70,14 +76,56 @@ static void test_hello_round_trip(void **state) {
   }
 }
 
+/* The token is TLV item 1 after the agent, sent only when set; the longest
+ * that fits survives, a longer one (or one holding a NUL) is refused. */
+static void test_hello_token(void **state) {
+  msg_hello m = {.min_version = 1, .max_version = 1}, out;
+  strcpy(m.agent, "a");
+  strcpy(m.token, "s3cret");
+  tb t = {.n = 0};
+  size_t n;
+  tb_u32(&t, 1);
+  tb_u32(&t, 1);
+  tb_str16(&t, "a", 1);
+  tb_item_mem(&t, 1, "s3cret", 6);
+  uint8_t *p = hello_expect(&m, &t, &n);
+  tb_expect_prefixes_fail(tb_dec_hello, p, n - 6 - 6); /* without the item it is a token-less HELLO */
+  const char *why = NULL;
+  assert_int_equal(msg_hello_decode(p, n, &out, &why), 0);
+  assert_string_equal(out.token, "s3cret");
+  assert_int_equal(msg_hello_decode(p, n - 12, &out, &why), 0);
+  assert_string_equal(out.token, "");
+  free(p);
+
+  char *tok = tb_repeat('t', MSG_TOKEN_MAX);
+  t.n = 8 + 2 + 1;
+  tb_item_mem(&t, 1, tok, MSG_TOKEN_MAX - 1);
+  tb_expect_decode(tb_dec_hello, &t, 0);
+  t.n = 8 + 2 + 1;
+  tb_item_mem(&t, 1, tok, MSG_TOKEN_MAX);
+  tb_expect_decode(tb_dec_hello, &t, BFEED_EPROTO);
+  t.n = 8 + 2 + 1;
+  tb_item_mem(&t, 1, "ab\0c", 4);
+  tb_expect_decode(tb_dec_hello, &t, BFEED_EPROTO);
+  free(tok);
+  (void)state;
+}
+
 static void test_hello_malformed(void **state) {
   tb t = {.n = 0};
-  /* "Later versions may append fields; receivers ignore trailing bytes." */
+  /* Extensions after the agent: unknown ones are skipped unless critical;
+   * bytes that are no TLV item are malformed. */
   tb_u32(&t, 1);
   tb_u32(&t, 1);
   tb_str16(&t, "x", 1);
-  tb_mem(&t, "future", 6);
+  tb_item_mem(&t, 0x0042, "future", 6);
   tb_expect_decode(tb_dec_hello, &t, 0);
+  t.n -= 6 + 6;
+  tb_item_mem(&t, 0x8042, "future", 6);
+  tb_expect_decode(tb_dec_hello, &t, BFEED_EPROTO);
+  t.n -= 6 + 6;
+  tb_mem(&t, "future", 6);
+  tb_expect_decode(tb_dec_hello, &t, BFEED_EPROTO);
 
   char *long_name = tb_repeat('n', MSG_NAME_MAX);
   t.n = 8;
@@ -310,6 +358,7 @@ int main(void) {
       cmocka_unit_test(test_hello_layout),
       cmocka_unit_test(test_hello_round_trip),
       cmocka_unit_test(test_hello_malformed),
+      cmocka_unit_test(test_hello_token),
       cmocka_unit_test(test_hello_ok),
       cmocka_unit_test(test_open_ok),
       cmocka_unit_test(test_ack),

@@ -111,8 +111,12 @@ def test_verify():
     unit = open(os.path.join(BUILD, "systemd/bfeedd.service")).read()
     for key in ["Type=notify", "ExecReload=", "DynamicUser=yes", "ProtectSystem=strict", "ProtectHome=yes",
                 "PrivateTmp=yes", "NoNewPrivileges=yes", "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
-                "ReadOnlyPaths=", "RuntimeDirectory=bfeed", "WatchdogSec="]:
+                "ReadOnlyPaths=", "RuntimeDirectory=bfeed", "WatchdogSec=", "LimitNOFILE="]:
         check(key in unit, f"bfeedd.service has {key}")
+    sock = open(os.path.join(BUILD, "systemd/bfeedd.socket")).read()
+    for key in ["SocketMode=0660\n", "SocketGroup=bfeed\n"]:
+        check(key in sock, f"bfeedd.socket has {key.strip()}")
+    check("0666" not in sock and "\nListenStream=0.0.0.0" not in sock, "bfeedd.socket is neither world-writable nor on every interface")
 
 
 def test_notify():
@@ -188,6 +192,9 @@ def test_config():
                        "/nonexistent/data")
     check_config_error(f"[bfeedd]\n[dataset a]\npath = {d}\ncolour = red\n", "bad.conf:4", "colour")
     check_config_error(f"[nosuch]\nx = 1\n[dataset a]\npath = {d}\n", "bad.conf:2", "nosuch")
+    check_config_error(f"[bfeedd\nworkers = 1\n[dataset a]\npath = {d}\n", "bad.conf:2", "outside any section", "']' missing")
+    check_config_error(f"[bfeedd]\nsocket_mode = 0999\n[dataset a]\npath = {d}\n", "bad.conf:2", "socket_mode", "octal")
+    check_config_error(f"[bfeedd]\nhandshake_timeout = -1\n[dataset a]\npath = {d}\n", "bad.conf:2", "handshake_timeout")
     # Flags override the file: max_window 2 in the file, 8 on the command line.
     path = os.path.join(TMP, "w.conf")
     addr = config(path, "max_window = 2")
@@ -286,6 +293,24 @@ def test_metrics():
                  'bfeed_skipped_files_total{dataset="a"}', 'bfeed_worker_busy_seconds_total{dataset="a"}']:
         check(name in values, f"metrics have {name}")
     check(get(f"http://127.0.0.1:{port}/nope")[0] == 404, "other paths: 404")
+    # Scrapers at once are capped: 16 silent connections hold every slot,
+    # the 17th is hung up on at once; once they go, /metrics answers again.
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(16)]
+    extra = socket.create_connection(("127.0.0.1", port))
+    extra.settimeout(3)
+    try:
+        hung_up = extra.recv(1) == b""
+    except (socket.timeout, ConnectionResetError) as e:
+        hung_up = isinstance(e, ConnectionResetError)
+    check(hung_up, "a 17th /metrics connection is closed at once")
+    for c in idle + [extra]:
+        c.close()
+    def answers():
+        try:
+            return get(f"http://127.0.0.1:{port}/metrics")[0] == 200
+        except OSError:  # hung up on: the slots are not free yet
+            return False
+    wait_for(answers, 10, "/metrics after the idle scrapers left")
     st = subprocess.run([BFEED, "stats", "--connect", addr, "--json"], capture_output=True, text=True)
     s = json.loads(st.stdout)
     check(s["datasets"]["a"]["batches"] == batches and s["daemon"]["workers"] == 2,

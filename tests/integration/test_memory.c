@@ -1,0 +1,142 @@
+/*
+ * test_memory.c -- max_memory against clients that do not read (suite.h):
+ * the bytes the daemon holds stay under the limit (plus, by design, at
+ * most one batch per stream), each stream holds at most its share, so the
+ * non-readers are the ones that wait while a reading client is served,
+ * and pooled buffers are given back once the clients leave.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "suite.h"
+
+#define MEM_LIMIT (64ull << 20)
+/* Under AddressSanitizer freed memory waits in a quarantine and RSS says
+ * nothing about what the daemon holds: only the bytes it counts are checked. */
+#if defined(__SANITIZE_ADDRESS__)
+#define MEM_CHECK_RSS 0
+#else
+#define MEM_CHECK_RSS 1
+#endif
+#define MEM_IDLE 8
+
+/* One counter of the daemon's report: the first group of `kind` whose id
+ * starts with `id` ("" for any). UINT64_MAX when absent. */
+static uint64_t mem_counter(const bfeed_stat_group *g, size_t n, const char *kind, const char *id, const char *name) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(g[i].kind, kind) != 0 || strncmp(g[i].id, id, strlen(id)) != 0) continue;
+    for (size_t k = 0; k < g[i].ncounters; k++)
+      if (strcmp(g[i].counters[k].name, name) == 0) return g[i].counters[k].value;
+  }
+  return UINT64_MAX;
+}
+
+typedef struct mem_probe {
+  bfeed_client *c;
+  bfeed_stat_group *g;
+  size_t n;
+  int quiet; /* polls in a row with no work queued or running */
+} mem_probe;
+
+static void mem_snapshot(mem_probe *p) {
+  bfeed_error err;
+  if (p->g) bfeed_daemon_stats_free(p->g, p->n);
+  p->g = NULL;
+  SUITE_OK(bfeed_daemon_stats(p->c, &p->g, &p->n, &err), err);
+}
+
+/* 1 once the workers have had nothing to do for five polls in a row: the
+ * non-readers have taken all the memory they will get. */
+static int mem_settled(void *arg) {
+  mem_probe *p = arg;
+  mem_snapshot(p);
+  int idle = mem_counter(p->g, p->n, "daemon", "", "queue_depth") == 0 &&
+             mem_counter(p->g, p->n, "daemon", "", "workers_busy") == 0;
+  p->quiet = idle ? p->quiet + 1 : 0;
+  return p->quiet >= 5;
+}
+
+/* Batches of 16 images of 128x128: 1.5 MiB frames; a window of 16 of
+ * them is 25 MiB per client, 200 MiB for eight. */
+static void mem_opts(bfeed_stream_opts *o, uint32_t window) {
+  suite_train_opts(o, 5, 0);
+  o->batch = 16;
+  o->size = 128;
+  o->window = window;
+}
+
+static void test_non_readers(void **state) {
+  suite *s = *state;
+  const char *const args[] = {"--max-memory", "64M", NULL};
+  itest_daemon *d = suite_start_with(s, 0, "memory", 2, 0, args, NULL);
+  long rss0 = itest_daemon_rss_kib(d);
+  bfeed_stream_opts o;
+  mem_opts(&o, 16);
+  int idle[MEM_IDLE];
+  for (int i = 0; i < MEM_IDLE; i++) idle[i] = suite_raw_open(d->unix_addr, &o);
+  mem_probe p = {.c = suite_connect(d->unix_addr)};
+  assert_true(itest_poll(mem_settled, &p, 30000, 50) > 0);
+
+  uint64_t held = mem_counter(p.g, p.n, "daemon", "", "memory_held_bytes");
+  uint64_t frame = 16ull * 3 * 128 * 128 * 2;
+  long rss = itest_daemon_rss_kib(d);
+  print_message("%d non-readers: %llu bytes held (limit %llu); RSS %ld -> %ld KiB\n", MEM_IDLE,
+                (unsigned long long)held, (unsigned long long)MEM_LIMIT, rss0, rss);
+  /* The limit, plus at most one batch per stream (a pooled buffer may be
+   * up to twice the frame). Unbounded, this is 200 MiB. */
+  if (held > MEM_LIMIT + MEM_IDLE * 2 * frame) fail_msg("%llu bytes held over a %llu limit", (unsigned long long)held, MEM_LIMIT);
+  if (MEM_CHECK_RSS && (uint64_t)(rss - rss0) * 1024 > MEM_LIMIT + MEM_IDLE * 2 * frame + (32u << 20))
+    fail_msg("the daemon grew by %ld KiB under a %llu-byte limit", rss - rss0, MEM_LIMIT);
+  /* Each non-reader holds at most its share of the limit (one batch more
+   * at most): the others have room. */
+  uint64_t share = MEM_LIMIT / MEM_IDLE;
+  int streams = 0;
+  for (size_t i = 0; i < p.n; i++) {
+    if (strcmp(p.g[i].kind, "stream") != 0) continue;
+    const char *id = p.g[i].id;
+    uint64_t out = mem_counter(&p.g[i], 1, "stream", "", "unacked"), sched = mem_counter(&p.g[i], 1, "stream", "", "in_flight");
+    assert_true(out != UINT64_MAX && sched != UINT64_MAX);
+    /* Sent batches may have left for the socket's buffer; those scheduled
+     * and those queued are what the share bounds. */
+    if (sched * frame > share + frame) fail_msg("stream %s holds %llu batches in flight, over its share", id, (unsigned long long)sched);
+    if (out + sched >= o.window) fail_msg("non-reader %s filled its whole window (%llu sent, %llu scheduled)", id, (unsigned long long)out, (unsigned long long)sched);
+    streams++;
+  }
+  assert_int_equal(streams, MEM_IDLE);
+
+  /* A reading client beside them is served to the end, in order. */
+  bfeed_stream_opts r;
+  mem_opts(&r, 4);
+  r.epochs = 1;
+  itest_run run = {0};
+  suite_fetch(d->unix_addr, "demo", &r, 0, &run);
+  assert_int_equal(run.n, s->demo.n / 16);
+  for (size_t i = 0; i < run.n; i++) assert_int_equal(run.b[i].index, i);
+  itest_run_free(&run);
+
+  /* Once the clients are gone, the pooled buffers go back too (the
+   * daemon trims buffers idle for a whole 5 s status period). */
+  for (int i = 0; i < MEM_IDLE; i++) close(idle[i]);
+  int empty = 0;
+  for (int t = 0; t < 150 && !empty; t++) {
+    itest_sleep_ms(100);
+    mem_snapshot(&p);
+    /* What is left is the workers' own buffers, kept for the next batch. */
+    empty = mem_counter(p.g, p.n, "daemon", "", "buffer_pool_bytes") == 0 &&
+            mem_counter(p.g, p.n, "daemon", "", "memory_held_bytes") ==
+                mem_counter(p.g, p.n, "daemon", "", "worker_scratch_bytes");
+  }
+  assert_true(empty);
+  bfeed_daemon_stats_free(p.g, p.n);
+  bfeed_close(p.c);
+  suite_stop(d);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(test_non_readers, suite_kill_daemons),
+  };
+  return SUITE_RUN("memory", tests);
+}
