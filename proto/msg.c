@@ -253,8 +253,8 @@ int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap) {
   if (o->shard_count < 1) BAD("shard count must be at least 1");
   if (o->shard_index >= o->shard_count)
     BAD("shard index %u must be below the shard count %u", o->shard_index, o->shard_count);
-  if (o->codec != BFEED_CODEC_NONE && o->codec != BFEED_CODEC_ZSTD) BAD("unknown codec %d", (int)o->codec);
-  if (o->codec == BFEED_CODEC_ZSTD && (o->codec_level < 1 || o->codec_level > 19))
+  if ((unsigned)o->codec > BFEED_CODEC_U8_ZSTD) BAD("unknown codec %d", (int)o->codec);
+  if (msg_codec_zstd(o->codec) && (o->codec_level < 1 || o->codec_level > 19))
     BAD("zstd level %d out of range 1..19", o->codec_level);
   if (o->window < 1 || o->window > 64) BAD("window %u out of range 1..64", o->window);
   if ((unsigned)o->shuffle > BFEED_SHUFFLE_OFF) BAD("unknown shuffle setting %d", (int)o->shuffle);
@@ -419,8 +419,7 @@ int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, 
   batch_prefix_read(&r, m);
   if (r.failed) return *why = "BATCH header truncated", BFEED_EPROTO;
   if (m->ntensors > MSG_MAX_TENSORS) return *why = "BATCH has too many tensors", BFEED_EPROTO;
-  if (m->codec != BFEED_CODEC_NONE && m->codec != BFEED_CODEC_ZSTD)
-    return *why = "BATCH uses an unknown codec", BFEED_EPROTO;
+  if (m->codec > BFEED_CODEC_U8_ZSTD) return *why = "BATCH uses an unknown codec", BFEED_EPROTO;
   if (m->raw_size > raw_limit) return *why = "BATCH raw size exceeds the limit", BFEED_ETOOBIG;
   for (uint32_t i = 0; i < m->ntensors; i++) {
     msg_tensor *t = &m->t[i];
@@ -439,5 +438,17 @@ int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, 
   m->data = r.p + r.off;
   if (m->codec == BFEED_CODEC_NONE && m->data_size != m->raw_size)
     return *why = "BATCH data size differs from its raw size", BFEED_EPROTO;
+  if (msg_codec_u8(m->codec) && msg_batch_u8_size(m) == 0)
+    return *why = "BATCH codec u8 needs a first tensor `image`, bf16 [B,3,H,W] or [B,H,W,3] at offset 0", BFEED_EPROTO;
+  if (m->codec == BFEED_CODEC_U8 && m->data_size != msg_batch_u8_size(m))
+    return *why = "BATCH u8 data size differs from what its tensors need", BFEED_EPROTO;
   return 0;
+}
+
+uint64_t msg_batch_u8_size(const msg_batch *m) {
+  const msg_tensor *t = &m->t[0];
+  if (m->ntensors < 1 || strcmp(t->name, "image") != 0 || t->dtype != BFEED_DTYPE_BF16 || t->ndim != 4 ||
+      t->offset != 0 || (t->shape[1] != 3 && t->shape[3] != 3))
+    return 0;
+  return MSG_U8_HEAD + t->nbytes / 2 + (m->raw_size - t->nbytes);
 }

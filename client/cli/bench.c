@@ -85,7 +85,8 @@ static int tally(const bfeed_batch *batch, bench_result *r) {
 static void report(const bench_args *b, const bench_result *r) {
   const bfeed_stream_opts *o = &b->c.o;
   const char *mode = o->mode == BFEED_MODE_EVAL ? "eval" : "train";
-  const char *codec = o->codec == BFEED_CODEC_ZSTD ? "zstd" : "none";
+  static const char *const codecs[] = {"none", "zstd", "u8", "u8+zstd"};
+  const char *codec = (unsigned)o->codec < 4 ? codecs[o->codec] : "?";
   double sps = r->seconds > 0 ? r->samples / r->seconds : 0;
   double tps = r->seconds > 0 ? r->tokens / r->seconds : 0;
   if (r->text)

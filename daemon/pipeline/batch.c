@@ -117,7 +117,8 @@ static void batch_largest(const batch_spec *s, batch_layout *L) {
 uint64_t batch_frame_estimate(const batch_spec *s) {
   batch_layout L;
   batch_largest(s, &L);
-  uint64_t data = s->opts.codec == BFEED_CODEC_NONE ? L.m.raw_size : ZSTD_compressBound(L.m.raw_size);
+  /* u8 data is at most the raw bytes plus its head; zstd's bound covers both. */
+  uint64_t data = s->opts.codec == BFEED_CODEC_NONE ? L.m.raw_size : ZSTD_compressBound(L.m.raw_size + MSG_U8_HEAD);
   return data + frame_overhead(&L.m) + 63;
 }
 
@@ -290,37 +291,53 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
   return 0;
 }
 
-/* The tensors of the batch into raw. 0, or an error reading feature rows
- * (err set). */
-static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uint32_t B, uint8_t *raw, char *err,
-                size_t errlen) {
+/* The tensors of the batch into raw, where raw data offset `skip` lands:
+ * 0 for everything, or the image tensor's size to leave it out (codec u8
+ * sends its pixels instead). 0, or an error reading feature rows (err set). */
+static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uint32_t B, uint8_t *raw, size_t skip,
+                char *err, size_t errlen) {
+#define AT(t) (raw + ((t)->offset - skip))
   /* Zero the padding between tensors so a batch is byte-identical wherever
    * it is made; the tensors themselves are fully written below. */
   for (uint32_t t = 1; t < L->m.ntensors; t++) {
     uint64_t end = L->m.t[t - 1].offset + L->m.t[t - 1].nbytes;
-    memset(raw + end, 0, L->m.t[t].offset - end);
+    memset(raw + (end - skip), 0, L->m.t[t].offset - end);
   }
   const uint32_t *sel = w->sel;
-  if (L->image) {
+  if (L->image && !skip) {
     size_t slot = (size_t)s->opts.size * s->opts.size * 3;
-    for (uint32_t i = 0; i < B; i++) put_image(s, w->rgb + slot * i, raw + L->image->offset, i);
+    for (uint32_t i = 0; i < B; i++) put_image(s, w->rgb + slot * i, AT(L->image), i);
   }
-  if (L->tokens) batch_text_put_tokens(s, sel, B, (uint32_t)L->tokens->shape[1], raw + L->tokens->offset);
-  if (L->pooled) batch_text_put_pooled(s, sel, B, w->f32, raw + L->pooled->offset);
+  if (L->tokens) batch_text_put_tokens(s, sel, B, (uint32_t)L->tokens->shape[1], AT(L->tokens));
+  if (L->pooled) batch_text_put_pooled(s, sel, B, w->f32, AT(L->pooled));
   if (L->length)
     for (uint32_t i = 0; i < B; i++) {
       uint32_t n = batch_sample_len(s, sel[i]);
       if (L->tokens && n > L->tokens->shape[1]) n = (uint32_t)L->tokens->shape[1];
-      wire_put32(raw + L->length->offset + 4 * i, n);
+      wire_put32(AT(L->length) + 4 * i, n);
     }
   if (L->features) {
-    int rc = batch_text_put_features(s, sel, B, w->f32, raw + L->features->offset, err, errlen);
+    int rc = batch_text_put_features(s, sel, B, w->f32, AT(L->features), err, errlen);
     if (rc < 0) return rc;
   }
   if (L->label)
-    for (uint32_t i = 0; i < B; i++) wire_put32(raw + L->label->offset + 4 * i, (uint32_t)s->ds->labels[sel[i]]);
-  for (uint32_t i = 0; i < B; i++) wire_put64(raw + L->index->offset + 8 * i, (uint64_t)sel[i]);
+    for (uint32_t i = 0; i < B; i++) wire_put32(AT(L->label) + 4 * i, (uint32_t)s->ds->labels[sel[i]]);
+  for (uint32_t i = 0; i < B; i++) wire_put64(AT(L->index) + 8 * i, (uint64_t)sel[i]);
   return 0;
+#undef AT
+}
+
+/* Codec u8's data (msg.h): head and table, the pixels as the resampler
+ * left them, then the other tensors. */
+static int fill_u8(const batch_spec *s, batch_worker *w, const batch_layout *L, uint32_t B, uint8_t *data, char *err,
+                   size_t errlen) {
+  memset(data, 0, 4);
+  data[0] = s->opts.layout == BFEED_LAYOUT_NHWC;
+  for (int c = 0; c < 3; c++)
+    for (int v = 0; v < 256; v++) wire_put16(data + 4 + 2 * (256 * c + v), s->lut[c][v]);
+  size_t pixels = (size_t)L->image->nbytes / 2;
+  memcpy(data + MSG_U8_HEAD, w->rgb, pixels);
+  return fill(s, w, L, B, data + MSG_U8_HEAD + pixels, (size_t)L->image->nbytes, err, errlen);
 }
 
 void batch_build(batch_job *job, batch_worker *w) {
@@ -336,7 +353,9 @@ void batch_build(batch_job *job, batch_worker *w) {
   m->epoch = job->epoch;
   m->index = job->index;
   m->seq = job->seq;
-  m->codec = (uint8_t)o->codec;
+  /* u8 applies to batches with an image tensor; others travel as none or zstd. */
+  int u8 = msg_codec_u8(o->codec) && L.image, zst = msg_codec_zstd(o->codec);
+  m->codec = (uint8_t)(u8 ? o->codec : zst ? BFEED_CODEC_ZSTD : BFEED_CODEC_NONE);
   size_t scratch = dataset_has_text(s->ds) ? s->ds->vectors.dim : dataset_has_features(s->ds) ? s->ds->features.row_floats : 0;
   if (scratch && grow(&w->f32, &w->f32_cap, scratch * sizeof *w->f32) < 0) {
     job->rc = BFEED_ENOMEM;
@@ -345,29 +364,31 @@ void batch_build(batch_job *job, batch_worker *w) {
   }
 
   /* The whole frame is sized up front and written through a fixed-capacity
-   * writer into one pooled buffer. Uncompressed, the tensors are built in
-   * place in the frame, which starts `pad` bytes into the buffer so that
-   * they land 64-byte aligned in memory, as the code filling them may
-   * assume; for zstd they are built in the worker's buffer and compressed
-   * into the frame. */
-  int none = o->codec == BFEED_CODEC_NONE;
+   * writer into one pooled buffer. Uncompressed, the data is built in place
+   * in the frame, which for codec none starts `pad` bytes into the buffer
+   * so that the tensors land 64-byte aligned in memory, as the code filling
+   * them may assume; for zstd the data is built in the worker's buffer and
+   * compressed into the frame. */
+  int none = m->codec == BFEED_CODEC_NONE;
+  size_t plain = u8 ? msg_batch_u8_size(m) : m->raw_size; /* the data before zstd */
   size_t head = FRAME_HEADER_SIZE + msg_batch_head_size(m);
-  size_t cap = head + (none ? m->raw_size : ZSTD_compressBound(m->raw_size));
+  size_t cap = head + (zst ? ZSTD_compressBound(plain) : plain);
   job->buf = bufpool_get(job->pool, cap + 63, &job->buf_cap);
   size_t pad = job->buf && none ? (64 - ((uintptr_t)(job->buf + head) & 63)) & 63 : 0;
   fwriter fw;
   fwriter_init(&fw, job->buf ? job->buf + pad : NULL, cap);
   msg_batch_encode_head(&fw.w, m);
-  uint8_t *raw = none ? fwriter_append(&fw, m->raw_size)
-                      : grow(&w->raw, &w->raw_cap, m->raw_size) == 0 ? w->raw : NULL;
+  uint8_t *raw = !zst ? fwriter_append(&fw, plain) : grow(&w->raw, &w->raw_cap, plain) == 0 ? w->raw : NULL;
   if (!job->buf || !raw) {
     job->rc = BFEED_ENOMEM;
     snprintf(job->err, sizeof job->err, "out of memory building a %llu-byte batch",
              (unsigned long long)m->raw_size);
     goto done;
   }
-  if ((job->rc = fill(s, w, &L, B, raw, job->err, sizeof job->err)) < 0) goto done;
-  if (!none && !fw.w.failed) { /* failed: the head overran its size, fwriter_finish says so */
+  job->rc = u8 ? fill_u8(s, w, &L, B, raw, job->err, sizeof job->err)
+               : fill(s, w, &L, B, raw, 0, job->err, sizeof job->err);
+  if (job->rc < 0) goto done;
+  if (zst && !fw.w.failed) { /* failed: the head overran its size, fwriter_finish says so */
     if (!w->zc && !(w->zc = ZSTD_createCCtx())) {
       job->rc = BFEED_ENOMEM;
       snprintf(job->err, sizeof job->err, "out of memory for a zstd context");
@@ -375,7 +396,7 @@ void batch_build(batch_job *job, batch_worker *w) {
     }
     size_t room;
     uint8_t *dst = fwriter_room(&fw, &room);
-    size_t n = ZSTD_compressCCtx(w->zc, dst, room, raw, m->raw_size, o->codec_level);
+    size_t n = ZSTD_compressCCtx(w->zc, dst, room, raw, plain, o->codec_level);
     if (ZSTD_isError(n)) {
       job->rc = BFEED_ECODEC;
       snprintf(job->err, sizeof job->err, "zstd compression failed: %s", ZSTD_getErrorName(n));

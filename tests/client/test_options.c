@@ -90,7 +90,8 @@ static void test_refusals_name_option_and_value(void **state) {
   set_bad("shard", "2/2", "shard 2/2: expected I/N");
   set_bad("shard", "1/0", "shard 1/0");
   set_bad("shard", "1/2/3", "shard 1/2/3");
-  set_bad("codec", "lz4", "codec lz4: expected none, zstd or zstd:LEVEL");
+  set_bad("codec", "lz4", "codec lz4: expected none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL]");
+  set_bad("codec", "u8+zstd:0", "codec zstd: 0");
   set_bad("codec", "zstd:20", "codec zstd: 20");
   set_bad("keep_partial", "yes", "keep-partial yes: expected 1 or 0");
   set_bad("batch", NULL, "batch needs a value");

@@ -244,9 +244,9 @@ static void test_epoch_in_order(void **state) {
 }
 
 /* Shuffled, with and without bucketing, pooled, zstd: the same bytes from
- * 1 and 2 workers. */
+ * 1 and 2 workers; and codec u8 (no images: sent as they are) as none. */
 static void test_same_bytes_any_workers(void **state) {
-  for (int variant = 0; variant < 4; variant++) {
+  for (int variant = 0; variant < 6; variant++) {
     bfeed_stream_opts o;
     text_opts(&o);
     o.seed = 42;
@@ -256,8 +256,10 @@ static void test_same_bytes_any_workers(void **state) {
     if (variant == 3) o.codec = BFEED_CODEC_ZSTD, o.max_len = 9;
     itest_run r[2] = {{0}};
     bfeed_error err;
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < 2; d++) {
+      if (variant >= 4) o.codec = d == 0 ? BFEED_CODEC_NONE : variant == 4 ? BFEED_CODEC_U8 : BFEED_CODEC_U8_ZSTD;
       if (itest_fetch(S.d[d].unix_addr, "txt", &o, 0, &r[d], &err) != BFEED_EEOF) fail_msg("%s", err.message);
+    }
     assert_int_equal(r[0].n, 2 * (S.n / 16));
     long diff = itest_run_diff(&r[0], &r[1]);
     if (diff >= 0) fail_msg("variant %d: batch %ld differs between 1 and 2 workers", variant, diff);

@@ -330,11 +330,43 @@ static void test_batch_sizes_and_codec(void **state) {
   b.data_size = 273;
   assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
   b.data_size = 272;
-  const uint8_t codecs[] = {2, 3, 128, 255};
+  const uint8_t codecs[] = {4, 128, 255};
   for (size_t i = 0; i < sizeof codecs; i++) {
     b.codec = codecs[i];
     assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
   }
+}
+
+/* Codec u8: head and table, a byte per image value, the other 80 raw
+ * bytes: 4 + 1536 + 96 + 80; only with a bf16 image first, at offset 0. */
+static void test_batch_codec_u8(void **state) {
+  spec_batch b = valid_batch();
+  b.codec = BFEED_CODEC_U8;
+  b.data_size = 1716;
+  assert_int_equal(decode_spec(&b, UINT64_MAX), 0);
+  b.data_size = 1715;
+  assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
+  b.data_size = 1717;
+  assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
+  b.codec = BFEED_CODEC_U8_ZSTD; /* a zstd frame: its size is checked on decompression */
+  b.data_size = 100;
+  assert_int_equal(decode_spec(&b, UINT64_MAX), 0);
+  b.codec = BFEED_CODEC_U8;
+  b.data_size = 1716;
+  memcpy(b.t[0].shape, (uint64_t[]){2, 4, 4, 3}, 4 * sizeof(uint64_t)); /* NHWC */
+  assert_int_equal(decode_spec(&b, UINT64_MAX), 0);
+  memcpy(b.t[0].shape, (uint64_t[]){2, 4, 3, 4}, 4 * sizeof(uint64_t)); /* no channel axis */
+  assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
+  b = valid_batch();
+  b.codec = BFEED_CODEC_U8_ZSTD;
+  b.t[0].name = "picture";
+  assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
+  b = valid_batch();
+  b.codec = BFEED_CODEC_U8;
+  b.t[0].dtype = 5; /* u8 [2,3,4,4x2]: the right bytes, not bf16 */
+  b.t[0].shape[3] = 8;
+  b.data_size = 1716;
+  assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
 }
 
 static void test_batch_names(void **state) {
@@ -363,6 +395,7 @@ int main(void) {
       cmocka_unit_test(test_batch_shape_overflow),
       cmocka_unit_test(test_batch_extent),
       cmocka_unit_test(test_batch_sizes_and_codec),
+      cmocka_unit_test(test_batch_codec_u8),
       cmocka_unit_test(test_batch_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

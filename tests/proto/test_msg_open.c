@@ -393,7 +393,10 @@ static void test_opts_ranges(void **state) {
   OPTS(0, "shard", o.shard_index = 1);
   OPTS(0, "shard", o.shard_count = 0);
   OPTS(1, NULL, o.shard_index = 2, o.shard_count = 3);
-  OPTS(0, "codec", o.codec = (bfeed_codec)2);
+  OPTS(0, "codec", o.codec = (bfeed_codec)4);
+  OPTS(0, "zstd", o.codec = BFEED_CODEC_U8_ZSTD, o.codec_level = 20);
+  OPTS(1, NULL, o.codec = BFEED_CODEC_U8, o.codec_level = 0); /* no zstd: no level */
+  OPTS(1, NULL, o.codec = BFEED_CODEC_U8_ZSTD, o.codec_level = 19);
   OPTS(0, "zstd", o.codec = BFEED_CODEC_ZSTD, o.codec_level = 0);
   OPTS(0, "zstd", o.codec = BFEED_CODEC_ZSTD, o.codec_level = 20);
   OPTS(0, "zstd", o.codec = BFEED_CODEC_ZSTD, o.codec_level = -1);
