@@ -146,3 +146,28 @@ def test_text_tokens_pooled_and_length(daemon, data):
         assert torch.all(tok[row, len(words):] == 0)
         mean = torch.from_numpy(np.stack([table[w] for w in words])).mean(0)
         assert torch.allclose(pooled[row].float(), mean, atol=2 ** -7, rtol=2 ** -7)
+
+
+@pytest.mark.parametrize("codec", ["u8", "u8+zstd:1", "u8+zstd:5"])
+@pytest.mark.parametrize("opts", [dict(mode="train", seed=3), dict(mode="eval", layout="nhwc"),
+                                  dict(mode="train", seed=9, layout="nhwc", normalize="none"),
+                                  dict(mode="eval", normalize="none")])
+def test_u8_codec_equals_none(daemon, codec, opts):
+    """Codec u8 expands 8-bit pixels through the stream's table in libbfeed:
+    every tensor (names, dtypes, shapes, bytes) as codec none has it, at
+    about half the wire bytes (plus the table), still 64-byte aligned."""
+    def run(c):
+        with bfeed.connect(daemon.addr) as cl, cl.stream("fx", batch=3, size=40, epochs=2, codec=c,
+                                                          keep_partial=True, **opts) as s:
+            out = []
+            for b in s:
+                assert all(b[n].data_ptr % 64 == 0 for n in b.names())
+                out.append((b.wire_bytes, [(n, b[n].dtype, b[n].shape, b.numpy(n).tobytes()) for n in b.names()]))
+            return out
+    ref, got = run("none"), run(codec)
+    assert len(ref) == len(got) > 2
+    for (wr, r), (wg, g) in zip(ref, got):
+        assert r == g
+        # a byte instead of two per image value, plus the head and table (PROTOCOL.md)
+        u8_wire = wr - len(r[0][3]) // 2 + 1540
+        assert wg == u8_wire if codec == "u8" else wg < u8_wire
