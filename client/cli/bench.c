@@ -6,12 +6,15 @@
  * summary, and with --json its last line is a JSON object. Works on every
  * dataset kind: samples are counted from the `index` tensor; batches with
  * a `length` tensor (text) also report tokens/s -- the tokens served, not
- * the padding -- and how much of the tokens tensor padding takes.
+ * the padding -- and how much of the tokens tensor padding takes. The CPU
+ * both sides spend per 1000 samples: this process's (the library's reader
+ * thread and the loop), and the daemon's, from its stats report.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,6 +66,8 @@ static uint64_t counter(const bfeed_counter *c, size_t n, const char *name) {
 
 typedef struct bench_result {
   uint64_t batches, samples, wire, raw, skipped;
+  uint64_t all_samples;               /* warmup included: what the CPU times cover */
+  double client_cpu_s, daemon_cpu_s;  /* daemon: < 0 when its report has no cpu_us */
   uint64_t tokens, slots; /* text: tokens served, and token slots of the tokens tensors (B x T) */
   int text;
   double seconds, first_ms, p50, p99;
@@ -80,6 +85,27 @@ static int tally(const bfeed_batch *batch, bench_result *r) {
     if (bfeed_batch_find(batch, "tokens", &tok) == 0 && tok.ndim == 3) r->slots += (uint64_t)(tok.shape[0] * tok.shape[1]);
   }
   return 0;
+}
+
+/* This process's CPU seconds so far, user and system, all threads. */
+static double bench_cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* The daemon's CPU seconds so far (its "daemon" group's cpu_us), or -1. */
+static double bench_daemon_cpu_s(bfeed_client *c) {
+  bfeed_stat_group *g;
+  size_t n;
+  bfeed_error err;
+  double v = -1;
+  if (bfeed_daemon_stats(c, &g, &n, &err) < 0) return -1;
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; strcmp(g[i].kind, "daemon") == 0 && k < g[i].ncounters; k++)
+      if (strcmp(g[i].counters[k].name, "cpu_us") == 0) v = g[i].counters[k].value / 1e6;
+  bfeed_daemon_stats_free(g, n);
+  return v;
 }
 
 static void report(const bench_args *b, const bench_result *r) {
@@ -107,6 +133,9 @@ static void report(const bench_args *b, const bench_result *r) {
   printf("  batch wait: p50 %.2f ms, p99 %.2f ms; first batch after %.1f ms\n", r->p50, r->p99, r->first_ms);
   printf("  wire %.1f MB for %.1f MB of tensors (ratio %.3f); skipped files: %llu\n", r->wire / 1e6, r->raw / 1e6,
          r->raw ? (double)r->wire / r->raw : 0, (unsigned long long)r->skipped);
+  double per_k = r->all_samples ? 1000.0 / (double)r->all_samples : 0;
+  printf("  CPU per 1000 samples: client %.3f s, daemon ", r->client_cpu_s * per_k);
+  printf(r->daemon_cpu_s < 0 ? "unknown\n" : "%.3f s\n", r->daemon_cpu_s * per_k);
   if (!b->json) return;
   printf("{\"dataset\":");
   cli_json_str(stdout, b->c.dataset);
@@ -116,6 +145,8 @@ static void report(const bench_args *b, const bench_result *r) {
          mode, o->size, o->batch, codec, (unsigned long long)r->samples, (unsigned long long)r->batches, r->seconds,
          sps, (unsigned long long)r->wire, (unsigned long long)r->raw, r->p50, r->p99, r->first_ms,
          (unsigned long long)r->skipped);
+  printf(",\"client_cpu_s_per_1k\":%.4f", r->client_cpu_s * per_k);
+  if (r->daemon_cpu_s >= 0) printf(",\"daemon_cpu_s_per_1k\":%.4f", r->daemon_cpu_s * per_k);
   if (r->text)
     printf(",\"tokens\":%llu,\"tokens_per_s\":%.2f,\"token_slots\":%llu", (unsigned long long)r->tokens, tps,
            (unsigned long long)r->slots);
@@ -143,6 +174,7 @@ int cmd_bench(int argc, char **argv) {
   }
   int tty = isatty(STDERR_FILENO) && !b.json, rc = 0;
   bench_result r = {0};
+  double cpu0 = bench_cpu_s(), dcpu0 = bench_daemon_cpu_s(c);
   double t0 = cli_now_s(), last_print = 0, prev = t0;
   for (uint64_t n = 0; n < total; n++) {
     bfeed_batch *batch;
@@ -155,6 +187,8 @@ int cmd_bench(int argc, char **argv) {
       break;
     }
     if (n == 0) r.first_ms = (t - t_open) * 1e3;
+    bfeed_tensor ix;
+    if (bfeed_batch_find(batch, "index", &ix) == 0 && ix.ndim == 1) r.all_samples += (uint64_t)ix.shape[0];
     if (n == b.warmup) t0 = prev; /* the clock starts when the first measured wait begins */
     if (n >= b.warmup) {
       if (tally(batch, &r) < 0) {
@@ -179,6 +213,9 @@ int cmd_bench(int argc, char **argv) {
     }
   }
   r.seconds = prev - t0;
+  r.client_cpu_s = bench_cpu_s() - cpu0;
+  double dcpu1 = dcpu0 >= 0 && rc == 0 ? bench_daemon_cpu_s(c) : -1;
+  r.daemon_cpu_s = dcpu1 >= 0 ? dcpu1 - dcpu0 : -1;
   if (tty) fprintf(stderr, "\r%60s\r", "");
   bfeed_counter ctr[32];
   size_t nctr = 0;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "budget.h"
 #include "conn_impl.h"
@@ -33,6 +34,14 @@ void stats_free(server *s) {
   }
 }
 
+/* The daemon's CPU time so far, user and system, all threads. */
+static uint64_t stats_cpu_us(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) < 0) return 0;
+  return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+         (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 void stats_report(server *s, wbuf *w) {
   report_writer r;
   unsigned queued = 0, busy = 0;
@@ -41,6 +50,7 @@ void stats_report(server *s, wbuf *w) {
   report_begin(&r, w);
   report_group_begin(&r, "daemon", "bfeedd");
   report_counter_put(&r, "uptime_s", (uv_hrtime() - s->started_ns) / 1000000000u);
+  report_counter_put(&r, "cpu_us", stats_cpu_us());
   report_counter_put(&r, "clients", (uint64_t)s->nconns);
   report_counter_put(&r, "clients_total", s->clients_total);
   report_counter_put(&r, "clients_rejected", s->rejected_total);
