@@ -1,0 +1,84 @@
+#!/bin/sh
+# bench/compare.sh -- bfeed against the decode floor and the PyTorch DataLoader peer, on one ImageFolder tree.
+# Run by hand (never by the tests); needs Debian's python3 with torch and torchvision for the peer.
+#
+#   bench/compare.sh DATA_DIR [ROUNDS] [MIN_SAMPLES]
+#
+# In each of ROUNDS rounds (default 3), one after another on the same
+# images: the decode floor (bench/decode_floor: every JPEG decoded whole by
+# libjpeg-turbo on as many threads as cores), `bfeed bench` in train and
+# eval with each codec (none, u8, zstd:1, u8+zstd:1), and bench/torch_peer.py
+# in train and eval. Alternating rounds spread the machine's other load
+# over every contender. Each run measures at least MIN_SAMPLES samples
+# (default 2000) after a warm-up epoch. Prints every result, then medians,
+# ratios, wire bytes and CPU per 1000 samples. Works on any ImageFolder
+# tree, `bfeed make-demo` output included.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+data=${1:?usage: bench/compare.sh DATA_DIR [ROUNDS] [MIN_SAMPLES]}
+rounds=${2:-3}
+min_samples=${3:-2000}
+[ -d "$data" ] || { echo "compare.sh: no folder at $data" >&2; exit 1; }
+data=$(cd "$data" && pwd)
+cd "$here/.."
+bin=${BFEED_BIN:-build/bin}
+[ -x "$bin/bfeedd" ] && [ -x "$bin/decode_floor" ] || scripts/build.sh >/dev/null
+py=/usr/bin/python3
+cores=$(nproc)
+n=$(find "$data" -type f \( -iname '*.jpg' -o -iname '*.jpeg' \) | wc -l)
+[ "$n" -gt 0 ] || { echo "compare.sh: no JPEGs under $data" >&2; exit 1; }
+batch=64
+[ "$n" -ge "$batch" ] || batch=$n
+bpe=$((n / batch))
+epochs=$(( (min_samples + bpe * batch - 1) / (bpe * batch) ))
+[ "$epochs" -ge 2 ] || epochs=2
+
+run=$(mktemp -d /tmp/bfeed-compare.XXXXXX)
+"$bin/bfeedd" --listen "unix:$run/s.sock" --dataset bench="$data" --workers "$cores" --log-level warning \
+  2>"$run/log" &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$run"' EXIT
+while [ ! -S "$run/s.sock" ]; do sleep 0.1; done
+
+echo "$n JPEGs in $data; batch $batch, 224x224, $epochs epochs measured after 1 warm-up, $cores cores, $rounds rounds"
+# Every result is one line: NAME JSON.
+for r in $(seq "$rounds"); do
+  echo "floor $("$bin/decode_floor" "$data" "$cores" "$epochs")" >>"$run/res"
+  for mode in train eval; do
+    for codec in none u8 zstd:1 u8+zstd:1; do
+      out=$("$bin/bfeed" bench --connect "unix:$run/s.sock" --dataset bench --mode "$mode" --size 224 \
+        --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" --codec "$codec" --json | tail -1)
+      echo "$mode/$codec $out" >>"$run/res"
+    done
+    echo "$mode/torch $($py bench/torch_peer.py "$data" --mode "$mode" --batch "$batch" --workers "$cores" \
+      --epochs "$epochs" --size 224)" >>"$run/res"
+  done
+  echo "round $r done" >&2
+done
+
+$py - "$run/res" <<'PY'
+import json, statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    name, js = line.split(" ", 1)
+    runs.setdefault(name, []).append(json.loads(js))
+def rate(d):
+    return d.get("samples_per_s", d.get("images_per_s"))
+med = {k: statistics.median(rate(d) for d in v) for k, v in runs.items()}
+print("\n%-16s %10s   %s" % ("run", "median/s", "each round (images/s)"))
+for k, v in runs.items():
+    print("%-16s %10.1f   %s" % (k, med[k], ", ".join("%.1f" % rate(d) for d in v)))
+print("\nratios of medians")
+for mode in ("train", "eval"):
+    none = med[mode + "/none"]
+    print("  %s: bfeed/torch %.2f, bfeed/floor %.2f" % (mode, none / med[mode + "/torch"], none / med["floor"]))
+    for codec in ("u8", "zstd:1", "u8+zstd:1"):
+        k = "%s/%s" % (mode, codec)
+        wire = statistics.median(d["wire_bytes"] / d["raw_bytes"] for d in runs[k])
+        print("    %-10s throughput %.2f of none, wire %.3f of the tensors" % (codec, med[k] / none, wire))
+print("\nCPU seconds per 1000 samples (medians; daemon = the whole bfeedd process)")
+for k, v in runs.items():
+    if "client_cpu_s_per_1k" in v[0]:
+        print("  %-16s client %.3f  daemon %.3f" % (k, statistics.median(d["client_cpu_s_per_1k"] for d in v),
+                                                   statistics.median(d.get("daemon_cpu_s_per_1k", -1) for d in v)))
+PY
