@@ -3,7 +3,8 @@
  *
  * main() owns everything: settings, logger, datasets, the loop, the server.
  * It reads the config file and flags, loads the datasets (a dataset that
- * cannot be loaded stops the start, with the reason), listens (on sockets
+ * cannot be loaded stops the start, with the reason; none at all is allowed,
+ * and said, so that a fresh install starts), listens (on sockets
  * systemd passed, or on the configured addresses), tells systemd it is
  * ready, and runs until SIGINT or SIGTERM. SIGHUP reloads the settings.
  */
@@ -42,6 +43,10 @@ typedef struct daemon_ctx {
   int reload_again;          /* a SIGHUP came meanwhile */
   uint64_t status_samples; /* for samples/s in STATUS= */
 } daemon_ctx;
+
+static const char no_dataset_note[] =
+    "no dataset configured yet: serving none until a reload (SIGHUP) adds one; give --dataset NAME=DIR or add a "
+    "[dataset NAME] section";
 
 enum { OPT_DATASET = 256, OPT_CONFIG, OPT_CHECK, OPT_VERSION, OPT_HELP, OPT_KEY };
 
@@ -117,8 +122,6 @@ static int load_config(config *cfg, const char *path, int argc, char **argv, cha
   if (rc == 0 && optind < argc) snprintf(err, errlen, "unexpected argument '%s'", argv[optind]), rc = BFEED_EINVAL;
   if (rc == 0 && cfg->nlisten == 0)
     rc = config_set(cfg, "listen", "unix:/run/bfeed/bfeedd.sock", "default", err, errlen);
-  if (rc == 0 && cfg->ndatasets == 0)
-    snprintf(err, errlen, "no dataset to serve: give --dataset NAME=DIR or a [dataset NAME] section"), rc = BFEED_EINVAL;
   free_options(opts);
   return rc;
 }
@@ -385,8 +388,12 @@ int main(int argc, char **argv) {
       if (dataset_wait(d->srv.datasets[i], err, sizeof err) < 0) log_err(&d->log, "%s", err), rc = 2;
   }
   if (d->srv.datasets && check && rc == 0) {
+    if (d->cfg.ndatasets == 0) fprintf(stderr, "bfeedd: warning: %s\n", no_dataset_note);
     printf("%s: ok: %zu dataset(s), %zu listener(s)\n", check, d->cfg.ndatasets, d->cfg.nlisten);
   } else if (d->srv.datasets && !check) {
+    /* A fresh install has no dataset yet: start anyway, so that the
+     * service runs and a reload adds what the operator configures. */
+    if (d->cfg.ndatasets == 0) log_warn(&d->log, "%s", no_dataset_note);
     signal(SIGPIPE, SIG_IGN);
     raise_nofile(&d->log);
     uv_loop_t *loop = uv_default_loop();

@@ -9,7 +9,7 @@ scripts/deps.sh --test
 scripts/build.sh
 (cd build && ctest --output-on-failure --timeout 900)
 echo "== sanitizer pass (build-asan)"
-cmake -S . -B build-asan -DBFEED_SANITIZE=ON >/dev/null
+cmake -S . -B build-asan -DBFEED_SANITIZE=ON -DBFEED_WERROR=ON >/dev/null
 cmake --build build-asan -j"$(nproc)"
 cd build-asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -3,7 +3,8 @@
  *
  * Consumes a stream as a trainer would, as fast as batches come, and times
  * the wait for each batch. Shows progress on a terminal, ends with one
- * summary, and with --json its last line is a JSON object. Works on every
+ * summary, and with --json prints a JSON object as the whole of stdout (the
+ * summary then goes to stderr). Works on every
  * dataset kind: samples are counted from the `index` tensor; batches with
  * a `length` tensor (text) also report tokens/s -- the tokens served, not
  * the padding -- and how much of the tokens tensor padding takes. The CPU
@@ -42,10 +43,22 @@ static int bench_opt(const char *name, const char *value, void *ctx) {
   return 0;
 }
 
+static const char bench_usage[] =
+    "usage: bfeed bench --connect ADDR --dataset NAME [stream options] [--batches N | --epochs E]\n"
+    "                   [--warmup N] [--json]\n"
+    "Reads a stream as a trainer would and reports samples/s, MB/s and batch wait times.\n"
+    "  --batches N             measure N batches (after the warm-up)\n"
+    "  --epochs E              measure E whole epochs (default: 1)\n"
+    "  --warmup N              batches read before the clock starts (0)\n"
+    "  --json                  print one JSON object on stdout; the summary goes to stderr\n\n";
+
+/* 0 parsed, 1 help or version printed, -1 error printed. */
 static int parse(int argc, char **argv, bench_args *b) {
   memset(b, 0, sizeof *b);
   b->c.cmd = "bench";
-  if (cli_parse_stream_cmd(argc, argv, &b->c, bench_opt, bench_takes_value, b) < 0) return -1;
+  b->c.usage = bench_usage;
+  int r = cli_parse_stream_cmd(argc, argv, &b->c, bench_opt, bench_takes_value, b);
+  if (r != 0) return r;
   if (b->batches && b->epochs) return fprintf(stderr, "bfeed bench: give --batches or --epochs, not both\n"), -1;
   if (!b->batches && !b->epochs) b->epochs = 1;
   return 0;
@@ -115,23 +128,24 @@ static void report(const bench_args *b, const bench_result *r) {
   const char *codec = (unsigned)o->codec < 4 ? codecs[o->codec] : "?";
   double sps = r->seconds > 0 ? r->samples / r->seconds : 0;
   double tps = r->seconds > 0 ? r->tokens / r->seconds : 0;
+  FILE *h = b->json ? stderr : stdout; /* with --json, stdout is the JSON document alone */
   if (r->text)
-    printf("bfeed bench: %s on %s, text, batch %u, %s, max-len %u%s, bucket %u, codec %s\n", b->c.dataset,
+    fprintf(h, "bfeed bench: %s on %s, text, batch %u, %s, max-len %u%s, bucket %u, codec %s\n", b->c.dataset,
            b->c.connect, o->batch, o->pool == BFEED_POOL_MEAN ? "pooled (mean)" : "tokens", o->max_len,
            o->fixed_len ? " (fixed)" : "", o->bucket, codec);
   else
-    printf("bfeed bench: %s on %s, %s %ux%u, batch %u, %s, codec %s\n", b->c.dataset, b->c.connect, mode, o->size,
+    fprintf(h, "bfeed bench: %s on %s, %s %ux%u, batch %u, %s, codec %s\n", b->c.dataset, b->c.connect, mode, o->size,
            o->size, o->batch, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW", codec);
-  printf("  %llu batches, %llu samples in %.3f s: %.1f samples/s (%.1f MB/s of bf16)\n",
+  fprintf(h, "  %llu batches, %llu samples in %.3f s: %.1f samples/s (%.1f MB/s of bf16)\n",
          (unsigned long long)r->batches, (unsigned long long)r->samples, r->seconds, sps,
          r->seconds > 0 ? r->raw / r->seconds / 1e6 : 0);
   if (r->text) {
-    printf("  %llu tokens: %.1f tokens/s", (unsigned long long)r->tokens, tps);
-    if (r->slots) printf("; tokens fill %.1f%% of the padded [B,T] slots", 100.0 * (double)r->tokens / (double)r->slots);
-    printf("\n");
+    fprintf(h, "  %llu tokens: %.1f tokens/s", (unsigned long long)r->tokens, tps);
+    if (r->slots) fprintf(h, "; tokens fill %.1f%% of the padded [B,T] slots", 100.0 * (double)r->tokens / (double)r->slots);
+    fprintf(h, "\n");
   }
-  printf("  batch wait: p50 %.2f ms, p99 %.2f ms; first batch after %.1f ms\n", r->p50, r->p99, r->first_ms);
-  printf("  wire %.1f MB for %.1f MB of tensors (ratio %.3f); skipped files: %llu\n", r->wire / 1e6, r->raw / 1e6,
+  fprintf(h, "  batch wait: p50 %.2f ms, p99 %.2f ms; first batch after %.1f ms\n", r->p50, r->p99, r->first_ms);
+  fprintf(h, "  wire %.1f MB for %.1f MB of tensors (ratio %.3f); skipped files: %llu\n", r->wire / 1e6, r->raw / 1e6,
          r->raw ? (double)r->wire / r->raw : 0, (unsigned long long)r->skipped);
   double per_k = r->all_samples ? 1000.0 / (double)r->all_samples : 0;
   printf("  CPU per 1000 samples: client %.3f s, daemon ", r->client_cpu_s * per_k);
@@ -155,7 +169,8 @@ static void report(const bench_args *b, const bench_result *r) {
 
 int cmd_bench(int argc, char **argv) {
   bench_args b;
-  if (parse(argc, argv, &b) < 0) return 2;
+  int pr = parse(argc, argv, &b);
+  if (pr != 0) return pr > 0 ? 0 : 2;
   bfeed_error err;
   bfeed_client *c;
   bfeed_stream *s;

@@ -27,8 +27,8 @@ static void usage(FILE *f) {
           "  make-demo  DIR --text VECTORS [--classes N] [--train N] [--val N] [--seed N] [--force]\n"
           "             write a labelled text dataset (fastText lines) with words from VECTORS\n"
           "             to DIR/train.txt and DIR/val.txt\n"
-          "  version\n"
-          "ADDR is unix:PATH or HOST:PORT.\n\n%s",
+          "  version    print the version (also --version, on every command)\n"
+          "ADDR is unix:PATH or HOST:PORT. Each command takes --help.\n\n%s",
           cli_stream_opts_help);
 }
 
@@ -40,10 +40,24 @@ static int demo_takes_value(const char *name, void *ctx) {
 
 static const char demo_usage[] =
     "usage: bfeed make-demo DIR [--format folder|tfrecord|tar] [--train N] [--val N] [--seed N] [--force]\n"
-    "       bfeed make-demo DIR --text VECTORS [--classes N] [--train N] [--val N] [--seed N] [--force]\n";
+    "       bfeed make-demo DIR --text VECTORS [--classes N] [--train N] [--val N] [--seed N] [--force]\n"
+    "Writes a small learnable dataset: JPEGs in 8 classes to DIR/train and DIR/val (or as\n"
+    "TFRecord or tar shards), or with --text, fastText lines made of VECTORS' words to\n"
+    "DIR/train.txt and DIR/val.txt.\n"
+    "  --format F              images as an ImageFolder (folder), TFRecord or tar shards (folder)\n"
+    "  --train N, --val N      samples per class in each split\n"
+    "  --seed N                what to draw (1); the same seed writes the same bytes\n"
+    "  --classes N             text: classes, 2..%d\n"
+    "  --force                 write into DIR even if it is not empty\n";
 
 static int cmd_make_demo(int argc, char **argv) {
-  if (argc < 1 || strncmp(argv[0], "--", 2) == 0) return fputs(demo_usage, stderr), 2;
+  if (argc >= 1 && strncmp(argv[0], "--", 2) == 0) {
+    const char *name = argv[0] + 2;
+    if (strcmp(name, "help") == 0) return printf(demo_usage, MAKE_DEMO_TEXT_MAX_CLASSES), 0;
+    if (strcmp(name, "version") == 0) return cli_print_version(), 0;
+  }
+  if (argc < 1 || strncmp(argv[0], "--", 2) == 0)
+    return fprintf(stderr, demo_usage, MAKE_DEMO_TEXT_MAX_CLASSES), 2;
   const char *dir = argv[0], *vectors = NULL;
   uint64_t train = 0, val = 0, seed = 1, classes = 0;
   int force = 0, have_val = 0, format = -1;
@@ -51,6 +65,8 @@ static int cmd_make_demo(int argc, char **argv) {
   int r;
   while ((r = cli_next(&a, demo_takes_value, NULL)) == 1) {
     int bad = 0;
+    if (strcmp(a.name, "help") == 0) return printf(demo_usage, MAKE_DEMO_TEXT_MAX_CLASSES), 0;
+    if (strcmp(a.name, "version") == 0) return cli_print_version(), 0;
     if (strcmp(a.name, "force") == 0) force = 1;
     else if (strcmp(a.name, "text") == 0) vectors = a.value;
     else if (strcmp(a.name, "format") == 0) {
@@ -63,7 +79,10 @@ static int cmd_make_demo(int argc, char **argv) {
     else if (strcmp(a.name, "val") == 0) bad = cli_u64(a.name, a.value, 1, 100000, &val), have_val = 1;
     else if (strcmp(a.name, "seed") == 0) bad = cli_u64(a.name, a.value, 0, UINT64_MAX, &seed);
     else if (strcmp(a.name, "classes") == 0) bad = cli_u64(a.name, a.value, 2, MAKE_DEMO_TEXT_MAX_CLASSES, &classes);
-    else return fprintf(stderr, "bfeed make-demo: unknown option --%s\n%s", a.name, demo_usage), 2;
+    else {
+      fprintf(stderr, "bfeed make-demo: unknown option --%s\n", a.name);
+      return fprintf(stderr, demo_usage, MAKE_DEMO_TEXT_MAX_CLASSES), 2;
+    }
     if (bad) return 2;
   }
   if (r < 0) return 2;
@@ -103,15 +122,30 @@ static int cmd_make_demo(int argc, char **argv) {
   return 0;
 }
 
+static const char version_usage[] = "usage: bfeed version\nPrints the version of bfeed and of its protocol.\n";
+
+static int cmd_version(int argc, char **argv) {
+  if (argc > 0 && strcmp(argv[0], "--help") == 0) return fputs(version_usage, stdout), 0;
+  if (argc > 0 && strcmp(argv[0], "--version") != 0)
+    return fprintf(stderr, "bfeed version: unexpected argument '%s'\n%s", argv[0], version_usage), 2;
+  return cli_print_version(), 0;
+}
+
+static const struct {
+  const char *name, *prog; /* prog: how its messages start */
+  int (*run)(int argc, char **argv);
+} commands[] = {{"bench", "bfeed bench", cmd_bench},         {"fetch", "bfeed fetch", cmd_fetch},
+                {"stats", "bfeed stats", cmd_stats},         {"make-demo", "bfeed make-demo", cmd_make_demo},
+                {"version", "bfeed version", cmd_version},   {"--version", "bfeed", cmd_version}};
+
 int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr), 2;
   const char *cmd = argv[1];
-  if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
-  if (strcmp(cmd, "fetch") == 0) return cmd_fetch(argc - 2, argv + 2);
-  if (strcmp(cmd, "stats") == 0) return cmd_stats(argc - 2, argv + 2);
-  if (strcmp(cmd, "make-demo") == 0) return cmd_make_demo(argc - 2, argv + 2);
-  if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0)
-    return printf("bfeed %d.%d.%d (protocol 1)\n", BFEED_VERSION_MAJOR, BFEED_VERSION_MINOR, BFEED_VERSION_PATCH), 0;
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(cmd, commands[i].name) == 0) {
+      cli_set_prog(commands[i].prog);
+      return commands[i].run(argc - 2, argv + 2);
+    }
   if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) return usage(stdout), 0;
   fprintf(stderr, "bfeed: unknown command '%s'\n\n", cmd);
   usage(stderr);

@@ -30,12 +30,29 @@ const char cli_stream_opts_help[] =
     "  --fixed-len             pad every batch to T = max-len, not to its longest sample\n"
     "  --bucket N              length bucketing over runs of N batches, 0 = off (0)\n";
 
+/* Who speaks in messages: "bfeed bench", "bfeed-train", ... */
+static const char *cli_prog = "bfeed";
+
+void cli_set_prog(const char *prog) { cli_prog = prog; }
+
+void cli_print_version(void) {
+  size_t n = strcspn(cli_prog, " "); /* "bfeed bench" -> "bfeed" */
+  printf("%.*s %d.%d.%d (protocol 1)\n", (int)n, cli_prog, BFEED_VERSION_MAJOR, BFEED_VERSION_MINOR,
+         BFEED_VERSION_PATCH);
+}
+
+int cli_help_or_version(const char *name, const char *usage, const char *more) {
+  if (strcmp(name, "help") == 0) return printf("%s%s", usage, more ? more : ""), 1;
+  if (strcmp(name, "version") == 0) return cli_print_version(), 1;
+  return 0;
+}
+
 int cli_u64(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64_t *out) {
   char *end;
   errno = 0;
   unsigned long long v = strtoull(value, &end, 10);
   if (!*value || *end || errno || value[0] == '-' || v < lo || v > hi) {
-    fprintf(stderr, "bfeed: --%s %s: expected a whole number from %llu to %llu\n", opt, value,
+    fprintf(stderr, "%s: --%s %s: expected a whole number from %llu to %llu\n", cli_prog, opt, value,
             (unsigned long long)lo, (unsigned long long)hi);
     return -1;
   }
@@ -53,7 +70,7 @@ int cli_stream_opt(const char *name, const char *value, bfeed_stream_opts *o) {
   bfeed_error err;
   /* bench and bfeed-train count --epochs their own way */
   if (bfeed_stream_opt_takes_value(name) < 0 || strchr(name, '_') || strcmp(name, "epochs") == 0) return 0;
-  if (bfeed_stream_opts_set(o, name, value, &err) < 0) return fprintf(stderr, "bfeed: --%s\n", err.message), -1;
+  if (bfeed_stream_opts_set(o, name, value, &err) < 0) return fprintf(stderr, "%s: --%s\n", cli_prog, err.message), -1;
   return 1;
 }
 
@@ -61,7 +78,7 @@ int cli_next(cli_args *a, int (*takes_value)(const char *name, void *ctx), void 
   if (a->i >= a->argc) return 0;
   const char *arg = a->argv[a->i++];
   if (strncmp(arg, "--", 2) != 0) {
-    fprintf(stderr, "bfeed: unexpected argument '%s' (options start with --)\n", arg);
+    fprintf(stderr, "%s: unexpected argument '%s' (options start with --)\n", cli_prog, arg);
     return -1;
   }
   const char *eq = strchr(arg + 2, '=');
@@ -73,7 +90,7 @@ int cli_next(cli_args *a, int (*takes_value)(const char *name, void *ctx), void 
   a->value = eq ? eq + 1 : NULL;
   if (!eq && takes_value(a->name_buf, ctx)) {
     if (a->i >= a->argc) {
-      fprintf(stderr, "bfeed: --%s needs a value\n", a->name_buf);
+      fprintf(stderr, "%s: --%s needs a value\n", cli_prog, a->name_buf);
       return -1;
     }
     a->value = a->argv[a->i++];
@@ -110,13 +127,14 @@ int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
   bfeed_stream_opts_init(&c->o);
   c->connect = c->dataset = NULL;
   while ((r = cli_next(&a, cmd_takes_value, &x)) == 1) {
+    if (cli_help_or_version(a.name, c->usage, cli_stream_opts_help)) return 1;
     int s = cli_stream_opt(a.name, a.value, &c->o);
     if (s < 0) return -1;
     if (s == 1) continue;
     if (strcmp(a.name, "connect") == 0) c->connect = a.value;
     else if (strcmp(a.name, "dataset") == 0) c->dataset = a.value;
     else if ((s = own(a.name, a.value, ctx)) < 0) return -1;
-    else if (s == 0) return fprintf(stderr, "bfeed %s: unknown option --%s (see bfeed --help)\n", c->cmd, a.name), -1;
+    else if (s == 0) return fprintf(stderr, "bfeed %s: unknown option --%s (see bfeed %s --help)\n", c->cmd, a.name, c->cmd), -1;
   }
   if (r < 0) return -1;
   if (!c->connect || !c->dataset)

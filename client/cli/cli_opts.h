@@ -35,6 +35,15 @@ int cli_stream_opt_takes_value(const char *name);
 /* The --help text for the stream options. */
 extern const char cli_stream_opts_help[];
 
+/* The name messages start with ("bfeed bench", "bfeed-train"; default
+ * "bfeed"); prog must outlive the parsing. */
+void cli_set_prog(const char *prog);
+/* "bfeed 0.1.0 (protocol 1)" on stdout, with the program's first word. */
+void cli_print_version(void);
+/* For --help (usage, then more if not NULL) and --version: print to stdout
+ * and return 1; 0 for any other option name. */
+int cli_help_or_version(const char *name, const char *usage, const char *more);
+
 /* Parse a whole number in [lo, hi]; -1 (message printed) if it is not one. */
 int cli_u64(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64_t *out);
 
@@ -42,10 +51,12 @@ int cli_u64(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64
  * and options of its own, handled by `own` (return 1 handled, 0 unknown,
  * -1 bad value, message printed) and announced by `own_takes_value`. */
 typedef struct cli_stream_cmd {
-  const char *cmd; /* for messages: "bench" */
+  const char *cmd;   /* for messages: "bench" */
+  const char *usage; /* for --help, before the stream options */
   const char *connect, *dataset;
   bfeed_stream_opts o;
 } cli_stream_cmd;
+/* 0 parsed, 1 --help or --version printed (exit 0), -1 error printed. */
 int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
                          int (*own)(const char *name, const char *value, void *ctx),
                          int (*own_takes_value)(const char *name), void *ctx);

@@ -10,8 +10,9 @@
 /* Put the message in err (if any) and return code. */
 /* mkdir -p: each missing component of path, with mode 0777 (less umask). */
 int demo_mkdirs(const char *path, char *err, size_t errlen);
-/* 1 if dir exists and holds anything, 0 if not, negative on error. */
-int demo_dir_nonempty(const char *dir, char *err, size_t errlen);
+/* 0 if a dataset may be written to dir: it is missing, empty, or
+ * overwrite is set; else BFEED_EINVAL with a message that names --force. */
+int demo_dir_check(const char *dir, int overwrite, char *err, size_t errlen);
 /* Write buf to path via path.tmp and a rename, so a reader never sees a
  * partial file. */
 int demo_write_file(const char *path, const unsigned char *buf, size_t len, char *err, size_t errlen);

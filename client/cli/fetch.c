@@ -67,11 +67,20 @@ static int write_meta(const char *dir, const fetch_args *f, const bfeed_batch *b
   return 0;
 }
 
+static const char fetch_usage[] =
+    "usage: bfeed fetch --connect ADDR --dataset NAME [stream options] --batch-index K --out DIR\n"
+    "Writes batch K (of --epoch E) as DIR/<tensor>.npy files and DIR/meta.json; bf16 tensors\n"
+    "are '<u2' bit patterns (see the README to view them as float32 or torch.bfloat16).\n"
+    "  --batch-index K         the batch to fetch\n"
+    "  --out DIR               where to write (created if missing)\n\n";
+
 int cmd_fetch(int argc, char **argv) {
   fetch_args f;
   memset(&f, 0, sizeof f);
   f.c.cmd = "fetch";
-  if (cli_parse_stream_cmd(argc, argv, &f.c, fetch_opt, fetch_takes_value, &f) < 0) return 2;
+  f.c.usage = fetch_usage;
+  int pr = cli_parse_stream_cmd(argc, argv, &f.c, fetch_opt, fetch_takes_value, &f);
+  if (pr != 0) return pr > 0 ? 0 : 2;
   if (!f.have_index || !f.out) return fprintf(stderr, "bfeed fetch: --batch-index K and --out DIR are required\n"), 2;
   if (mkdir(f.out, 0777) < 0 && errno != EEXIST)
     return fprintf(stderr, "bfeed fetch: cannot create %s: %s\n", f.out, strerror(errno)), 1;

@@ -168,7 +168,7 @@ int demo_mkdirs(const char *path, char *err, size_t errlen) {
 }
 
 /* 1 if dir exists and holds anything, 0 if not, negative on error. */
-int demo_dir_nonempty(const char *dir, char *err, size_t errlen) {
+static int dir_nonempty(const char *dir, char *err, size_t errlen) {
   DIR *d = opendir(dir);
   if (!d) {
     if (errno == ENOENT) return 0;
@@ -181,6 +181,15 @@ int demo_dir_nonempty(const char *dir, char *err, size_t errlen) {
     found = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
   closedir(d);
   return found;
+}
+
+int demo_dir_check(const char *dir, int overwrite, char *err, size_t errlen) {
+  int nonempty = dir_nonempty(dir, err, errlen);
+  if (nonempty < 0) return nonempty;
+  if (nonempty && !overwrite)
+    return cli_fail(err, errlen, BFEED_EINVAL,
+                    "%s: directory is not empty; refusing to write a dataset into it (--force writes over it)", dir);
+  return 0;
 }
 
 /* Write buf to path via path.tmp and a rename. */
@@ -343,11 +352,7 @@ int make_demo(const char *dir, const make_demo_opts *o, make_demo_stats *stats, 
   if (!dir || !*dir) return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: no directory given");
   int rc = demo_check_opts(o, err, errlen);
   if (rc != 0) return rc;
-  int nonempty = demo_dir_nonempty(dir, err, errlen);
-  if (nonempty < 0) return nonempty;
-  if (nonempty && !o->overwrite)
-    return cli_fail(err, errlen, BFEED_EINVAL,
-                     "%s: directory is not empty; refusing to write a dataset into it", dir);
+  if ((rc = demo_dir_check(dir, o->overwrite, err, errlen)) != 0) return rc;
 
   demo_ctx x = {.o = o};
   x.px = malloc((size_t)o->max_side * (size_t)o->max_side * 3);

@@ -199,10 +199,7 @@ int make_demo_text(const char *dir, const char *vectors, const make_demo_text_op
   if (!dir || !*dir || !vectors) return cli_fail(err, errlen, BFEED_EINVAL, "make-demo: no directory or vectors given");
   int rc = check_opts(o, err, errlen);
   if (rc != 0) return rc;
-  int nonempty = demo_dir_nonempty(dir, err, errlen);
-  if (nonempty < 0) return nonempty;
-  if (nonempty && !o->overwrite)
-    return cli_fail(err, errlen, BFEED_EINVAL, "%s: directory is not empty; refusing to write a dataset into it", dir);
+  if ((rc = demo_dir_check(dir, o->overwrite, err, errlen)) != 0) return rc;
   demo_vectors v;
   char why[512];
   if ((rc = demo_vectors_load(vectors, &v, why, sizeof why)) < 0) return cli_fail(err, errlen, rc, "make-demo: %s", why);

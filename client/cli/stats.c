@@ -52,14 +52,20 @@ static void print_text(const bfeed_stat_group *g, size_t n) {
   }
 }
 
+static const char stats_usage[] =
+    "usage: bfeed stats --connect ADDR [--json]\n"
+    "Prints the daemon's counters: the daemon's, each dataset's and each open stream's.\n"
+    "  --json                  one JSON object: {\"daemon\": {...}, \"datasets\": {...}, \"streams\": {...}}\n";
+
 int cmd_stats(int argc, char **argv) {
   cli_args a = {.argc = argc, .argv = argv};
   const char *connect = NULL;
   int json = 0, r;
   while ((r = cli_next(&a, stats_takes_value, NULL)) == 1) {
+    if (cli_help_or_version(a.name, stats_usage, NULL)) return 0;
     if (strcmp(a.name, "connect") == 0) connect = a.value;
     else if (strcmp(a.name, "json") == 0) json = 1;
-    else return fprintf(stderr, "bfeed stats: unknown option --%s\n", a.name), 2;
+    else return fprintf(stderr, "bfeed stats: unknown option --%s\n%s", a.name, stats_usage), 2;
   }
   if (r < 0) return 2;
   if (!connect) return fprintf(stderr, "bfeed stats: --connect ADDR is required\n"), 2;

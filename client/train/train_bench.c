@@ -33,20 +33,23 @@ typedef struct bench_opts {
   const char *backend; /* NULL: all */
 } bench_opts;
 
-static int takes_value(const char *name, void *ctx) { return strcmp(name, "help") != 0; }
+static int takes_value(const char *name, void *ctx) { return strcmp(name, "help") != 0 && strcmp(name, "version") != 0; }
+
+static const char bench_usage[] =
+    "usage: bfeed-train-bench [--inputs N] [--hidden N[,N...]] [--classes N] [--batch N]\n"
+    "                         [--steps N] [--optimizer sgd|adam|adafactor] [--backend NAME]\n"
+    "Times bfeed-train's step (forward, backward, optimizer) on each backend and precision,\n"
+    "without a daemon. Also --help, --version.\n";
 
 static int parse(int argc, char **argv, bench_opts *o) {
   *o = (bench_opts){.inputs = 3072, .classes = 8, .batch = 64, .steps = 30, .optimizer = OPTIM_ADAM};
   cli_args a = {.argc = argc, .argv = argv};
   int r;
+  cli_set_prog("bfeed-train-bench");
   while ((r = cli_next(&a, takes_value, NULL)) == 1) {
     const char *n = a.name, *v = a.value;
     int bad = 0;
-    if (strcmp(n, "help") == 0) {
-      printf("usage: bfeed-train-bench [--inputs N] [--hidden N[,N...]] [--classes N] [--batch N]\n"
-             "                         [--steps N] [--optimizer sgd|adam|adafactor] [--backend NAME]\n");
-      return 1;
-    }
+    if (cli_help_or_version(n, bench_usage, NULL)) return 1;
     if (strcmp(n, "inputs") == 0) bad = cli_u64(n, v, 1, 1 << 24, &o->inputs);
     else if (strcmp(n, "classes") == 0) bad = cli_u64(n, v, 2, 1 << 20, &o->classes);
     else if (strcmp(n, "batch") == 0) bad = cli_u64(n, v, 1, 65536, &o->batch);

@@ -28,6 +28,7 @@ const char train_usage[] =
     "                          relative step size, 0.01)\n"
     "  --momentum X            sgd momentum (0.9)\n"
     "  --json                  end with one line of JSON\n"
+    "  --help, --version\n"
     "\n";
 
 int train_parse_bytes(const char *s, uint64_t *out) {
@@ -128,11 +129,9 @@ int train_opts_parse(int argc, char **argv, train_opts *o) {
   int lr_set = 0, mom_set = 0, r;
   float lr = 0, mom = 0;
   cli_args a = {.argc = argc, .argv = argv};
+  cli_set_prog("bfeed-train"); /* stream-option errors name this program */
   while ((r = cli_next(&a, takes_value, NULL)) == 1) {
-    if (strcmp(a.name, "help") == 0) {
-      printf("%s%s", train_usage, cli_stream_opts_help);
-      return 1;
-    }
+    if (cli_help_or_version(a.name, train_usage, cli_stream_opts_help)) return 1;
     int s = cli_stream_opt(a.name, a.value, &o->stream);
     if (s == 0) s = own_opt(o, a.name, a.value, &lr_set, &lr, &mom_set, &mom);
     if (s < 0) return -1;

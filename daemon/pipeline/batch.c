@@ -122,6 +122,22 @@ uint64_t batch_frame_estimate(const batch_spec *s) {
   return data + frame_overhead(&L.m) + 63;
 }
 
+/* The largest value in [lo, hi] of the option *field (s->opts.batch or
+ * .size) whose largest batch fits one frame, 0 if none: frame size grows
+ * with both, so a binary search finds it. */
+static uint32_t largest_fitting(batch_spec *s, uint32_t *field, uint32_t lo, uint32_t hi) {
+  uint32_t best = 0;
+  while (lo <= hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    batch_layout L;
+    *field = mid;
+    batch_largest(s, &L);
+    if (L.m.raw_size + frame_overhead(&L.m) <= FRAME_MAX_PAYLOAD) best = mid, lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return best;
+}
+
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen) {
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), BFEED_EINVAL
   int ready = dataset_ready(ds, err, errlen);
@@ -139,11 +155,20 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
   batch_spec s = {.ds = (dataset *)ds, .opts = *o};
   batch_layout L;
   batch_largest(&s, &L);
-  if (L.m.raw_size + frame_overhead(&L.m) > FRAME_MAX_PAYLOAD)
-    BAD("a batch of %u could reach %llu bytes, over the %u-byte frame limit%s", o->batch,
-        (unsigned long long)L.m.raw_size, FRAME_MAX_PAYLOAD, text ? ": lower batch or set max_len" : "");
+  if (L.m.raw_size + frame_overhead(&L.m) <= FRAME_MAX_PAYLOAD) return 0;
+  /* Say what would fit: the largest batch at these options, and for
+   * images the largest size at this batch. */
+  uint32_t batch_fits = largest_fitting(&s, &s.opts.batch, 1, o->batch);
+  char hint[160];
+  int n = snprintf(hint, sizeof hint, "batch %u fits", batch_fits);
+  s.opts = *o;
+  if (dataset_has_images(ds))
+    snprintf(hint + n, sizeof hint - (size_t)n, " at size %u, or size %u at batch %u", o->size,
+             largest_fitting(&s, &s.opts.size, 8, o->size), o->batch);
+  BAD("a batch of %u could reach %llu bytes, over the %u-byte frame limit: %s%s", o->batch,
+      (unsigned long long)L.m.raw_size, FRAME_MAX_PAYLOAD, batch_fits ? hint : "lower the batch",
+      text && !o->max_len ? "; or set max_len" : "");
 #undef BAD
-  return 0;
 }
 
 static uint64_t now_ns(void) {

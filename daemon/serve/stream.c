@@ -50,11 +50,18 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   if (bpe == 0)
     return snprintf(err, errlen, "dataset %s has %zu samples, %llu per shard of %u: not enough for one batch of %u%s",
                     ds->name, ds->nsamples, (unsigned long long)n, o->shard_count, o->batch,
-                    o->keep_partial ? "" : " (ask to keep the partial batch?)"),
+                    o->keep_partial ? "" : ": lower the batch, or serve the short batch with keep_partial (bfeed "
+                                           "--keep-partial)"),
            BFEED_EDATASET;
-  if (o->batch_index >= bpe)
-    return snprintf(err, errlen, "start batch %llu is past the epoch's %llu batches", (unsigned long long)o->batch_index,
-                    (unsigned long long)bpe),
+  /* Resuming at the position after an epoch's last batch (what a trainer
+   * saves after finishing an epoch) is where the next epoch begins: the same
+   * batches as asking for (epoch + 1, 0). */
+  uint64_t start_epoch = o->epoch, start_batch = o->batch_index;
+  if (start_batch == bpe && start_epoch < UINT64_MAX) start_epoch++, start_batch = 0;
+  if (start_batch >= bpe)
+    return snprintf(err, errlen, "start batch %llu is past the epoch's %llu batches (%llu, the end of the epoch, "
+                    "means the next epoch's batch 0)",
+                    (unsigned long long)o->batch_index, (unsigned long long)bpe, (unsigned long long)bpe),
            BFEED_EINVAL;
   stream *st = calloc(1, sizeof *st);
   if (!st) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
@@ -70,8 +77,8 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   st->shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
   st->shard_samples = n;
   st->bpe = bpe;
-  st->start_epoch = o->epoch;
-  st->start_batch = o->batch_index;
+  st->start_epoch = start_epoch;
+  st->start_batch = start_batch;
   st->end_seq = o->epochs && o->epochs <= UINT64_MAX / bpe ? o->epochs * bpe - o->batch_index : UINT64_MAX;
   info->samples = n;
   info->batches_per_epoch = bpe;

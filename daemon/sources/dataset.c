@@ -16,6 +16,12 @@
 #include "folder.h"
 
 static const char *const kind_names[] = {"image", "text", "npy", "manifest", "tfrecord", "tar"};
+/* The keys each kind takes besides kind and path, checked before anything
+ * loads, so that a misspelt key (pathh) is named with its file and line
+ * rather than reported as the setting it failed to give. */
+static const char *const image_keys[] = {NULL}, *const npy_keys[] = {"labels", NULL};
+static const char *const *const kind_keys[] = {image_keys,          dataset_text_keys,     npy_keys,
+                                               dataset_manifest_keys, dataset_tfrecord_keys, dataset_tar_keys};
 
 const char *dataset_kind_name(dataset_kind k) {
   return (unsigned)k < sizeof kind_names / sizeof kind_names[0] ? kind_names[k] : "unknown";
@@ -45,11 +51,11 @@ int dataset_keys_check(const dataset_keys *k, const char *const *allowed, char *
     int ok = strcmp(key, "kind") == 0 || strcmp(key, "path") == 0;
     for (int a = 0; !ok && allowed[a]; a++) ok = strcmp(key, allowed[a]) == 0;
     if (!ok) {
-      int n = snprintf(err, errlen, "%s: dataset %s: unknown key '%s' for kind %s (known:", k->kv[i].where, k->name,
-                       key, k->kind);
+      int n = snprintf(err, errlen, "%s: dataset %s: unknown key '%s' for kind %s (known: kind path", k->kv[i].where,
+                       k->name, key, k->kind);
       for (int a = 0; allowed[a] && n >= 0 && (size_t)n < errlen; a++)
         n += snprintf(err + n, errlen - (size_t)n, " %s", allowed[a]);
-      if (n >= 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, "%s)", allowed[0] ? "" : " none");
+      if (n >= 0 && (size_t)n < errlen) snprintf(err + n, errlen - (size_t)n, ")");
       return BFEED_EDATASET;
     }
   }
@@ -87,7 +93,8 @@ int dataset_key_u64(const dataset_keys *k, const char *key, uint64_t lo, uint64_
 /* image: an ImageFolder                                               */
 
 /* What image_decode.h reads; the content decides the format, these only
- * which files are samples. */
+ * which files are samples. The load-time log and errors name them from
+ * this list. */
 static const char *const image_exts[] = {".jpg", ".jpeg", ".png", ".webp", NULL};
 
 /* Entries a folder walk left out, one warning each. */
@@ -96,18 +103,58 @@ void dataset_log_dropped(const dataset *d, strlist *dropped, const logger *log) 
   strlist_free(dropped);
 }
 
+/* ".jpg/.jpeg" */
+static const char *exts_text(char *buf, size_t cap, const char *const *exts) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (int i = 0; exts[i] && n < cap; i++) n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? "/" : "", exts[i]);
+  return buf;
+}
+
+/* Tell the operator at load what an ImageFolder will not serve: files of
+ * other types in class folders (how many, why, the first few) and class
+ * folders with nothing to serve (their labels never occur). */
+static void report_left_out(const dataset *d, const strlist *classes, const size_t *per_class,
+                            const folder_skipped *sk, const logger *log) {
+  char types[64], names[512];
+  exts_text(types, sizeof types, image_exts);
+  if (sk->n) {
+    size_t n = 0;
+    for (size_t i = 0; i < sk->n && i < FOLDER_SKIPPED_NAMES && n < sizeof names; i++)
+      n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", sk->first[i]);
+    log_warn(log, "dataset %s: %zu file(s) left out, not of a type served (%s): %s%s", d->name, sk->n, types, names,
+             sk->n > FOLDER_SKIPPED_NAMES ? ", ..." : "");
+  }
+  size_t empty = 0, n = 0;
+  for (size_t c = 0; c < classes->n; c++) {
+    if (per_class[c]) continue;
+    if (empty++ < FOLDER_SKIPPED_NAMES && n < sizeof names) {
+      const char *slash = strrchr(classes->v[c], '/');
+      n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", empty > 1 ? ", " : "", slash ? slash + 1 : classes->v[c]);
+    }
+  }
+  if (empty)
+    log_warn(log, "dataset %s: %zu empty class folder(s), no %s files, so their labels have no samples: %s%s", d->name,
+             empty, types, names, empty > FOLDER_SKIPPED_NAMES ? ", ..." : "");
+}
+
 static int load_image_folder(dataset *d, const char *root, const logger *log, char *err, size_t errlen) {
   strlist classes = {0}, files = {0}, dropped = {0};
+  folder_skipped skipped = {0};
+  size_t *per_class = NULL;
+  char types[64];
   int rc = BFEED_EDATASET;
-  if (folder_list(root, &classes, NULL, image_exts, &dropped, err, errlen) < 0) goto done;
+  if (folder_list(root, &classes, NULL, image_exts, &dropped, NULL, err, errlen) < 0) goto done;
   if (classes.n == 0) {
     snprintf(err, errlen, "dataset %s: folder %s has no class sub-folders", d->name, root);
     goto done;
   }
+  if (!(per_class = calloc(classes.n, sizeof *per_class))) goto oom;
   size_t cap = 0;
   for (size_t c = 0; c < classes.n; c++) {
     size_t before = files.n;
-    if (folder_walk(classes.v[c], &files, image_exts, &dropped, err, errlen) < 0) goto done;
+    if (folder_walk(classes.v[c], &files, image_exts, &dropped, &skipped, err, errlen) < 0) goto done;
+    per_class[c] = files.n - before;
     if (files.n > cap) {
       cap = files.cap;
       int32_t *l = realloc(d->labels, cap * sizeof *l);
@@ -117,9 +164,11 @@ static int load_image_folder(dataset *d, const char *root, const logger *log, ch
     for (size_t i = before; i < files.n; i++) d->labels[i] = (int32_t)c;
   }
   if (files.n == 0) {
-    snprintf(err, errlen, "dataset %s: no .jpg, .jpeg, .png or .webp files below %s", d->name, root);
+    snprintf(err, errlen, "dataset %s: no %s files below %s%s", d->name, exts_text(types, sizeof types, image_exts),
+             root, skipped.n ? " (other files are not served)" : "");
     goto done;
   }
+  report_left_out(d, &classes, per_class, &skipped, log);
   if (files.n > UINT32_MAX) {
     snprintf(err, errlen, "dataset %s: %zu files, more than the %u supported", d->name, files.n, UINT32_MAX);
     goto done;
@@ -144,6 +193,8 @@ done:
   dataset_log_dropped(d, &dropped, log);
   strlist_free(&classes);
   strlist_free(&files);
+  folder_skipped_free(&skipped);
+  free(per_class);
   return rc;
 }
 
@@ -151,9 +202,7 @@ done:
 /* npy: features [N, D] or [N, T, D], labels [N]                        */
 
 static int load_npy(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
-  static const char *const keys[] = {"labels", NULL};
   int rc;
-  if ((rc = dataset_keys_check(k, keys, err, errlen)) < 0) return rc;
   if ((rc = npy_source_open_features(&d->features, d->root, err, errlen)) < 0) return rc;
   d->nsamples = (size_t)d->features.nrows;
   const dataset_kv *labels = dataset_key(k, "labels");
@@ -204,8 +253,9 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
              kind ? kind->where : "dataset", name, k.kind);
     return NULL;
   }
+  if (dataset_keys_check(&k, kind_keys[kid], err, errlen) < 0) return NULL;
   if (!path) {
-    snprintf(err, errlen, "dataset %s: no path given", name);
+    snprintf(err, errlen, "%s: dataset %s: no path given", nkv ? kv[0].where : "dataset", name);
     return NULL;
   }
   dataset *d = calloc(1, sizeof *d);
@@ -216,14 +266,10 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
   }
   d->refs = 1;
   d->kind = (dataset_kind)kid;
-  static const char *const no_keys[] = {NULL};
   int rc;
   err[0] = 0;
   switch (d->kind) {
-    case DATASET_IMAGE:
-      rc = dataset_keys_check(&k, no_keys, err, errlen);
-      if (rc == 0) rc = load_image_folder(d, path->value, log, err, errlen);
-      break;
+    case DATASET_IMAGE: rc = load_image_folder(d, path->value, log, err, errlen); break;
     case DATASET_TEXT: rc = dataset_text_load(d, &k, log, err, errlen); break;
     case DATASET_NPY: rc = load_npy(d, &k, log, err, errlen); break;
     case DATASET_TFRECORD:

@@ -27,6 +27,13 @@ int dataset_key_u64(const dataset_keys *k, const char *key, uint64_t lo, uint64_
 int dataset_key_fail(const dataset_kv *kv, const char *name, char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
+/* The keys the text, manifest, tfrecord and tar kinds take besides kind
+ * and path (NULL-terminated); dataset_open checks them before loading. */
+extern const char *const dataset_text_keys[];
+extern const char *const dataset_manifest_keys[];
+extern const char *const dataset_tfrecord_keys[];
+extern const char *const dataset_tar_keys[];
+
 /* The kinds with text (d->name, d->root set; the rest is theirs to fill). */
 /* Log, then free, the entries a folder walk left out (dataset.c). */
 void dataset_log_dropped(const dataset *d, strlist *dropped, const logger *log);

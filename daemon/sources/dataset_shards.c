@@ -193,11 +193,11 @@ static int dataset_shards_string(const dataset_keys *k, const char *key, const c
   return v && v[0] && !*out ? BFEED_ENOMEM : 0;
 }
 
+const char *const dataset_tfrecord_keys[] = {"image_key", "label_key", "label_offset", "features_key", "cache_dir", NULL};
+const char *const dataset_tar_keys[] = {"label_ext", "label_offset", "cache_dir", NULL};
+
+/* (dataset_open has checked the keys.) */
 static int dataset_shards_settings(dataset_shards *s, const dataset_keys *k, char *err, size_t errlen) {
-  static const char *const tf_keys[] = {"image_key", "label_key", "label_offset", "features_key", "cache_dir", NULL};
-  static const char *const tar_keys[] = {"label_ext", "label_offset", "cache_dir", NULL};
-  int rc = dataset_keys_check(k, s->tar ? tar_keys : tf_keys, err, errlen);
-  if (rc < 0) return rc;
   const dataset_kv *off = dataset_key(k, "label_offset");
   /* TPU ImageNet TFRecords count classes from 1; WebDataset .cls from 0. */
   s->label_offset = s->tar ? 0 : -1;

@@ -191,18 +191,19 @@ static void builder_free(builder *b) {
   strlist_free(&b->images);
 }
 
-/* What both kinds do first: check the keys, read the settings, load the table. */
-static int prepare(dataset *d, const dataset_keys *k, const char *const *keys, text_settings *s, const logger *log,
-                   char *err, size_t errlen) {
-  int rc;
-  if ((rc = dataset_keys_check(k, keys, err, errlen)) < 0 || (rc = parse_settings(k, s, err, errlen)) < 0) return rc;
-  return load_vectors(d, s, log, err, errlen);
+const char *const dataset_text_keys[] = {TEXT_KEYS, "format", "label", NULL};
+const char *const dataset_manifest_keys[] = {TEXT_KEYS, NULL};
+
+/* What both kinds do first (dataset_open has checked the keys): read the
+ * settings, load the table. */
+static int prepare(dataset *d, const dataset_keys *k, text_settings *s, const logger *log, char *err, size_t errlen) {
+  int rc = parse_settings(k, s, err, errlen);
+  return rc < 0 ? rc : load_vectors(d, s, log, err, errlen);
 }
 
 int dataset_text_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
-  static const char *const keys[] = {TEXT_KEYS, "format", "label", NULL};
   text_settings s;
-  int rc = prepare(d, k, keys, &s, log, err, errlen);
+  int rc = prepare(d, k, &s, log, err, errlen);
   if (rc < 0) return rc;
   builder b = {.d = d, .s = &s};
   struct stat st;
@@ -217,9 +218,8 @@ int dataset_text_load(dataset *d, const dataset_keys *k, const logger *log, char
 }
 
 int dataset_text_load_manifest(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
-  static const char *const keys[] = {TEXT_KEYS, NULL};
   text_settings s;
-  int rc = prepare(d, k, keys, &s, log, err, errlen);
+  int rc = prepare(d, k, &s, log, err, errlen);
   if (rc < 0) return rc;
   char *dir = strdup(d->root);
   if (!dir) return snprintf(err, errlen, "dataset %s: out of memory", d->name), BFEED_ENOMEM;

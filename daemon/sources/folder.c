@@ -13,6 +13,18 @@
 
 #define FOLDER_MAX_DEPTH 32
 
+void folder_skipped_free(folder_skipped *s) {
+  for (int i = 0; i < FOLDER_SKIPPED_NAMES; i++) free(s->first[i]);
+  memset(s, 0, sizeof *s);
+}
+
+/* Tally path (taken) as left out, keeping the first few. */
+static void skip(folder_skipped *s, char *path) {
+  if (s->n < FOLDER_SKIPPED_NAMES) s->first[s->n] = path;
+  else free(path);
+  s->n++;
+}
+
 static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -35,14 +47,15 @@ static char *join(const char *a, const char *b) {
   return s;
 }
 
-int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped, char *err,
-                size_t errlen) {
+int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
+                folder_skipped *skipped, char *err, size_t errlen) {
   DIR *d = opendir(dir);
   if (!d) {
     snprintf(err, errlen, "cannot open folder %s: %s", dir, strerror(errno));
     return BFEED_EIO;
   }
   struct dirent *e;
+  strlist others = {0}; /* left out: tallied in sorted order, as samples are */
   int rc = 0;
   while (rc == 0 && (e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
@@ -59,9 +72,13 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
     }
     else if (S_ISDIR(st.st_mode) && dirs) rc = strlist_push(dirs, path);
     else if (S_ISREG(st.st_mode) && files && folder_has_ext(e->d_name, exts)) rc = strlist_push(files, path);
+    else if (S_ISREG(st.st_mode) && files && skipped) rc = strlist_push(&others, path);
     else free(path);
   }
   closedir(d);
+  if (others.n > 1) qsort(others.v, others.n, sizeof *others.v, cmp_str);
+  for (size_t i = 0; i < others.n; i++) skip(skipped, others.v[i]), others.v[i] = NULL;
+  strlist_free(&others);
   if (rc < 0) {
     snprintf(err, errlen, "out of memory listing %s", dir);
     return BFEED_ENOMEM;
@@ -71,27 +88,27 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
   return 0;
 }
 
-static int walk(const char *dir, strlist *out, const char *const *exts, int depth, strlist *dropped, char *err,
-                size_t errlen) {
+static int walk(const char *dir, strlist *out, const char *const *exts, int depth, strlist *dropped,
+                folder_skipped *skipped, char *err, size_t errlen) {
   int rc;
   strlist dirs = {0}, files = {0};
   if (depth > FOLDER_MAX_DEPTH) {
     snprintf(err, errlen, "folder %s nests too deep (symlink loop?)", dir);
     return BFEED_EDATASET;
   }
-  if ((rc = folder_list(dir, &dirs, &files, exts, dropped, err, errlen)) < 0) return rc;
+  if ((rc = folder_list(dir, &dirs, &files, exts, dropped, skipped, err, errlen)) < 0) return rc;
   for (size_t i = 0; i < files.n && rc == 0; i++) {
     rc = strlist_push(out, files.v[i]);
     files.v[i] = NULL;
   }
   if (rc < 0) snprintf(err, errlen, "out of memory listing %s", dir);
-  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = walk(dirs.v[i], out, exts, depth + 1, dropped, err, errlen);
+  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = walk(dirs.v[i], out, exts, depth + 1, dropped, skipped, err, errlen);
   strlist_free(&dirs);
   strlist_free(&files);
   return rc;
 }
 
-int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, char *err,
-                size_t errlen) {
-  return walk(dir, out, exts, 0, dropped, err, errlen);
+int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, folder_skipped *skipped,
+                char *err, size_t errlen) {
+  return walk(dir, out, exts, 0, dropped, skipped, err, errlen);
 }

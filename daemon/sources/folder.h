@@ -14,6 +14,16 @@
 
 #include "strlist.h"
 
+/* What a listing left out: regular files without one of the extensions
+ * asked for (a .gif or notes.txt in an image class folder), counted, with
+ * the paths of the first few kept (malloc'd) for the load-time log. */
+#define FOLDER_SKIPPED_NAMES 3
+typedef struct folder_skipped {
+  size_t n;
+  char *first[FOLDER_SKIPPED_NAMES];
+} folder_skipped;
+void folder_skipped_free(folder_skipped *s);
+
 /* 1 if name ends in one of exts (a NULL-terminated list such as
  * {".jpg", ".jpeg", NULL}), ignoring case. */
 int folder_has_ext(const char *name, const char *const *exts);
@@ -21,11 +31,14 @@ int folder_has_ext(const char *name, const char *const *exts);
  * exts into files (either list may be NULL to skip that kind). An entry
  * that cannot be followed (a dangling symlink, a symlink loop) is left out
  * and described ("PATH: why") in dropped, for the caller to log (NULL:
- * quietly). */
+ * quietly); regular files without one of exts are tallied in skipped (when
+ * files is given and skipped is not NULL), in sorted order. */
 int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
-                char *err, size_t errlen);
-/* Every file with one of exts below dir, depth first in sorted order. */
-int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, char *err,
+                folder_skipped *skipped, char *err, size_t errlen);
+/* Every file with one of exts below dir, depth first in sorted order; the
+ * others tallied in skipped (may be NULL). */
+int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, folder_skipped *skipped,
+                char *err,
                 size_t errlen);
 
 #endif

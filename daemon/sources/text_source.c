@@ -146,12 +146,12 @@ static int read_folder(const char *root, strlist *dropped, text_record_fn fn, vo
                        size_t errlen) {
   static const char *const txt[] = {".txt", NULL};
   strlist classes = {0}, files = {0};
-  int rc = folder_list(root, &classes, NULL, txt, dropped, err, errlen);
+  int rc = folder_list(root, &classes, NULL, txt, dropped, NULL, err, errlen);
   if (rc == 0 && classes.n == 0) rc = (snprintf(err, errlen, "folder %s has no class sub-folders", root), BFEED_EDATASET);
   for (size_t c = 0; rc == 0 && c < classes.n; c++) {
     const char *slash = strrchr(classes.v[c], '/');
     const char *cls = slash ? slash + 1 : classes.v[c];
-    rc = folder_walk(classes.v[c], &files, txt, dropped, err, errlen);
+    rc = folder_walk(classes.v[c], &files, txt, dropped, NULL, err, errlen);
     for (size_t i = 0; rc == 0 && i < files.n; i++) {
       mapfile m;
       if ((rc = mapfile_open(&m, files.v[i], TEXT_MAX_FILE, err, errlen)) < 0) break;

@@ -162,7 +162,9 @@ static int text_record(wv_build *b, const char *line, size_t len, uint64_t linen
   if (is_blank(line[0])) return fail(b, ":%llu: the line starts with a blank, so it has no word", (unsigned long long)lineno);
   const char *p = line, *end = line + len, *word, *tok;
   size_t wl, tl;
-  next_token(&p, end, &word, &wl);
+  /* The caller passes a trimmed, non-blank line, so there is a word; saying
+   * so lets the compiler see word and wl set on every path. */
+  if (!next_token(&p, end, &word, &wl)) return fail(b, ":%llu: the line has no word", (unsigned long long)lineno);
   if (wl > WORDVEC_MAX_WORD)
     return fail(b, ":%llu: a word of %zu bytes, over the %u-byte limit", (unsigned long long)lineno, wl, WORDVEC_MAX_WORD);
   uint16_t *row = build_row(b);

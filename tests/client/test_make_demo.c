@@ -72,7 +72,7 @@ static int count_differing(const char *a, const char *b, const int n[2]) {
     for (int c = 0; c < MAKE_DEMO_NCLASSES; c++)
       for (int i = 0; i < n[s]; i++) {
         char pa[256], pb[256];
-        size_t la, lb;
+        size_t la = 0, lb = 0;
         file_path(pa, sizeof pa, a, s, c, i);
         file_path(pb, sizeof pb, b, s, c, i);
         unsigned char *da = slurp(pa, &la), *db = slurp(pb, &lb);
@@ -127,7 +127,7 @@ static void test_layout(void **state) {
       assert_int_equal(count_entries(cdir), n[s]);
       for (int i = 0; i < n[s]; i++) {
         char p[400];
-        size_t len;
+        size_t len = 0;
         file_path(p, sizeof p, dir, s, c, i);
         unsigned char *d = slurp(p, &len);
         assert_non_null(d);

@@ -155,7 +155,7 @@ static void check_precision(const char *backend_name, ops_dtype p) {
   int32_t labels[ROWS];
   make_batch(x, labels, ROWS, 5);
   load_input(&m, x, ROWS);
-  double loss;
+  double loss = 0; /* fail_msg does not return, but clang cannot see that */
   if (mlp_forward(&m, &be, ROWS) < 0 || mlp_backward(&m, &be, labels, ROWS, 1.0f / ROWS, 0, &loss) < 0)
     fail_msg("%s: %s", backend_name, be.err);
 

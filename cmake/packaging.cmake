@@ -1,0 +1,34 @@
+# packaging.cmake -- `cpack -G DEB` in the build folder makes a Debian package
+# of everything `cmake --install` installs, under prefix /usr whatever prefix
+# was configured: bfeedd, bfeed, bfeed-train, libbfeed (with its soname) and
+# its header and bfeed.pc, the units, the sysusers.d file, the manual pages,
+# and /etc/bfeed/bfeedd.conf as a conffile. Included by the top CMakeLists.txt.
+set(CPACK_PACKAGE_NAME bfeed)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "bfeed maintainers <bfeed@example.invalid>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "input-pipeline daemon serving bfloat16 training batches")
+set(CPACK_PACKAGE_DESCRIPTION "bfeedd decodes image and text datasets, crops, resizes, normalizes and
+casts them to bfloat16 on its own cores, and streams ready batches over a socket
+to training jobs, which link libbfeed. Batches are a pure function of the
+dataset, options, seed, epoch and batch index.")
+set(CPACK_GENERATOR DEB)
+# The files are installed as for prefix /usr (DESTDIR staging), so that
+# cmake/install_paths.cmake puts the configuration in /etc/bfeed.
+set(CPACK_SET_DESTDIR ON)
+set(CPACK_INSTALL_PREFIX /usr)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION misc)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://example.invalid/bfeed")
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# conffiles: /etc/bfeed/bfeedd.conf; postinst: the bfeed group for the socket.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/conffiles ${PROJECT_SOURCE_DIR}/packaging/postinst)
+# Debian's policy for what cmake installs plainly: manual pages and the
+# changelog compressed, a copyright file.
+set(BFEED_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
+set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/packaging_prebuild.cmake)
+include(CPack)
