@@ -2,26 +2,25 @@
 # folder and before building the .deb (CPACK_PRE_BUILD_SCRIPTS): it compresses
 # the manual pages and adds the copyright and changelog files Debian asks for.
 # cpack passes the variables set in packaging.cmake.
-file(GLOB_RECURSE roots LIST_DIRECTORIES true "${CPACK_TEMPORARY_INSTALL_DIRECTORY}/*/share/man")
-if(NOT roots)
-  message(FATAL_ERROR "packaging: no share/man below ${CPACK_TEMPORARY_INSTALL_DIRECTORY}")
+set(usr_share "${CPACK_TEMPORARY_INSTALL_DIRECTORY}${CPACK_PACKAGING_INSTALL_PREFIX}/share")
+file(GLOB_RECURSE pages "${usr_share}/man/*")
+if(NOT pages)
+  message(FATAL_ERROR "packaging: no manual pages below ${usr_share}/man")
 endif()
-foreach(man IN LISTS roots)
-  get_filename_component(usr_share "${man}" DIRECTORY)
-  file(GLOB_RECURSE pages "${man}/*")
-  foreach(p IN LISTS pages)
+foreach(p IN LISTS pages)
+  if(NOT p MATCHES "\\.gz$")
     execute_process(COMMAND gzip -9nf "${p}" RESULT_VARIABLE rc)
     if(rc)
       message(FATAL_ERROR "packaging: gzip ${p} failed")
     endif()
-  endforeach()
-  set(doc "${usr_share}/doc/${CPACK_PACKAGE_NAME}")
-  file(MAKE_DIRECTORY "${doc}")
-  file(COPY "${BFEED_PACKAGING_DIR}/copyright" DESTINATION "${doc}"
-       FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
-  execute_process(COMMAND gzip -9nc "${BFEED_PACKAGING_DIR}/changelog" OUTPUT_FILE "${doc}/changelog.gz"
-                  RESULT_VARIABLE rc)
-  if(rc)
-    message(FATAL_ERROR "packaging: gzip changelog failed")
   endif()
 endforeach()
+set(doc "${usr_share}/doc/${CPACK_PACKAGE_NAME}")
+file(MAKE_DIRECTORY "${doc}")
+file(COPY "${CPACK_BFEED_PACKAGING_DIR}/copyright" DESTINATION "${doc}"
+     FILE_PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
+execute_process(COMMAND gzip -9nc "${CPACK_BFEED_PACKAGING_DIR}/changelog" OUTPUT_FILE "${doc}/changelog.gz"
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "packaging: gzip changelog failed")
+endif()
