@@ -16,6 +16,10 @@ resume    the position after an epoch's last batch is the next epoch's
           batch 0, byte for byte (compared with numpy)
 loop      client/examples/loop.c reads one epoch, and fails cleanly (no
           crash) without a daemon or with a wrong dataset name
+docs      bfeed(1) names every option --help does; the manual pages render
+          without warnings; the README's C block is loop.c's; its Python view
+          of fetch's '<u2' files as torch.bfloat16 matches torch's own cast
+text_batch  a text batch larger than PROTOCOL.md used to allow at size 224
 """
 import json
 import math
@@ -234,7 +238,79 @@ def test_loop():
     d.stop()
 
 
-TESTS = {"help": test_help, "messages": test_messages, "json": test_json, "resume": test_resume,
+def test_docs():
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    man = {m: open(os.path.join(src, "man", m)).read() for m in ["bfeed.1", "bfeedd.conf.5", "bfeedd.8"]}
+    # Every option bfeed's help names is in bfeed(1), spelt as groff writes it.
+    helps = run([BFEED, "--help"]).stdout + run([BFEED, "make-demo", "--help"]).stdout
+    for sub in ["bench", "fetch", "stats"]:
+        helps += run([BFEED, sub, "--help"]).stdout
+    opts = sorted(set(re.findall(r"--[a-z][a-z-]+", helps)))
+    missing = [o for o in opts if o.replace("-", "\\-") not in man["bfeed.1"]]
+    check(len(opts) > 25 and not missing, f"bfeed(1) describes all {len(opts)} options of --help; missing {missing}")
+    for word in ["make\\-demo", "\\-\\-text", "version", "layout", "codec", "shuffle", "torch.bfloat16"]:
+        check(word in man["bfeed.1"], f"bfeed(1) covers {word}")
+    check("\\(<->" not in man["bfeedd.conf.5"] and "\\(<>" in man["bfeedd.conf.5"],
+          "bfeedd.conf(5) writes the two-way arrow as \\(<>")
+    if shutil.which("man"):
+        for m in man:
+            r = run(["man", "--warnings", "-l", os.path.join(src, "man", m)],
+                    env=dict(os.environ, LC_ALL="C.UTF-8", MANWIDTH="80"))
+            check(r.returncode == 0 and r.stderr == "", f"man {m} renders without warnings ({r.stderr.strip()!r})")
+            check("\u2190>" not in r.stdout, f"man {m} has no stray arrow")
+    # The README's C example is loop.c's own lines, so the two cannot drift.
+    readme = open(os.path.join(src, "README.md")).read()
+    block = re.search(r"### In a training loop \(C\).*?```c\n(.*?)```", readme, re.S).group(1)
+    loop = [l.strip() for l in open(os.path.join(src, "client", "examples", "loop.c"))]
+    stray = [l for l in block.splitlines() if l.strip() and not l.strip().startswith("/*") and l.strip() not in loop]
+    check(not stray, f"the README's C block is taken from client/examples/loop.c (not there: {stray})")
+    check("pkg-config --cflags --libs bfeed" in readme and "pkg-config --static" in readme,
+          "the README shows the pkg-config compile line, and --static for libbfeed.a")
+    # The README's Python for fetch's '<u2' files gives the tensor torch's own cast gives.
+    import torch
+    d = Daemon()
+    out = os.path.join(TMP, "b0")
+    r = run([BFEED, "fetch", "--connect", d.addr, "--dataset", "a", "--batch", "4", "--size", "16", "--out", out,
+             "--batch-index", "0"])
+    d.stop()
+    check(r.returncode == 0, "fetch writes a batch")
+    code = re.search(r"```python\n(.*?)```", readme, re.S).group(1).replace("/tmp/batch0", out)
+    ns = {}
+    exec(code, ns)
+    x, f = ns["x"], ns["f"]
+    check(x.dtype == torch.bfloat16 and tuple(x.shape) == (4, 3, 16, 16), f"the README's view is bf16 {tuple(x.shape)}")
+    check(torch.equal(x, torch.from_numpy(f).to(torch.bfloat16)) and torch.equal(x.float(), torch.from_numpy(f)),
+          "and equals its float32 values cast by torch")
+
+
+def test_text_batch():
+    """PROTOCOL.md said a text batch over 3566 samples needs a smaller --size; it does not."""
+    words = [f"w{i}" for i in range(20)]
+    rng = np.random.default_rng(3)
+    vec = os.path.join(TMP, "v.txt")  # a GloVe-style table: word v1 .. v8
+    with open(vec, "w") as fh:
+        for w in words:
+            fh.write(w + " " + " ".join(f"{v:.4f}" for v in rng.standard_normal(8)) + "\n")
+    txt = os.path.join(TMP, "t.txt")
+    with open(txt, "w") as fh:
+        for i in range(4100):
+            fh.write(f"__label__{'ab'[i % 2]} " + " ".join(rng.choice(words, 3)) + "\n")
+    addr = "unix:" + os.path.join(TMP, "t.sock")
+    log = os.path.join(TMP, "t.log")
+    p = subprocess.Popen([BFEEDD, "--listen", addr, "--workers", "2", "--dataset", f"t=text:{txt},vectors={vec}"],
+                         stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    end = time.time() + 20
+    while "ready" not in open(log).read() and p.poll() is None and time.time() < end:
+        time.sleep(0.05)
+    r = run([BFEED, "bench", "--connect", addr, "--dataset", "t", "--batch", "4000", "--size", "224",
+             "--batches", "1", "--json"])
+    check(r.returncode == 0 and json.loads(r.stdout)["samples"] == 4000,
+          f"a text batch of 4000 at --size 224 is served ({r.stderr.strip()[-200:]!r})")
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(timeout=10) == 0, "bfeedd exits 0")
+
+
+TESTS = {"docs": test_docs, "text_batch": test_text_batch, "help": test_help, "messages": test_messages, "json": test_json, "resume": test_resume,
          "loop": test_loop}
 
 if __name__ == "__main__":
