@@ -34,6 +34,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import check, main  # noqa: E402
+
 BUILD, CMD = sys.argv[1:3]
 BIN = os.path.join(BUILD, "bin")
 BFEED, BFEEDD = os.path.join(BIN, "bfeed"), os.path.join(BIN, "bfeedd")
@@ -41,13 +44,6 @@ TRAIN, TRAIN_BENCH = os.path.join(BIN, "bfeed-train"), os.path.join(BIN, "bfeed-
 LOOP = os.path.join(BUILD, "examples", "loop")
 TMP = tempfile.mkdtemp(prefix="bfeed-cli-")
 TRAIN_PER_CLASS, CLASSES = 10, 8  # make-demo: 8 classes
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def run(args, **kw):
@@ -314,14 +310,4 @@ TESTS = {"docs": test_docs, "text_batch": test_text_batch, "help": test_help, "m
          "loop": test_loop}
 
 if __name__ == "__main__":
-    try:
-        TESTS[CMD]()
-    except Exception as e:  # a crash is a failure, with its reason
-        import traceback
-        traceback.print_exc()
-        failures.append(repr(e))
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed", flush=True)
-        sys.exit(1)
+    main(TESTS, CMD, TMP)

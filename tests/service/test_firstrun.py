@@ -28,17 +28,13 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import check, main  # noqa: E402
+
 BUILD, SRC, DEMO, CMD = sys.argv[1:5]
 BIN = os.path.join(BUILD, "bin")
 BFEEDD, BFEED = os.path.join(BIN, "bfeedd"), os.path.join(BIN, "bfeed")
 TMP = tempfile.mkdtemp(prefix="bfeed-first-")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def run(args, **kw):
@@ -262,14 +258,4 @@ TESTS = {"shipped": test_shipped, "keys": test_keys, "leftout": test_leftout, "p
          "deb": test_deb}
 
 if __name__ == "__main__":
-    try:
-        TESTS[CMD]()
-    except Exception as e:  # a crash is a failure, with its reason
-        import traceback
-        traceback.print_exc()
-        failures.append(repr(e))
-    finally:
-        shutil.rmtree(TMP, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} check(s) failed", flush=True)
-        sys.exit(1)
+    main(TESTS, CMD, TMP)
