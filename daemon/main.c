@@ -360,13 +360,15 @@ int main(int argc, char **argv) {
   if (!d || !opts) return fprintf(stderr, "bfeedd: out of memory\n"), 1;
   int opt;
   opterr = 0;
-  while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-    if (opt == OPT_HELP) return usage(stdout), 0;
-    if (opt == OPT_VERSION) return puts("bfeedd 0.1.0 (protocol 1)"), 0;
+  int done = 0;
+  while (!done && (opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    if (opt == OPT_HELP) usage(stdout), done = 1;
+    if (opt == OPT_VERSION) puts("bfeedd 0.1.0 (protocol 1)"), done = 1;
     if (opt == OPT_CONFIG) d->config_path = optarg;
     if (opt == OPT_CHECK) d->config_path = check = optarg;
   }
   free_options(opts);
+  if (done) return free(d), 0; /* --help, --version */
   d->argc = argc;
   d->argv = argv;
   if (load_config(&d->cfg, d->config_path, argc, argv, err, sizeof err) < 0) {
