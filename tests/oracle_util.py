@@ -5,14 +5,44 @@ socket, and a word-vector table that exists with or without the team's
 Used by integration/fetch_oracle.py, integration/format_fetch_oracle.py,
 integration/wordvec_fetch_oracle.py, integration/shards_fetch_oracle.py,
 scripts/bench_formats.py, client/train_accept.py,
-client/wordvec_demo_oracle.py, client/python/conftest.py and
-service/test_service.py, which put this folder on sys.path.
+client/wordvec_demo_oracle.py, client/python/conftest.py,
+service/test_service.py, client/test_cli.py and service/test_firstrun.py,
+which put this folder on sys.path. The last two also take check() and
+main(): named checks that carry on after a failure, one subcommand per
+ctest test.
 """
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
+import traceback
+
+failures = []
+
+
+def check(cond, what):
+    """Print ok/FAIL and the claim; remember a failure and carry on."""
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def main(tests, cmd, tmp):
+    """Run tests[cmd] (a crash is a failure, with its reason), remove tmp,
+    and exit 1 if any check failed."""
+    try:
+        tests[cmd]()
+    except Exception as e:
+        traceback.print_exc()
+        failures.append(repr(e))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print("%d check(s) failed" % len(failures), flush=True)
+        sys.exit(1)
 
 
 def wait_for(pred, timeout=10.0, what="condition", step=0.01):

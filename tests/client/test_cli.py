@@ -26,16 +26,14 @@ import math
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from harness import check, main  # noqa: E402
+from oracle_util import Daemon as BfeeddChild, check, main, write_table  # noqa: E402
 
 BUILD, CMD = sys.argv[1:3]
 BIN = os.path.join(BUILD, "bin")
@@ -50,27 +48,19 @@ def run(args, **kw):
     return subprocess.run(args, capture_output=True, text=True, timeout=120, **kw)
 
 
-class Daemon:
+class Daemon(BfeeddChild):
     """bfeedd serving a make-demo dataset as `a` on a Unix socket."""
 
     def __init__(self):
         self.demo = os.path.join(TMP, "demo")
-        r = run([BFEED, "make-demo", self.demo, "--train", str(TRAIN_PER_CLASS), "--val", "2"])
-        assert r.returncode == 0, r.stderr
-        self.addr = "unix:" + os.path.join(TMP, "d.sock")
-        self.log = os.path.join(TMP, "d.log")
-        self.proc = subprocess.Popen([BFEEDD, "--listen", self.addr, "--workers", "2", "--dataset",
-                                      "a=" + os.path.join(self.demo, "train")],
-                                     stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
-        end = time.time() + 20
-        while "ready" not in open(self.log).read():
-            if self.proc.poll() is not None or time.time() > end:
-                raise AssertionError("bfeedd did not start:\n" + open(self.log).read())
-            time.sleep(0.05)
+        if not os.path.isdir(self.demo):
+            r = run([BFEED, "make-demo", self.demo, "--train", str(TRAIN_PER_CLASS), "--val", "2"])
+            assert r.returncode == 0, r.stderr
+        super().__init__(BFEEDD, TMP, ["a=" + os.path.join(self.demo, "train")])
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        check(self.proc.wait(timeout=10) == 0, "bfeedd exits 0 on SIGTERM")
+        why = super().stop()
+        check(why is None, "bfeedd exits 0 on SIGTERM" + (f": {why}" if why else ""))
 
 
 # ---------------------------------------------------------------------------
@@ -283,27 +273,18 @@ def test_text_batch():
     """PROTOCOL.md said a text batch over 3566 samples needs a smaller --size; it does not."""
     words = [f"w{i}" for i in range(20)]
     rng = np.random.default_rng(3)
-    vec = os.path.join(TMP, "v.txt")  # a GloVe-style table: word v1 .. v8
-    with open(vec, "w") as fh:
-        for w in words:
-            fh.write(w + " " + " ".join(f"{v:.4f}" for v in rng.standard_normal(8)) + "\n")
+    vec = write_table(os.path.join(TMP, "v.txt"), dim=8, words=words)
     txt = os.path.join(TMP, "t.txt")
     with open(txt, "w") as fh:
         for i in range(4100):
             fh.write(f"__label__{'ab'[i % 2]} " + " ".join(rng.choice(words, 3)) + "\n")
-    addr = "unix:" + os.path.join(TMP, "t.sock")
-    log = os.path.join(TMP, "t.log")
-    p = subprocess.Popen([BFEEDD, "--listen", addr, "--workers", "2", "--dataset", f"t=text:{txt},vectors={vec}"],
-                         stdout=open(log, "w"), stderr=subprocess.STDOUT)
-    end = time.time() + 20
-    while "ready" not in open(log).read() and p.poll() is None and time.time() < end:
-        time.sleep(0.05)
+    d = BfeeddChild(BFEEDD, TMP, [f"t=text:{txt},vectors={vec}"])
+    addr = d.addr
     r = run([BFEED, "bench", "--connect", addr, "--dataset", "t", "--batch", "4000", "--size", "224",
              "--batches", "1", "--json"])
     check(r.returncode == 0 and json.loads(r.stdout)["samples"] == 4000,
           f"a text batch of 4000 at --size 224 is served ({r.stderr.strip()[-200:]!r})")
-    p.send_signal(signal.SIGTERM)
-    check(p.wait(timeout=10) == 0, "bfeedd exits 0")
+    check(d.stop() is None, "bfeedd exits 0")
 
 
 TESTS = {"docs": test_docs, "text_batch": test_text_batch, "help": test_help, "messages": test_messages, "json": test_json, "resume": test_resume,

@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from harness import check, main  # noqa: E402
+from oracle_util import check, main, wait_for  # noqa: E402
 
 BUILD, SRC, DEMO, CMD = sys.argv[1:5]
 BIN = os.path.join(BUILD, "bin")
@@ -47,11 +47,9 @@ def write(path, text):
 
 
 def wait_log(proc, log, pattern, timeout=20):
-    end = time.time() + timeout
-    while not re.search(pattern, open(log).read()):
-        if proc.poll() is not None or time.time() > end:
-            raise AssertionError(f"no {pattern!r} in the log:\n" + open(log).read())
-        time.sleep(0.05)
+    wait_for(lambda: re.search(pattern, open(log).read()) or proc.poll() is not None, timeout, pattern)
+    if not re.search(pattern, open(log).read()):
+        raise AssertionError(f"no {pattern!r} in the log:\n" + open(log).read())
 
 
 def bench(addr, dataset):
@@ -169,7 +167,8 @@ def test_prefix():
     outside = [f for f in files if not f.startswith(prefix + "/")]
     check(files and not outside, f"every installed file is below DIR ({len(files)} files; outside: {outside})")
     rel = sorted(os.path.relpath(f, prefix) for f in files)
-    for want in ["bin/bfeedd", "bin/bfeed", "bin/bfeed-train", "include/bfeed.h", "etc/bfeed/bfeedd.conf",
+    for want in ["bin/bfeedd", "bin/bfeed", "bin/bfeed-train", "bin/bfeed-train-bench", "include/bfeed.h",
+                 "include/bfeed_types.h", "etc/bfeed/bfeedd.conf",
                  "lib/systemd/system/bfeedd.service", "lib/systemd/system/bfeedd.socket", "lib/sysusers.d/bfeed.conf",
                  "share/man/man1/bfeed.1", "share/man/man5/bfeedd.conf.5", "share/man/man8/bfeedd.8"]:
         check(want in rel, f"installed {want}")
@@ -224,6 +223,7 @@ def test_deb():
     listing = run(["dpkg-deb", "-c", deb]).stdout
     paths = [re.sub(r"^\./", "/", l.split()[5]) for l in listing.splitlines()]
     for want in [r"/usr/bin/bfeedd$", r"/usr/bin/bfeed$", r"/usr/bin/bfeed-train$", r"/usr/include/bfeed\.h$",
+                 r"/usr/include/bfeed_types\.h$",
                  r"/usr/lib/.*libbfeed\.so\.0\.\d+\.\d+$", r"/usr/lib/.*libbfeed\.so\.0$", r"/usr/lib/.*libbfeed\.a$",
                  r"/usr/lib/.*pkgconfig/bfeed\.pc$", r"/lib/systemd/system/bfeedd\.service$",
                  r"/lib/systemd/system/bfeedd\.socket$", r"/usr/lib/sysusers\.d/bfeed\.conf$",
