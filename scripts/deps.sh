@@ -12,11 +12,11 @@ if [ "${1:-}" = "--test" ]; then
   # for the Python client, venv, pip, setuptools and wheel to check that
   # `pip install client/python` works offline; protoc, Google's protobuf
   # runtime and crcmod write the TFRecords the shard tests read (an encoder
-  # independent of bfeed's); lintian for the Debian package (cpack -G DEB)
-  # and man-db for the manual pages.
+  # independent of bfeed's); lintian for the Debian package (cpack -G DEB),
+  # man-db for the manual pages, clang for scripts/build_release.sh.
   pkgs="$pkgs python3 python3-pil python3-numpy python3-torch python3-torchvision systemd
         python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
-        protobuf-compiler python3-protobuf python3-crcmod lintian man-db"
+        protobuf-compiler python3-protobuf python3-crcmod lintian man-db clang"
 fi
 missing=""
 for p in $pkgs; do
