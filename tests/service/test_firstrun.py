@@ -117,7 +117,7 @@ def test_leftout():
     root = os.path.join(TMP, "folder")
     shutil.copytree(os.path.join(DEMO, "train"), root)
     classes = sorted(os.listdir(root))
-    extra = {classes[0]: ["x.png", "notes.txt"], classes[1]: ["sub/deeper.webp"], classes[2]: ["README"]}
+    extra = {classes[0]: ["x.gif", "notes.txt"], classes[1]: ["sub/deeper.bmp"], classes[2]: ["README"]}
     for cls, names in extra.items():
         for n in names:
             os.makedirs(os.path.dirname(os.path.join(root, cls, n)), exist_ok=True)
@@ -125,20 +125,22 @@ def test_leftout():
     os.makedirs(os.path.join(root, "zz_empty"))
     os.makedirs(os.path.join(root, "aa_only_text"))
     write(os.path.join(root, "aa_only_text", "a.txt"), "x")
-    # The oracle: every regular file below a class folder that is not .jpg/.jpeg, in sorted walk order.
+    # The oracle: every regular file below a class folder of a type not served, in sorted walk order.
+    served = (".jpg", ".jpeg", ".png", ".webp")
     left = []
     for cls in sorted(os.listdir(root)):
         for dp, dns, fns in os.walk(os.path.join(root, cls)):
             dns.sort()
-            left += [os.path.join(dp, f) for f in sorted(fns) if not f.lower().endswith((".jpg", ".jpeg"))]
+            left += [os.path.join(dp, f) for f in sorted(fns) if not f.lower().endswith(served)]
     empty = [c for c in sorted(os.listdir(root))
-             if not any(f.lower().endswith((".jpg", ".jpeg")) for _, _, fs in os.walk(os.path.join(root, c))
+             if not any(f.lower().endswith(served) for _, _, fs in os.walk(os.path.join(root, c))
                         for f in fs)]
     conf = os.path.join(TMP, "empty.conf")
     write(conf, "[bfeedd]\n")
     r = run([BFEEDD, "--check-config", conf, "--dataset", "f=" + root])
     check(r.returncode == 0, f"a folder with stray files still loads ({r.stderr.strip()[-200:]!r})")
-    m = re.search(r"dataset f: (\d+) file\(s\) left out, not of a type served \(\.jpg/\.jpeg\): (.*)", r.stderr)
+    m = re.search(r"dataset f: (\d+) file\(s\) left out, not of a type served \(%s\): (.*)"
+                  % re.escape("/".join(served)), r.stderr)
     check(m is not None and int(m.group(1)) == len(left), f"the log counts the {len(left)} files left out "
           f"and says why ({m.group(0) if m else r.stderr!r})")
     if m:

@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from oracle_util import wait_for  # noqa: E402
+from oracle_util import accepts, wait_for  # noqa: E402
 
 BUILD, SRC, DEMO, CMD = sys.argv[1:5]
 BIN = os.path.join(BUILD, "bin")
@@ -159,7 +159,9 @@ def test_activate():
     act = subprocess.Popen(["systemd-socket-activate", "-l", path, "-l", f"127.0.0.1:{port}", BFEEDD,
                             "--dataset", "a=" + os.path.join(DEMO, "train"), "--listen", "unix:/nonexistent/x.sock"],
                            stdout=open(os.path.join(TMP, "act.log"), "w"), stderr=subprocess.STDOUT)
-    wait_for(lambda: os.path.exists(path), 10, "activation socket")
+    # The path exists once bound, before it listens: wait until it takes a
+    # connection (which starts the daemon), or a client may be refused.
+    wait_for(lambda: accepts(path), 10, "activation socket")
     for addr in ["unix:" + path, f"127.0.0.1:{port}"]:
         r = subprocess.run([BFEED, "bench", "--connect", addr, "--dataset", "a", "--batches", "3", "--size", "32",
                             "--json"], capture_output=True, text=True, timeout=60)
