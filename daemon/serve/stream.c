@@ -181,7 +181,12 @@ static void deliver(stream *st) {
   }
 }
 
-void stream_start(stream *st) { pump(st); }
+/* deliver() too: a stream with nothing to serve (resumed at the end of its
+ * last epoch) ends at once. */
+void stream_start(stream *st) {
+  pump(st);
+  deliver(st);
+}
 
 void stream_written(stream *st, uint64_t bytes) {
   st->queued -= bytes < st->queued ? bytes : st->queued;

@@ -196,6 +196,11 @@ def test_resume():
         check(a.dtype == b.dtype and np.array_equal(a, b), f"{t}: identical to asking for (1, 0)")
     a, c = np.load(os.path.join(TMP, "end", "index.npy")), np.load(os.path.join(TMP, "last", "index.npy"))
     check(not np.array_equal(a, c), "and not a repeat of epoch 0's last batch")
+    # With --epochs 1 counted from epoch 0, the end of epoch 0 leaves nothing: the stream ends at once.
+    r = run([BFEED, "bench", "--connect", d.addr, "--dataset", "a", "--batch", "16", "--size", "16",
+             "--start-batch", str(bpe), "--epochs", "1", "--json"])
+    check(r.returncode == 0 and json.loads(r.stdout or "{}").get("batches") == 0,
+          f"a stream resumed at its last epoch's end ends at once, empty ({r.stdout.strip()!r})")
     r = fetch(d, os.path.join(TMP, "past"), "--epoch", "0", "--batch-index", str(bpe + 1))
     check(r.returncode == 1 and f"past the epoch's {bpe} batches" in r.stderr,
           f"one further is still refused, saying why ({r.stderr.strip()!r})")

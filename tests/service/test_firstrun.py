@@ -107,6 +107,9 @@ def test_keys():
     refuses(f"[dataset n]\nkind = npy\npath = /none.npy\nlabel = /x.npy\n", "bad.conf:4", "'label'", "kind npy")
     refuses(f"[dataset m]\nkind = manifest\npath = /none.tsv\nformat = tsv\n", "bad.conf:4", "'format'",
             "kind manifest")
+    refuses(f"[dataset s]\nkind = tar\npath = /none\nimage_key = jpg\n", "bad.conf:4", "'image_key'", "kind tar")
+    refuses(f"[dataset r]\nkind = tfrecord\npath = /none\nlabel_ext = cls\n", "bad.conf:4", "'label_ext'",
+            "kind tfrecord")
     # A section with no path at all names where the section is.
     refuses("[dataset empty]\nkind = image\n", "bad.conf:2", "empty", "no path given")
     # Flags: named by the flag.

@@ -141,5 +141,7 @@ class Dataset(_data.IterableDataset):
             s = client.stream(self.dataset, epoch=self.epoch, start_batch=per_shard * n + r, epochs=1, **one)
         except bfeed.InvalidError:
             return  # r >= N mod n: no sample left for this reader
-        with s:
-            yield next(iter(s)).torch()
+        with s:  # empty when that position is the end of the epoch
+            b = next(iter(s), None)
+            if b is not None:
+                yield b.torch()
