@@ -119,7 +119,7 @@ BFEED_API int bfeed_stream_opts_set(bfeed_stream_opts *o, const char *name, cons
   const options_row *r = name ? options_find(name) : NULL;
   if (!r) return common_err(err, BFEED_EINVAL, "unknown stream option '%s'", name ? name : "(null)");
   char *field = (char *)o + r->offset;
-  uint64_t v;
+  uint64_t v = 0; /* set by options_number on success; gcc -O3 cannot tell */
   int k = 0;
   if (r->kind == OPT_FLAG) {
     if (!value || strcmp(value, "1") == 0 || strcmp(value, "true") == 0) return *(int *)field = 1, 0;
