@@ -148,8 +148,8 @@ static void report(const bench_args *b, const bench_result *r) {
   fprintf(h, "  wire %.1f MB for %.1f MB of tensors (ratio %.3f); skipped files: %llu\n", r->wire / 1e6, r->raw / 1e6,
          r->raw ? (double)r->wire / r->raw : 0, (unsigned long long)r->skipped);
   double per_k = r->all_samples ? 1000.0 / (double)r->all_samples : 0;
-  printf("  CPU per 1000 samples: client %.3f s, daemon ", r->client_cpu_s * per_k);
-  printf(r->daemon_cpu_s < 0 ? "unknown\n" : "%.3f s\n", r->daemon_cpu_s * per_k);
+  fprintf(h, "  CPU per 1000 samples: client %.3f s, daemon ", r->client_cpu_s * per_k);
+  fprintf(h, r->daemon_cpu_s < 0 ? "unknown\n" : "%.3f s\n", r->daemon_cpu_s * per_k);
   if (!b->json) return;
   printf("{\"dataset\":");
   cli_json_str(stdout, b->c.dataset);
