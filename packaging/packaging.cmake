@@ -29,12 +29,12 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # dpkg-shlibdeps of programs built on it; triggers: ldconfig (cpack's own
 # shlibs handling would call ldconfig from maintainer scripts instead, which
 # Debian no longer wants).
-configure_file(${PROJECT_SOURCE_DIR}/packaging/shlibs.in ${PROJECT_BINARY_DIR}/packaging/shlibs @ONLY)
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/conffiles
-    ${PROJECT_SOURCE_DIR}/packaging/postinst ${PROJECT_SOURCE_DIR}/packaging/postrm
-    ${PROJECT_SOURCE_DIR}/packaging/triggers ${PROJECT_BINARY_DIR}/packaging/shlibs)
+configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/shlibs.in ${PROJECT_BINARY_DIR}/packaging/shlibs @ONLY)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles
+    ${PROJECT_SOURCE_DIR}/packaging/debian/postinst ${PROJECT_SOURCE_DIR}/packaging/debian/postrm
+    ${PROJECT_SOURCE_DIR}/packaging/debian/triggers ${PROJECT_BINARY_DIR}/packaging/shlibs)
 # Debian's policy for what cmake installs plainly: manual pages and the
 # changelog compressed, a copyright file (CPACK_-prefixed: cpack passes those on).
-set(CPACK_BFEED_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging)
-set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/cmake/packaging_prebuild.cmake)
+set(CPACK_BFEED_PACKAGING_DIR ${PROJECT_SOURCE_DIR}/packaging/debian)
+set(CPACK_PRE_BUILD_SCRIPTS ${PROJECT_SOURCE_DIR}/packaging/packaging_prebuild.cmake)
 include(CPack)
