@@ -12,10 +12,11 @@ if [ "${1:-}" = "--test" ]; then
   # for the Python client, venv, pip, setuptools and wheel to check that
   # `pip install client/python` works offline; protoc, Google's protobuf
   # runtime and crcmod write the TFRecords the shard tests read (an encoder
-  # independent of bfeed's).
+  # independent of bfeed's). clang and its runtimes build the libFuzzer
+  # targets (scripts/fuzz.sh).
   pkgs="$pkgs python3 python3-pil python3-numpy python3-torch python3-torchvision systemd
         python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
-        protobuf-compiler python3-protobuf python3-crcmod"
+        protobuf-compiler python3-protobuf python3-crcmod clang libclang-rt-14-dev"
 fi
 missing=""
 for p in $pkgs; do
