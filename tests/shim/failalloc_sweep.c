@@ -113,10 +113,10 @@ static void sweep_keep_log(const sweep *s, long n, const char *log, int loud) {
 static enum sweep_outcome sweep_one(sweep *s, long n, itest_run *run) {
   itest_daemon d;
   /* The shim goes into the daemon's environment only, not the sweep's. */
-  char nv[48], report[320];
+  char nv[48], report_env[320];
   snprintf(nv, sizeof nv, "FAILALLOC_N=%ld", n);
-  snprintf(report, sizeof report, "FAILALLOC_REPORT=%s", n == 0 ? s->count_path : "");
-  const char *env[] = {"LD_PRELOAD=" SWEEP_SHIM, nv, report, NULL};
+  snprintf(report_env, sizeof report_env, "FAILALLOC_REPORT=%s", n == 0 ? s->count_path : "");
+  const char *env[] = {"LD_PRELOAD=" SWEEP_SHIM, nv, report_env, NULL};
   itest_daemon_opts o = {.dir = s->dir, .name = "fa", .datasets = {s->dataset}, .workers = 2, .env = env};
   char err[1024];
   int started = itest_daemon_start(&d, &o, err, sizeof err) == 0;
