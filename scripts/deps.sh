@@ -13,10 +13,11 @@ if [ "${1:-}" = "--test" ]; then
   # `pip install client/python` works offline; protoc, Google's protobuf
   # runtime and crcmod write the TFRecords the shard tests read (an encoder
   # independent of bfeed's); lintian for the Debian package (cpack -G DEB),
-  # man-db for the manual pages, clang for scripts/build_release.sh.
+  # man-db for the manual pages, clang for scripts/build_release.sh; clang's
+  # runtimes build the libFuzzer targets (scripts/fuzz.sh).
   pkgs="$pkgs python3 python3-pil python3-numpy python3-torch python3-torchvision systemd
         python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
-        protobuf-compiler python3-protobuf python3-crcmod lintian man-db clang"
+        protobuf-compiler python3-protobuf python3-crcmod lintian man-db clang libclang-rt-14-dev"
 fi
 missing=""
 for p in $pkgs; do

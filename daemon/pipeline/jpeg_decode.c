@@ -172,8 +172,15 @@ int jpeg_decode_header(jdec *d, const uint8_t *buf, size_t len, jpeg_decode_info
                 size_t errlen) {
   struct jpeg_decompress_struct *c = &d->cinfo;
 
-  jpeg_abort_decompress(c);
+  /* A fresh decoder for every image: libjpeg keeps Huffman and quantization
+   * tables from one image to the next (for abbreviated streams), so a file
+   * that uses a table it does not define would decode with the tables of
+   * whatever this worker decoded before, and a batch would depend on which
+   * worker made it (found by fuzz_image). */
   release(d);
+  jpeg_destroy_decompress(c);
+  if (create(d) != 0)
+    return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   /* libjpeg would say the same, but without a source the message is about
    * an empty file rather than the data. */
   if (len < 3 || buf[0] != 0xFF || buf[1] != 0xD8)

@@ -18,7 +18,8 @@
  * The pixel limit is image_decode.c's, checked between jpeg_decode_header
  * and jpeg_decode_start, before any memory the size of the image is used.
  *
- * A jdec is one decoder, reused for many images by one thread at a time.
+ * A jdec is one decoder, reused for many images by one thread at a time;
+ * nothing of one image (not even libjpeg's tables) carries to the next.
  * Use: jpeg_decode_header, then jpeg_decode_start, then jpeg_decode_read (once). Calling
  * jpeg_decode_header again at any point abandons the previous image.
  */
@@ -53,7 +54,8 @@ jdec *jpeg_decode_new(void);
 void jpeg_decode_free(jdec *d);
 
 /* Read the headers of the JPEG in buf[0..len). buf must stay valid until
- * jpeg_decode_read returns or the next jpeg_decode_header. */
+ * jpeg_decode_read returns or the next jpeg_decode_header. BFEED_ENOMEM
+ * when a fresh libjpeg state cannot be had. */
 int jpeg_decode_header(jdec *d, const uint8_t *buf, size_t len, jpeg_decode_info *info, char *err,
                 size_t errlen);
 

@@ -197,6 +197,48 @@ static void test_errors(void **state) {
   free(good);
 }
 
+/* buf without its DQT (quantization table) segments: a file that uses
+ * tables it never defines. */
+static size_t strip_dqt(const uint8_t *buf, size_t len, uint8_t *out) {
+  size_t i = 2, o = 2;
+  memcpy(out, buf, 2);
+  while (i + 4 <= len && buf[i] == 0xFF && buf[i + 1] != 0xDA) {
+    size_t seg = 2 + ((size_t)buf[i + 2] << 8 | buf[i + 3]);
+    if (buf[i + 1] != 0xDB) {
+      memcpy(out + o, buf + i, seg);
+      o += seg;
+    }
+    i += seg;
+  }
+  memcpy(out + o, buf + i, len - i);
+  return o + len - i;
+}
+
+/* libjpeg keeps tables from one image to the next: a decoder that has
+ * decoded another image must refuse a file lacking its tables just as a
+ * fresh one does, not decode it with the earlier image's tables (found by
+ * fuzz_image: a batch then depended on the worker). */
+static void test_no_tables_from_the_previous_image(void **state) {
+  size_t len;
+  uint8_t *good = load(fixtures[1].name, &len);
+  uint8_t *bare = malloc(len);
+  assert_non_null(bare);
+  size_t n = strip_dqt(good, len, bare);
+  assert_true(n < len);
+  char err[128];
+  jdec *fresh = jpeg_decode_new(), *used = jpeg_decode_new();
+  assert_null(decode(fresh, bare, n, 8, 0, 8, 0, 8, err));
+  assert_non_null(strstr(err, "Quantization table"));
+  int w, h;
+  free(decode_full(used, good, len, 8, &w, &h));
+  assert_null(decode(used, bare, n, 8, 0, 8, 0, 8, err));
+  assert_non_null(strstr(err, "Quantization table"));
+  jpeg_decode_free(fresh);
+  jpeg_decode_free(used);
+  free(bare);
+  free(good);
+}
+
 static void test_sample_rejects(void **state) {
   size_t len;
   uint8_t *good = load(fixtures[2].name, &len); /* 106 x 150 */
@@ -231,6 +273,7 @@ int main(void) {
       cmocka_unit_test(test_region_equals_full),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_sample_rejects),
+      cmocka_unit_test(test_no_tables_from_the_previous_image),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /*
  * fuzz_files.h -- reading a whole file back, for the replay drivers that
- * build their seeds on disk (fuzz_wordvec_replay.c, fuzz_shards_replay.c).
+ * build their seeds on disk or read them from a folder (fuzz_wordvec_replay.c,
+ * fuzz_shards_replay.c, fuzz_image_replay.c).
  */
 #ifndef BFEED_FUZZ_FILES_H
 #define BFEED_FUZZ_FILES_H

@@ -14,10 +14,11 @@
  *   - an accepted BATCH really satisfies PROTOCOL.md's rules, re-checked in
  *     128-bit arithmetic so that a 64-bit wrap in the decoder shows up;
  *   - TLV items and BATCH data always lie inside the input;
- *   - the incremental frame reader (freader) sees the same frames and the
- *     same first error whether the input comes whole, byte by byte, or in
- *     chunks, with payloads in one part or two, and each frame it completes
- *     passes frame_header_decode and frame_verify.
+ *   - the incremental frame reader (fuzz_freader.c) sees the same frames
+ *     and the same first error however the input is cut.
+ *
+ * OPEN with the TLV walker (fuzz_open.c) and the frame reader are also
+ * libFuzzer targets of their own, so that each grows a corpus of its own.
  *
  * Inputs of 24 bytes or more are read as a frame: the first 24 bytes are the
  * header, the rest is the payload every decoder sees. Shorter inputs are a
@@ -33,24 +34,8 @@
 #include "bfeed_types.h"
 #include "names.h"
 #include "frame.h"
-#include "freader.h"
 #include "msg.h"
 #include "tlv.h"
-
-#define CHECK(cond)                                                                        \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      fprintf(stderr, "fuzz_proto: property failed at %s:%d: %s\n", __FILE__, __LINE__, \
-              #cond);                                                                      \
-      abort();                                                                             \
-    }                                                                                      \
-  } while (0)
-
-/* A refusal: one of the codes this parser documents, and a reason. */
-static void check_refusal(int rc, const char *why, int code_a, int code_b) {
-  CHECK(rc == code_a || rc == code_b);
-  CHECK(why != NULL && why[0] != 0);
-}
 
 /* ------------------------------------------------------------------ */
 
@@ -79,34 +64,6 @@ static int fuzz_header(const uint8_t *data) {
   }
   return ok_any ? FUZZ_HEADER : 0;
 }
-
-/* A fresh buffer with a frame begun in it, for as_frame to finish. */
-static wbuf frame_start(void) {
-  wbuf w;
-  wbuf_init(&w);
-  msg_begin(&w);
-  return w;
-}
-
-typedef struct payload {
-  const uint8_t *p;
-  size_t n;
-} payload;
-
-/* The payload of the frame begun at offset 0 of w, finished and checked as
- * a receiver would. */
-static payload as_frame(wbuf *w, int type) {
-  CHECK(msg_finish(w, 0, type, 1) == 0);
-  frame_header h;
-  CHECK(frame_header_decode(w->data, FRAME_MAX_PAYLOAD, &h, NULL) == 0);
-  CHECK(h.type == type && h.length == w->len - FRAME_HEADER_SIZE);
-  CHECK(frame_verify(&h, w->data + FRAME_HEADER_SIZE) == 0);
-  return (payload){w->data + FRAME_HEADER_SIZE, h.length};
-}
-
-/* ------------------------------------------------------------------ */
-/* The control messages: decode, re-encode through a complete frame,   */
-/* decode again and compare. What differs between them is a table.     */
 
 typedef union fuzz_msg {
   msg_hello hello;
@@ -318,35 +275,6 @@ static int fuzz_batch(const uint8_t *p, size_t n) {
   return loose;
 }
 
-/* Walk the payload as TLV items and read each with every typed reader. */
-static int fuzz_tlv(const uint8_t *p, size_t n) {
-  rbuf r;
-  tlv_item it;
-  int rc;
-  size_t items = 0, last = 0;
-  rbuf_init(&r, p, n);
-  while ((rc = tlv_next(&r, &it)) == 1) {
-    items++;
-    CHECK(r.off >= last + 6 && r.off <= n);
-    CHECK(it.val >= p && it.len <= n && it.val + it.len == p + r.off);
-    last = r.off;
-    uint8_t u8;
-    uint32_t u32;
-    uint64_t u64;
-    float f[3];
-    char s[MSG_NAME_MAX];
-    CHECK((tlv_u8(&it, &u8) == 0) == (it.len == 1));
-    CHECK((tlv_u32(&it, &u32) == 0) == (it.len == 4));
-    CHECK((tlv_u64(&it, &u64) == 0) == (it.len == 8));
-    CHECK((tlv_f32s(&it, f, 3) == 0) == (it.len == 12));
-    if (tlv_str(&it, s, sizeof s) == 0) CHECK(strlen(s) == it.len);
-  }
-  CHECK(rc == 0 || rc == BFEED_EPROTO);
-  CHECK(items <= n / 6);
-  if (rc == 0) CHECK(r.off == n);
-  return rc == 0 ? FUZZ_TLV : 0;
-}
-
 static int fuzz_addr(const uint8_t *p, size_t n) {
   char s[1024], why[256];
   size_t len = n < sizeof s - 1 ? n : sizeof s - 1;
@@ -371,65 +299,6 @@ static int fuzz_addr(const uint8_t *p, size_t n) {
   return FUZZ_ADDR;
 }
 
-/* One pass of the whole input through a reader: chunk sizes come from the
- * input itself (mode 2) or are 1 (mode 1) or everything (mode 0); with
- * split, payloads go in two parts. The frames it completed and its error. */
-typedef struct freader_run {
-  int frames, rc;
-  uint64_t sum; /* of the completed frames' checksums and lengths */
-} freader_run;
-
-static freader_run fuzz_freader_pass(const uint8_t *data, size_t size, int mode, int split) {
-  freader_run out = {0, 0, 0};
-  freader r;
-  CHECK(freader_init(&r, FRAME_MAX_CONTROL) == 0);
-  uint8_t *payload = malloc(FRAME_MAX_CONTROL);
-  CHECK(payload != NULL);
-  size_t at = 0, k = 0;
-  while (at < size && out.rc == 0) {
-    size_t len = mode == 0 ? size - at : mode == 1 ? 1 : (size_t)(1 + data[k++ % size] % 64), used;
-    if (len > size - at) len = size - at;
-    int ev = freader_feed(&r, data + at, len, &used);
-    CHECK(used <= len);
-    at += used;
-    if (ev < 0) {
-      CHECK(ev == BFEED_EPROTO || ev == BFEED_EVERSION || ev == BFEED_ETOOBIG || ev == BFEED_ECHECKSUM);
-      CHECK(r.why != NULL && r.why[0] != 0);
-      out.rc = ev;
-    } else if (ev == FREADER_HEADER) {
-      CHECK(r.h.length >= 1 && r.h.length <= FRAME_MAX_CONTROL);
-      size_t first = split && r.h.length > 1 ? r.h.length / 2 : r.h.length;
-      CHECK(freader_payload(&r, payload, first) == 0);
-    } else if (ev == FREADER_SEGMENT) {
-      size_t done = r.h.length - freader_payload_left(&r);
-      CHECK(freader_payload(&r, payload + done, freader_payload_left(&r)) == 0);
-    } else if (ev == FREADER_FRAME) {
-      /* The oracle: proto's one-shot header check and checksum. */
-      uint8_t hdr[FRAME_HEADER_SIZE];
-      frame_header h;
-      frame_header_encode(&r.h, hdr);
-      CHECK(frame_header_decode(hdr, FRAME_MAX_CONTROL, &h, NULL) == 0);
-      CHECK(frame_verify(&r.h, payload) == 0);
-      out.frames++;
-      out.sum = out.sum * 31 + r.h.checksum + r.h.length;
-    } else {
-      CHECK(ev == FREADER_MORE && used == len); /* MORE: the whole chunk was taken */
-    }
-  }
-  free(payload);
-  freader_free(&r);
-  return out;
-}
-
-static int fuzz_freader(const uint8_t *data, size_t size) {
-  freader_run whole = fuzz_freader_pass(data, size, 0, 0);
-  for (int mode = 0; mode < 3; mode++) {
-    freader_run other = fuzz_freader_pass(data, size, mode, mode != 0);
-    CHECK(other.frames == whole.frames && other.rc == whole.rc && other.sum == whole.sum);
-  }
-  return whole.frames ? FUZZ_FREADER : 0;
-}
-
 int fuzz_proto_one(const uint8_t *data, size_t size) {
   int accepted = 0;
   const uint8_t *p = data;
@@ -443,14 +312,19 @@ int fuzz_proto_one(const uint8_t *data, size_t size) {
     accepted |= fuzz_round_trip(&fuzz_codecs[i], p, n);
   accepted |= fuzz_stats(p, n);
   accepted |= fuzz_batch(p, n);
-  accepted |= fuzz_tlv(p, n);
+  accepted |= fuzz_open_tlv(p, n);
   accepted |= fuzz_addr(data, size);
-  accepted |= fuzz_freader(data, size);
+  accepted |= fuzz_freader_one(data, size);
   return accepted;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fuzz_proto_one(data, size);
+/* OPEN alone, for fuzz_open. */
+int fuzz_proto_open(const uint8_t *p, size_t n) {
+  for (size_t i = 0; i < sizeof fuzz_codecs / sizeof fuzz_codecs[0]; i++)
+    if (fuzz_codecs[i].frame == FRAME_OPEN) return fuzz_round_trip(&fuzz_codecs[i], p, n);
   return 0;
 }
+
+#ifdef FUZZ_MAIN_PROTO
+FUZZ_UTIL_TARGET(fuzz_proto_one)
+#endif

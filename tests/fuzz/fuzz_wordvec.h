@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fuzz_util.h" /* FUZZ_CHECK, FUZZ_UTIL_TARGET */
+
 /* Embeddings files (wordvec_parse): word2vec binary and text, GloVe. */
 int fuzz_wordvec_table(const uint8_t *data, size_t size);
 /* The binary cache's checker (wordvec_cache_check). */
@@ -26,21 +28,8 @@ int fuzz_wordvec_npy(const uint8_t *data, size_t size);
  * returns 1 when at least one of the parsers accepted. */
 int fuzz_wordvec_text(const uint8_t *data, size_t size);
 
-#define FUZZ_CHECK(cond)                                                                      \
-  do {                                                                                        \
-    if (!(cond)) {                                                                            \
-      fprintf(stderr, "%s:%d: property failed: %s\n", __FILE__, __LINE__, #cond);             \
-      abort();                                                                                \
-    }                                                                                         \
-  } while (0)
-
 #ifdef BFEED_LIBFUZZER
-#define FUZZ_WORDVEC_TARGET(fn)                                      \
-  int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);      \
-  int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {     \
-    fn(data, size);                                                  \
-    return 0;                                                        \
-  }
+#define FUZZ_WORDVEC_TARGET(fn) FUZZ_UTIL_TARGET(fn)
 #else
 #define FUZZ_WORDVEC_TARGET(fn)
 #endif

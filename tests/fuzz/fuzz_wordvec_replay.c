@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "fuzz_files.h"
+#include "fuzz_util.h"
 #include "fuzz_wordvec.h"
-#include "splitmix.h"
 #include "wordvec.h"
 
 #define MUTATIONS 3000      /* per seed and target */
@@ -32,8 +32,7 @@ typedef struct target {
   unsigned long accepted, refused;
 } target;
 
-static uint64_t rng_state;
-static uint64_t next_rand(void) { return splitmix64_next(&rng_state); }
+static fuzz_mutator mutator;
 
 static void run(target *t, const uint8_t *p, size_t n) {
   uint8_t *copy = malloc(n ? n : 1); /* exact size: overreads show under ASan */
@@ -47,37 +46,9 @@ static void mutate_and_run(target *t, const uint8_t *seed, size_t n) {
   static const uint8_t interesting[] = {0, '\n', ' ', '\t', '\r', '9', '0', '-', '.', 'e', 0xff, 0x80, 0xc3, '_'};
   size_t m = n < MUTATE_PREFIX ? n : MUTATE_PREFIX;
   uint8_t *buf = malloc(2 * m + 64);
-  for (int k = 0; k < MUTATIONS; k++) {
-    memcpy(buf, seed, m);
-    size_t len = m;
-    int edits = 1 + (int)(next_rand() % 4);
-    for (int e = 0; e < edits && len > 0; e++) {
-      size_t at = (size_t)(next_rand() % len), span = 1 + (size_t)(next_rand() % 16);
-      switch (next_rand() % 6) {
-        case 0: buf[at] ^= (uint8_t)(1u << (next_rand() % 8)); break;
-        case 1: buf[at] = interesting[next_rand() % sizeof interesting]; break;
-        case 2: /* delete */
-          if (span > len - at) span = len - at;
-          memmove(buf + at, buf + at + span, len - at - span);
-          len -= span;
-          break;
-        case 3: /* insert a copy of another stretch */
-          if (span > len) span = len;
-          if (len + span <= 2 * m + 64) {
-            size_t from = (size_t)(next_rand() % (len - span + 1));
-            uint8_t tmp[16];
-            memcpy(tmp, buf + from, span);
-            memmove(buf + at + span, buf + at, len - at);
-            memcpy(buf + at, tmp, span);
-            len += span;
-          }
-          break;
-        case 4: len = at; break; /* truncate */
-        default: buf[at] = (uint8_t)next_rand(); break;
-      }
-    }
-    run(t, buf, len);
-  }
+  mutator.interesting = interesting;
+  mutator.ninteresting = sizeof interesting;
+  for (int k = 0; k < MUTATIONS; k++) run(t, buf, fuzz_util_mutate(&mutator, seed, m, 0, buf));
   free(buf);
 }
 
@@ -145,7 +116,7 @@ static uint8_t *cache_of(const char *text, size_t *n) {
 int main(int argc, char **argv) {
   target table = {.name = "table", .fn = fuzz_wordvec_table}, cache = {.name = "cache", .fn = fuzz_wordvec_cache},
          npy = {.name = "npy", .fn = fuzz_wordvec_npy}, text = {.name = "text", .fn = fuzz_wordvec_text};
-  rng_state = 20261130;
+  mutator.rng = 20261130;
   uint8_t bin[4096];
 
   static const char glove[] = "the 0.418 0.24968 -0.41242\n\xc3\xb6 0.013441 0.23682 -0.16899\nand .5 +2. -1.6713e-02\n";

@@ -74,6 +74,7 @@ int itest_daemon_start(itest_daemon *d, const itest_daemon_opts *o, char *err, s
   char *argv[40], *envp[512];
   int argc = 0;
   memset(d, 0, sizeof *d);
+  d->status = -1;
   snprintf(sock, sizeof sock, "%s/%s.sock", o->dir, o->name);
   if (strlen(sock) >= sizeof ((struct sockaddr_un *)0)->sun_path)
     return itest_fail(err, errlen, "socket path %s is too long", sock);
@@ -120,6 +121,7 @@ int itest_daemon_start(itest_daemon *d, const itest_daemon_opts *o, char *err, s
   if (r > 0) return 0;
   if (r < 0) {
     d->pid = 0;
+    d->status = w.status;
     return exit_failure(d, w.status, " before it accepted connections", err, errlen);
   }
   itest_daemon_kill(d);
@@ -127,8 +129,10 @@ int itest_daemon_start(itest_daemon *d, const itest_daemon_opts *o, char *err, s
 }
 
 int itest_daemon_alive(itest_daemon *d) {
-  int status;
-  return d->pid > 0 && waitpid(d->pid, &status, WNOHANG) == 0;
+  if (d->pid <= 0) return 0;
+  if (waitpid(d->pid, &d->status, WNOHANG) != d->pid) return 1;
+  d->pid = 0; /* reaped: status says how it ended */
+  return 0;
 }
 
 typedef struct exit_check {
@@ -150,6 +154,7 @@ int itest_daemon_wait(itest_daemon *d, int timeout_ms, char *err, size_t errlen)
   int r = itest_poll(exited, &w, timeout_ms, 5);
   if (r > 0) {
     d->pid = 0;
+    d->status = w.status;
     if (WIFEXITED(w.status) && WEXITSTATUS(w.status) == 0) return 0;
     return exit_failure(d, w.status, "", err, errlen);
   }
@@ -170,7 +175,7 @@ int itest_daemon_stop(itest_daemon *d, int timeout_ms, char *err, size_t errlen)
 void itest_daemon_kill(itest_daemon *d) {
   if (d->pid <= 0) return;
   kill(d->pid, SIGKILL);
-  waitpid(d->pid, NULL, 0);
+  waitpid(d->pid, &d->status, 0);
   d->pid = 0;
 }
 

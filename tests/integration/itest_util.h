@@ -55,6 +55,7 @@ typedef struct itest_daemon {
   char unix_addr[128];   /* "unix:/tmp/.../NAME.sock" */
   char tcp_addr[32];     /* "127.0.0.1:PORT", or "" */
   char log_path[256];    /* its stderr and stdout */
+  int status;            /* waitpid status once it has exited (-1 before) */
 } itest_daemon;
 
 /* Spawn bfeedd (the binary CMake built) and wait until every listener
@@ -68,7 +69,8 @@ int itest_daemon_stop(itest_daemon *d, int timeout_ms, char *err, size_t errlen)
 int itest_daemon_wait(itest_daemon *d, int timeout_ms, char *err, size_t errlen);
 /* SIGKILL and reap, if still running: cleanup after a failed test. */
 void itest_daemon_kill(itest_daemon *d);
-/* 1 while the process has not exited. */
+/* 1 while the process has not exited; once it has, it is reaped (pid 0,
+ * status set). */
 int itest_daemon_alive(itest_daemon *d);
 /* Its resident memory in KiB (VmRSS), or -1. */
 long itest_daemon_rss_kib(const itest_daemon *d);
