@@ -352,6 +352,37 @@ static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
   return 0;
 }
 
+/* Run the event loop until shutdown. 0, or 1 when the daemon could not start
+ * (uv_default_loop itself allocates, and can fail). */
+static int serve(daemon_ctx *d) {
+  char err[1024];
+  int rc = 0;
+  uv_loop_t *loop = uv_default_loop();
+  if (!loop) {
+    log_err(&d->log, "cannot create the event loop: out of memory");
+    return 1;
+  }
+  uv_signal_init(loop, &d->sigint);
+  uv_signal_init(loop, &d->sigterm);
+  uv_signal_init(loop, &d->sighup);
+  uv_timer_init(loop, &d->grace);
+  uv_timer_init(loop, &d->status);
+  d->sigint.data = d->sigterm.data = d->sighup.data = d->grace.data = d->status.data = d;
+  notify_init(&d->notify, loop);
+  if (start(d, loop, err, sizeof err) < 0) {
+    log_err(&d->log, "%s", err);
+    shutdown_all(d);
+    rc = 1;
+  } else {
+    uv_run(loop, UV_RUN_DEFAULT);
+  }
+  uv_close((uv_handle_t *)&d->grace, NULL);
+  uv_run(loop, UV_RUN_DEFAULT); /* let every handle finish closing */
+  if (uv_loop_close(loop) != 0) log_warn(&d->log, "event loop closed with handles still open");
+  log_info(&d->log, "stopped");
+  return rc;
+}
+
 int main(int argc, char **argv) {
   char err[1024];
   const char *check = NULL;
@@ -398,25 +429,7 @@ int main(int argc, char **argv) {
     if (d->cfg.ndatasets == 0) log_warn(&d->log, "%s", no_dataset_note);
     signal(SIGPIPE, SIG_IGN);
     raise_nofile(&d->log);
-    uv_loop_t *loop = uv_default_loop();
-    uv_signal_init(loop, &d->sigint);
-    uv_signal_init(loop, &d->sigterm);
-    uv_signal_init(loop, &d->sighup);
-    uv_timer_init(loop, &d->grace);
-    uv_timer_init(loop, &d->status);
-    d->sigint.data = d->sigterm.data = d->sighup.data = d->grace.data = d->status.data = d;
-    notify_init(&d->notify, loop);
-    if (start(d, loop, err, sizeof err) < 0) {
-      log_err(&d->log, "%s", err);
-      shutdown_all(d);
-      rc = 1;
-    } else {
-      uv_run(loop, UV_RUN_DEFAULT);
-    }
-    uv_close((uv_handle_t *)&d->grace, NULL);
-    uv_run(loop, UV_RUN_DEFAULT); /* let every handle finish closing */
-    if (uv_loop_close(loop) != 0) log_warn(&d->log, "event loop closed with handles still open");
-    log_info(&d->log, "stopped");
+    rc = serve(d);
   }
   server_free(&d->srv); /* drops the datasets too */
   config_free(&d->cfg);

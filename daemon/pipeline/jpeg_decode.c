@@ -74,7 +74,11 @@ static int fail(jdec *d, char *err, size_t errlen) {
   case JWRN_JPEG_EOF:
     snprintf(err, errlen, "truncated data");
     break;
-  case JERR_OUT_OF_MEMORY:
+  case JERR_OUT_OF_MEMORY: /* malloc failed: the machine's fault, not the file's */
+    snprintf(err, errlen, "out of memory decoding");
+    jpeg_abort_decompress(&d->cinfo);
+    release(d);
+    return BFEED_ENOMEM;
   case JERR_NO_BACKING_STORE: /* libjpeg's max_memory_to_use was reached */
     snprintf(err, errlen, "decoding needs more memory than max_decode_memory (%llu bytes) allows",
              (unsigned long long)__atomic_load_n(&jpeg_decode_limit_bytes, __ATOMIC_RELAXED));
@@ -88,11 +92,15 @@ static int fail(jdec *d, char *err, size_t errlen) {
   return BFEED_EDATASET;
 }
 
-static int fail_msg(jdec *d, char *err, size_t errlen, const char *what) {
+static int fail_code(jdec *d, char *err, size_t errlen, const char *what, int code) {
   snprintf(err, errlen, "%s", what);
   jpeg_abort_decompress(&d->cinfo);
   release(d);
-  return BFEED_EDATASET;
+  return code;
+}
+
+static int fail_msg(jdec *d, char *err, size_t errlen, const char *what) {
+  return fail_code(d, err, errlen, what, BFEED_EDATASET);
 }
 
 /* A progressive image is decoded whole into coefficients first: 64 of
@@ -281,7 +289,7 @@ int jpeg_decode_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size
   if (need > d->row_cap) {
     JSAMPLE *row = malloc(need);
     if (!row)
-      return fail_msg(d, err, errlen, "out of memory");
+      return fail_code(d, err, errlen, "out of memory", BFEED_ENOMEM);
     free(d->row);
     d->row = row;
     d->row_cap = need;

@@ -293,12 +293,12 @@ static void conn_read_resume(conn *c) {
 /* ------------------------------------------------------------------ */
 /* Accepting                                                           */
 
-void conn_accept(server *s, uv_stream_t *ls, int tcp, const char *where) {
+int conn_accept(server *s, uv_stream_t *ls, int tcp, const char *where) {
   conn *c = calloc(1, sizeof *c);
   if (!c || freader_init(&c->rd, FRAME_MAX_CONTROL) < 0) {
     free(c);
-    log_warn(s->log, "%s: out of memory accepting a client", where);
-    return;
+    log_warn(s->log, "%s: out of memory accepting a client; trying again shortly", where);
+    return BFEED_ENOMEM;
   }
   c->s = s;
   c->id = ++s->next_conn_id;
@@ -316,19 +316,20 @@ void conn_accept(server *s, uv_stream_t *ls, int tcp, const char *where) {
     log_warn(s->log, "%s: cannot take a client: %s", where, uv_strerror(rc));
     c->closing = 1;
     uv_close((uv_handle_t *)&c->timer, conn_on_handle_closed);
-    return;
+    return 0;
   }
   c->h.handle.data = c;
   c->handles_open = 2;
   if ((rc = uv_accept(ls, &c->h.stream)) < 0) {
     log_warn(s->log, "%s: accept failed: %s", where, uv_strerror(rc));
     conn_close(c);
-    return;
+    return 0;
   }
   if (tcp) uv_tcp_nodelay(&c->h.tcp, 1);
   if (s->nconns > s->limits.max_clients)
-    return conn_fail(c, BFEED_ELIMIT, "too many clients (limit %d)", s->limits.max_clients);
+    return conn_fail(c, BFEED_ELIMIT, "too many clients (limit %d)", s->limits.max_clients), 0;
   log_info(s->log, "client %u connected on %s", c->id, where);
   if (s->limits.handshake_timeout_ms) uv_timer_start(&c->timer, conn_on_timeout, s->limits.handshake_timeout_ms, 0);
   conn_read_resume(c);
+  return 0;
 }

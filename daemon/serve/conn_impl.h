@@ -48,8 +48,10 @@ struct conn {
 };
 
 /* A listener has a connection waiting: accept it (listen.c). tcp says
- * which transport; `where` names the listener for the log. */
-void conn_accept(server *s, uv_stream_t *listener, int tcp, const char *where);
+ * which transport; `where` names the listener for the log. BFEED_ENOMEM
+ * when it could not even be taken: it stays queued, and libuv watches the
+ * listener again only once it is accepted, so the caller must try again. */
+int conn_accept(server *s, uv_stream_t *listener, int tcp, const char *where);
 /* Tell the client why (an ERROR frame on stream 0), then hang up once it
  * is out; counts protocol errors and refusals. */
 void conn_fail(conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -17,14 +17,19 @@
 #include "net.h"
 
 #define LISTEN_BACKLOG 128
+#define LISTEN_RETRY_MS 100
 
 struct listener {
   net_stream h;
+  uv_timer_t retry; /* takes a queued connection again after running out of memory */
+  int handles;      /* open handles (retry, then h): freed when both are closed */
   server *s;
   listener *next;
   char name[300];      /* as asked for, or the bound TCP address */
   char unix_path[108]; /* unlinked at shutdown */
 };
+
+static void listen_on_retry(uv_timer_t *t);
 
 static void on_connection(uv_stream_t *ls, int status) {
   listener *l = ls->data;
@@ -32,10 +37,40 @@ static void on_connection(uv_stream_t *ls, int status) {
     log_warn(l->s->log, "%s: accept failed: %s", l->name, uv_strerror(status));
     return;
   }
-  conn_accept(l->s, ls, l->h.handle.type == UV_TCP, l->name);
+  if (conn_accept(l->s, ls, l->h.handle.type == UV_TCP, l->name) == BFEED_ENOMEM &&
+      !uv_is_active((uv_handle_t *)&l->retry))
+    uv_timer_start(&l->retry, listen_on_retry, LISTEN_RETRY_MS, 0);
 }
 
-static void on_listener_closed(uv_handle_t *h) { free(h->data); }
+static void listen_on_retry(uv_timer_t *t) {
+  listener *l = t->data;
+  on_connection(&l->h.stream, 0);
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+  listener *l = h->data;
+  if (--l->handles == 0) free(l);
+}
+
+/* A new listener, with its retry timer (which cannot fail to start). */
+static listener *listen_new(server *s) {
+  listener *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->s = s;
+  uv_timer_init(s->loop, &l->retry);
+  l->retry.data = l;
+  l->handles = 1;
+  return l;
+}
+
+/* Close what a listener has open; it is freed once all of it is closed. */
+static void listen_discard(listener *l) {
+  if (l->h.handle.type != UV_UNKNOWN_HANDLE) {
+    l->handles++;
+    uv_close(&l->h.handle, on_listener_closed);
+  }
+  uv_close((uv_handle_t *)&l->retry, on_listener_closed);
+}
 
 /* A Unix socket path left behind by a daemon that died: safe to remove only
  * if it is a socket nobody answers on. */
@@ -119,15 +154,13 @@ static void add(server *s, listener *l) {
 int listen_add(server *s, const char *addr, char *err, size_t errlen) {
   addr_spec a;
   if (addr_parse(addr, &a, err, errlen) < 0) return BFEED_EINVAL;
-  listener *l = calloc(1, sizeof *l);
+  listener *l = listen_new(s);
   if (!l) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
-  l->s = s;
   snprintf(l->name, sizeof l->name, "%s", addr);
   int rc = a.kind == ADDR_UNIX ? listen_unix(l, &a, err, errlen) : listen_tcp(l, &a, err, errlen);
   l->h.handle.data = l;
   if (rc < 0) {
-    if (l->h.handle.type != UV_UNKNOWN_HANDLE) uv_close(&l->h.handle, on_listener_closed);
-    else free(l);
+    listen_discard(l);
     return rc;
   }
   add(s, l);
@@ -139,9 +172,8 @@ int listen_adopt_systemd(server *s, char *err, size_t errlen) {
   if (n < 0) return snprintf(err, errlen, "socket activation: %s", strerror(-n)), BFEED_EIO;
   for (int i = 0; i < n; i++) {
     int fd = SD_LISTEN_FDS_START + i, rc;
-    listener *l = calloc(1, sizeof *l);
+    listener *l = listen_new(s);
     if (!l) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
-    l->s = s;
     if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) > 0) {
       snprintf(l->name, sizeof l->name, "systemd socket %d (unix)", fd);
       rc = uv_pipe_init(s->loop, &l->h.pipe, 0);
@@ -151,14 +183,14 @@ int listen_adopt_systemd(server *s, char *err, size_t errlen) {
       rc = uv_tcp_init(s->loop, &l->h.tcp);
       if (rc == 0) rc = uv_tcp_open(&l->h.tcp, fd);
     } else {
-      free(l);
+      listen_discard(l);
       return snprintf(err, errlen, "socket activation: fd %d is not a listening stream socket", fd), BFEED_EINVAL;
     }
     l->h.handle.data = l;
     if (rc == 0) rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, on_connection);
     if (rc < 0) {
       snprintf(err, errlen, "socket activation: fd %d: %s", fd, uv_strerror(rc));
-      uv_close(&l->h.handle, on_listener_closed);
+      listen_discard(l);
       return BFEED_EIO;
     }
     add(s, l);
@@ -169,7 +201,7 @@ int listen_adopt_systemd(server *s, char *err, size_t errlen) {
 void listen_close_all(server *s) {
   for (listener *l = s->listeners; l; l = l->next) {
     if (l->unix_path[0]) unlink(l->unix_path);
-    uv_close(&l->h.handle, on_listener_closed);
+    listen_discard(l);
   }
   s->listeners = NULL;
 }
