@@ -108,11 +108,11 @@ typedef struct bfeed_connect_opts {
    * tried once: a wrong address fails at once. */
   double reconnect_deadline;
   /* The access token that a daemon with auth_token_file asks TCP clients
-   * for: the token itself, or a file holding it (a token of 1..255 bytes;
-   * whitespace around it, such as the final newline, is dropped). Both
-   * NULL (default): the file named by the environment variable
-   * BFEED_TOKEN_FILE when it is set, else no token. The strings are read
-   * during bfeed_connect2 and not kept. */
+   * for (1..255 bytes): the token itself, or a file holding it on its first
+   * line (trailing blanks and the line end dropped, as bfeedd reads its
+   * own). Both NULL (default): the file named by the environment variable
+   * BFEED_TOKEN_FILE when it is set, else no token. Read during
+   * bfeed_connect2, not kept; sent again on every reconnect. */
   const char *token;
   const char *token_file;
 } bfeed_connect_opts;

@@ -96,6 +96,7 @@ struct bfeed_client {
   addr_spec where;
   int reconnect;            /* bfeed_connect_opts.reconnect */
   uint64_t deadline_ns;     /* bfeed_connect_opts.reconnect_deadline */
+  char token[MSG_TOKEN_MAX]; /* sent in every HELLO; "" for none */
   pthread_t reader;
   int reader_running;
   pthread_mutex_t mu; /* streams, their queues, dead, closing, busy, gen */

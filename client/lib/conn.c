@@ -166,6 +166,7 @@ static int conn_handshake(bfeed_client *c, bfeed_error *err) {
   const char *addr = c->addr;
   msg_hello hello = {.min_version = FRAME_VERSION_MIN, .max_version = FRAME_VERSION_MAX};
   snprintf(hello.agent, sizeof hello.agent, "%s", CLIENT_AGENT);
+  snprintf(hello.token, sizeof hello.token, "%s", c->token);
   wbuf w;
   wbuf_init(&w);
   int rc = conn_frame(&w, FRAME_HELLO, 0, conn_enc_hello, &hello, err);
@@ -233,6 +234,24 @@ BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o) {
   o->reconnect_deadline = 60;
 }
 
+/* The token in a file: its first line without the line end and trailing
+ * blanks, the rule bfeedd reads its auth_token_file by, so that one file
+ * serves both sides. what says where the path came from. */
+static int conn_token_file(bfeed_client *c, const char *path, const char *what, bfeed_error *err) {
+  FILE *f = fopen(path, "r");
+  if (!f) return common_err(err, BFEED_EINVAL, "%s %s: cannot read: %s", what, path, strerror(errno));
+  char line[1024];
+  size_t n = fgets(line, sizeof line, f) ? strcspn(line, "\r\n") : 0;
+  fclose(f);
+  while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
+  if (n == 0 || n >= sizeof c->token || memchr(line, 0, n))
+    return common_err(err, BFEED_EINVAL, "%s %s: the first line must hold the token, 1 to %zu bytes without NUL (it has %zu)",
+                      what, path, sizeof c->token - 1, n);
+  memcpy(c->token, line, n);
+  c->token[n] = 0;
+  return 0;
+}
+
 static int conn_opts_apply(bfeed_client *c, const bfeed_connect_opts *o, bfeed_error *err) {
   bfeed_connect_opts def;
   if (!o) bfeed_connect_opts_init(&def), o = &def;
@@ -241,6 +260,13 @@ static int conn_opts_apply(bfeed_client *c, const bfeed_connect_opts *o, bfeed_e
                       o->reconnect_deadline);
   c->reconnect = o->reconnect != 0;
   c->deadline_ns = (uint64_t)(o->reconnect_deadline * 1e9);
+  const char *env = getenv("BFEED_TOKEN_FILE");
+  if (o->token && (!*o->token || strlen(o->token) >= sizeof c->token))
+    return common_err(err, BFEED_EINVAL, "token: expected 1 to %zu bytes, got %zu", sizeof c->token - 1,
+                      strlen(o->token));
+  if (o->token) snprintf(c->token, sizeof c->token, "%s", o->token);
+  else if (o->token_file) return conn_token_file(c, o->token_file, "token file", err);
+  else if (env && *env) return conn_token_file(c, env, "BFEED_TOKEN_FILE", err);
   return 0;
 }
 

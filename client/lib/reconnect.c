@@ -26,8 +26,9 @@ int reconnect_transient(int code) {
     case BFEED_ESHUTDOWN:  /* the daemon said it is stopping */
     case BFEED_ELIMIT:     /* too many clients for now */
     case BFEED_ECHECKSUM:  /* bytes damaged in transit */
+    case BFEED_ETIMEDOUT:  /* the daemon gave up on a silent connection */
       return 1;
-    default: /* refusals and protocol errors: another try would fail the same way */
+    default: /* refusals (EAUTH, EVERSION) and protocol errors: another try would fail the same way */
       return 0;
   }
 }

@@ -459,14 +459,18 @@ static void test_stats_names_stay(void **state) {
 }
 
 /* A refusal while reconnecting ends the client at once: one try, not a
- * minute of them. */
+ * minute of them. The token goes with every HELLO. */
 static void test_refusal_not_retried(void **state) {
   fake f;
   fake_start(*state, &f, FAKE_REFUSE_AGAIN);
   bfeed_stream_opts o;
+  bfeed_connect_opts co;
   bfeed_error err;
+  bfeed_client *c;
   suite_eval_opts(&o, 0);
-  bfeed_client *c = suite_connect(f.addr);
+  bfeed_connect_opts_init(&co);
+  co.token = "again-and-again";
+  SUITE_OK(bfeed_connect2(f.addr, &co, &c, &err), err);
   bfeed_stream *st = suite_open(c, "demo", &o);
   bfeed_counter ctr[4];
   size_t n;
@@ -479,8 +483,73 @@ static void test_refusal_not_retried(void **state) {
   assert_int_equal(atomic_load(&f.connections), 2);
   assert_int_equal(bfeed_client_reconnects(c), 1);
   assert_string_equal(f.hello.agent, "libbfeed/0.1.0");
+  assert_string_equal(f.hello.token, "again-and-again"); /* the second HELLO's */
   bfeed_stream_close(st);
   bfeed_close(c);
+  fake_stop(&f);
+}
+
+/* Connect to the fake with co; the token its HELLO carried, or the
+ * connect's error code (message in err). */
+static int hello_token(fake *f, const bfeed_connect_opts *co, char *token, size_t cap, bfeed_error *err) {
+  bfeed_client *c;
+  int rc = bfeed_connect2(f->addr, co, &c, err);
+  if (rc < 0) return rc;
+  snprintf(token, cap, "%s", f->hello.token); /* decoded before HELLO_OK went out */
+  bfeed_close(c);
+  return 0;
+}
+
+/* The token: given, from a file, from $BFEED_TOKEN_FILE, or none; a file
+ * read by bfeedd's rule (first line, trailing blanks dropped); files that
+ * cannot hold one are refused, named. */
+static void test_token_sent(void **state) {
+  suite *s = *state;
+  fake f;
+  fake_start(s, &f, FAKE_STATS_NAMES);
+  bfeed_connect_opts co;
+  bfeed_error err;
+  char tok[MSG_TOKEN_MAX], path[256], env_path[256];
+  unsetenv("BFEED_TOKEN_FILE");
+  bfeed_connect_opts_init(&co);
+  SUITE_OK(hello_token(&f, &co, tok, sizeof tok, &err), err);
+  assert_string_equal(tok, ""); /* none by default */
+  co.token = "tok 1";
+  SUITE_OK(hello_token(&f, &co, tok, sizeof tok, &err), err);
+  assert_string_equal(tok, "tok 1");
+  snprintf(path, sizeof path, "%s/token", s->root);
+  assert_int_equal(itest_write_file(path, " from-file \t\r\nsecond line\n", 30), 0);
+  co.token = NULL;
+  co.token_file = path;
+  SUITE_OK(hello_token(&f, &co, tok, sizeof tok, &err), err);
+  assert_string_equal(tok, " from-file");
+  snprintf(env_path, sizeof env_path, "%s/token-env", s->root);
+  assert_int_equal(itest_write_file(env_path, "from-env\n", 9), 0);
+  setenv("BFEED_TOKEN_FILE", env_path, 1);
+  SUITE_OK(hello_token(&f, &co, tok, sizeof tok, &err), err); /* the option wins */
+  assert_string_equal(tok, " from-file");
+  co.token_file = NULL;
+  SUITE_OK(hello_token(&f, &co, tok, sizeof tok, &err), err);
+  assert_string_equal(tok, "from-env");
+  /* Refused, naming what and which file. */
+  assert_int_equal(itest_write_file(env_path, "\n", 1), 0);
+  assert_int_equal(hello_token(&f, &co, tok, sizeof tok, &err), BFEED_EINVAL);
+  assert_non_null(strstr(err.message, "BFEED_TOKEN_FILE"));
+  assert_non_null(strstr(err.message, env_path));
+  unsetenv("BFEED_TOKEN_FILE");
+  char big[300];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  assert_int_equal(itest_write_file(path, big, strlen(big)), 0);
+  co.token_file = path;
+  assert_int_equal(hello_token(&f, &co, tok, sizeof tok, &err), BFEED_EINVAL);
+  assert_non_null(strstr(err.message, "it has 299"));
+  co.token_file = "/nonexistent/token";
+  assert_int_equal(hello_token(&f, &co, tok, sizeof tok, &err), BFEED_EINVAL);
+  assert_non_null(strstr(err.message, "/nonexistent/token: cannot read"));
+  co.token_file = NULL;
+  co.token = big;
+  assert_int_equal(hello_token(&f, &co, tok, sizeof tok, &err), BFEED_EINVAL);
   fake_stop(&f);
 }
 
@@ -493,6 +562,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_close_while_blocked, suite_kill_daemons),
       cmocka_unit_test(test_stats_names_stay),
       cmocka_unit_test(test_refusal_not_retried),
+      cmocka_unit_test(test_token_sent),
   };
   return SUITE_RUN("reconnect", tests);
 }
