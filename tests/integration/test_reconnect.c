@@ -37,7 +37,8 @@ static itest_daemon *restart(suite *s, const char *name, const char *const *data
   if (tcp_addr) snprintf(tcp, sizeof tcp, "%s", tcp_addr); /* the start clears the slot it may come from */
   itest_daemon_opts o = {.dir = s->root, .name = name, .workers = 2, .tcp = tcp_addr != NULL,
                          .tcp_addr = tcp[0] ? tcp : NULL, .datasets = {s->demo_arg, s->bad_arg, NULL}};
-  for (int i = 0; datasets && i < 4; i++) o.datasets[i] = datasets[i];
+  for (int i = 0; datasets && i < 4; i++)
+    if (!(o.datasets[i] = datasets[i])) break;
   if (itest_daemon_start(&s->d[0], &o, err, sizeof err) < 0) fail_msg("%s", err);
   return &s->d[0];
 }
@@ -518,7 +519,8 @@ static void test_token_sent(void **state) {
   SUITE_OK(hello_token(&f, &co, tok, sizeof tok, &err), err);
   assert_string_equal(tok, "tok 1");
   snprintf(path, sizeof path, "%s/token", s->root);
-  assert_int_equal(itest_write_file(path, " from-file \t\r\nsecond line\n", 30), 0);
+  const char *text = " from-file \t\r\nsecond line\n";
+  assert_int_equal(itest_write_file(path, text, strlen(text)), 0);
   co.token = NULL;
   co.token_file = path;
   SUITE_OK(hello_token(&f, &co, tok, sizeof tok, &err), err);
