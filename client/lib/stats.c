@@ -50,9 +50,11 @@ BFEED_API int bfeed_daemon_stats(bfeed_client *c, bfeed_stat_group **out, size_t
   pthread_mutex_lock(&c->stats_mu); /* one request at a time */
   pthread_mutex_lock(&c->mu);
   rc = stats_fetch(c, &p, &len, err);
-  conn_leave(c);
   pthread_mutex_unlock(&c->mu);
   pthread_mutex_unlock(&c->stats_mu);
+  pthread_mutex_lock(&c->mu);
+  conn_leave(c); /* the last touch: bfeed_close may free c from here on */
+  pthread_mutex_unlock(&c->mu);
   if (rc < 0) return rc;
   report_group *g;
   size_t n;
