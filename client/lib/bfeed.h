@@ -104,7 +104,7 @@ typedef struct bfeed_connect_opts {
    * exactly (see "Faults" above); 0: the error reaches the caller. */
   int reconnect;
   /* Seconds to keep trying once a connection is lost, > 0 (60). Tries come
-   * quickly at first, then once a second at most. The first connection is
+   * quickly at first, then about once a second. The first connection is
    * tried once: a wrong address fails at once. */
   double reconnect_deadline;
   /* The access token that a daemon with auth_token_file asks TCP clients
@@ -119,7 +119,8 @@ typedef struct bfeed_connect_opts {
 BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o);
 
 /* Connect and perform the version handshake. addr is "unix:/path/to.sock"
- * or "HOST:PORT" ("[::1]:7070" for IPv6). Blocks until connected or failed.
+ * or "HOST:PORT" ("[::1]:7070" for IPv6). Blocks until connected or failed
+ * (a daemon that does not answer the handshake within 10 s fails it).
  * bfeed_connect is bfeed_connect2 with the default options; o may be NULL
  * for them too. */
 BFEED_API int bfeed_connect(const char *addr, bfeed_client **out, bfeed_error *err);
