@@ -336,7 +336,8 @@ static void test_close_while_blocked(void **state) {
 
 typedef enum fake_mode {
   FAKE_STATS_NAMES, /* answers STATS_REQ with other names each time */
-  FAKE_REFUSE_AGAIN /* the first connection closes at STATS_REQ; the next HELLO is refused */
+  FAKE_REFUSE_AGAIN, /* the first connection closes at STATS_REQ; the next HELLO is refused */
+  FAKE_SKIP_BATCH    /* after a STATS_REQ, serves batch 1 of epoch 0 first: not the one due */
 } fake_mode;
 
 typedef struct fake {
@@ -352,6 +353,16 @@ static void fake_reply(int fd, int type, uint32_t stream, wbuf *w) {
   itest_raw_send(fd, type, stream, w->data, (uint32_t)w->len);
   wbuf_free(w);
   wbuf_init(w);
+}
+
+/* A one-sample BATCH of its `index` tensor. */
+static void fake_batch(int fd, uint32_t stream, uint64_t epoch, uint64_t index, wbuf *w) {
+  msg_batch m = {.epoch = epoch, .index = index, .codec = BFEED_CODEC_NONE, .ntensors = 1, .raw_size = 8};
+  m.t[0] = (msg_tensor){.name = "index", .dtype = BFEED_DTYPE_I64, .ndim = 1, .shape = {1}, .nbytes = 8};
+  int64_t sample = (int64_t)index;
+  msg_batch_encode_head(w, &m);
+  wbuf_bytes(w, &sample, sizeof sample);
+  fake_reply(fd, FRAME_BATCH, stream, w);
 }
 
 /* Serve one connection until the client goes (or the mode ends it). */
@@ -390,6 +401,7 @@ static void fake_serve(fake *f, int fd, int nth) {
       snprintf(ctr[1].name, sizeof ctr[1].name, "second_%d", k);
       msg_stats_encode(&w, ctr, 2);
       fake_reply(fd, FRAME_STATS, h.stream, &w);
+      if (f->mode == FAKE_SKIP_BATCH) fake_batch(fd, h.stream, 0, 1, &w); /* once the stream is open */
     }
     free(p);
   }
@@ -490,6 +502,28 @@ static void test_refusal_not_retried(void **state) {
   fake_stop(&f);
 }
 
+/* A batch other than the one due (here: one skipped) fails the stream,
+ * naming both: the check that keeps a resumed stream exact. */
+static void test_batch_out_of_order(void **state) {
+  fake f;
+  fake_start(*state, &f, FAKE_SKIP_BATCH);
+  bfeed_stream_opts o;
+  bfeed_error err;
+  suite_eval_opts(&o, 0);
+  bfeed_client *c = suite_connect(f.addr);
+  bfeed_stream *st = suite_open(c, "demo", &o);
+  bfeed_counter ctr[2];
+  size_t n;
+  SUITE_OK(bfeed_stream_stats(st, ctr, 2, &n, &err), err);
+  bfeed_batch *b;
+  assert_int_equal(bfeed_stream_next(st, &b, &err), BFEED_EPROTO);
+  assert_null(b);
+  assert_non_null(strstr(err.message, "sent batch 1 of epoch 0 where batch 0 of epoch 0 was due"));
+  bfeed_stream_close(st);
+  bfeed_close(c);
+  fake_stop(&f);
+}
+
 /* Connect to the fake with co; the token its HELLO carried, or the
  * connect's error code (message in err). */
 static int hello_token(fake *f, const bfeed_connect_opts *co, char *token, size_t cap, bfeed_error *err) {
@@ -565,6 +599,7 @@ int main(void) {
       cmocka_unit_test(test_stats_names_stay),
       cmocka_unit_test(test_refusal_not_retried),
       cmocka_unit_test(test_token_sent),
+      cmocka_unit_test(test_batch_out_of_order),
   };
   return SUITE_RUN("reconnect", tests);
 }
