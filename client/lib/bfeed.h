@@ -129,7 +129,9 @@ BFEED_API int bfeed_connect2(const char *addr, const bfeed_connect_opts *o, bfee
 
 /* Close the connection; streams still open are closed and freed (do not
  * close them again). Batches already returned stay valid until released.
- * See "Thread safety" above for calls in progress in other threads. */
+ * See "Thread safety" above for calls in progress in other threads. While
+ * reconnecting it stops at once, unless a TCP connect is under way (that
+ * takes up to 10 s to give up on a host that does not answer). */
 BFEED_API void bfeed_close(bfeed_client *c);
 
 /* How many times the client has connected again after losing its
