@@ -245,8 +245,9 @@ static int conn_token_file(bfeed_client *c, const char *path, const char *what, 
   fclose(f);
   while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
   if (n == 0 || n >= sizeof c->token || memchr(line, 0, n))
-    return common_err(err, BFEED_EINVAL, "%s %s: the first line must hold the token, 1 to %zu bytes without NUL (it has %zu)",
-                      what, path, sizeof c->token - 1, n);
+    return common_err(err, BFEED_EINVAL,
+                      "%s %s: the first line must hold the token, 1 to %zu bytes without NUL (it has %zu)", what, path,
+                      sizeof c->token - 1, n);
   memcpy(c->token, line, n);
   c->token[n] = 0;
   return 0;
@@ -295,7 +296,8 @@ BFEED_API int bfeed_connect2(const char *addr, const bfeed_connect_opts *o, bfee
   pthread_mutex_init(&c->stats_mu, NULL);
   int rc;
   if (!addr || strlen(addr) >= sizeof c->addr || addr_parse(addr, &c->where, why, sizeof why) < 0)
-    rc = common_err(err, BFEED_EINVAL, "%s", !addr ? "no address given" : strlen(addr) >= sizeof c->addr ? "address too long" : why);
+    rc = common_err(err, BFEED_EINVAL, "%s",
+                    !addr ? "no address given" : strlen(addr) >= sizeof c->addr ? "address too long" : why);
   else
     rc = conn_opts_apply(c, o, err);
   if (rc == 0) {
