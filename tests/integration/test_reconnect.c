@@ -439,17 +439,31 @@ static void fake_stop(fake *f) {
   close(f->lfd);
 }
 
+/* A fake in mode, a client of it (connect options co, NULL: defaults) and
+ * a stream it opened; fake_end closes all three. */
+static bfeed_stream *fake_open(void **state, fake *f, fake_mode mode, const bfeed_connect_opts *co, bfeed_client **c) {
+  bfeed_stream_opts o;
+  bfeed_error err;
+  fake_start(*state, f, mode);
+  suite_eval_opts(&o, 0);
+  SUITE_OK(bfeed_connect2(f->addr, co, c, &err), err);
+  return suite_open(*c, "demo", &o);
+}
+
+static void fake_end(fake *f, bfeed_client *c, bfeed_stream *st) {
+  bfeed_stream_close(st);
+  bfeed_close(c);
+  fake_stop(f);
+}
+
 /* Defect 11: names from bfeed_stream_stats live until the stream closes,
  * as bfeed.h says; the next answer (with other names) does not overwrite
  * them. */
 static void test_stats_names_stay(void **state) {
   fake f;
-  fake_start(*state, &f, FAKE_STATS_NAMES);
-  bfeed_stream_opts o;
+  bfeed_client *c;
   bfeed_error err;
-  suite_eval_opts(&o, 0);
-  bfeed_client *c = suite_connect(f.addr);
-  bfeed_stream *st = suite_open(c, "demo", &o);
+  bfeed_stream *st = fake_open(state, &f, FAKE_STATS_NAMES, NULL, &c);
   bfeed_counter a[4], b[4], again[4];
   size_t na, nb, nagain;
   SUITE_OK(bfeed_stream_stats(st, a, 4, &na, &err), err);
@@ -466,25 +480,19 @@ static void test_stats_names_stay(void **state) {
   assert_int_equal(nagain, 1);
   assert_string_equal(again[0].name, "first_2");
   assert_string_equal(a[0].name, "first_0");
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  fake_stop(&f);
+  fake_end(&f, c, st);
 }
 
 /* A refusal while reconnecting ends the client at once: one try, not a
  * minute of them. The token goes with every HELLO. */
 static void test_refusal_not_retried(void **state) {
   fake f;
-  fake_start(*state, &f, FAKE_REFUSE_AGAIN);
-  bfeed_stream_opts o;
   bfeed_connect_opts co;
   bfeed_error err;
   bfeed_client *c;
-  suite_eval_opts(&o, 0);
   bfeed_connect_opts_init(&co);
   co.token = "again-and-again";
-  SUITE_OK(bfeed_connect2(f.addr, &co, &c, &err), err);
-  bfeed_stream *st = suite_open(c, "demo", &o);
+  bfeed_stream *st = fake_open(state, &f, FAKE_REFUSE_AGAIN, &co, &c);
   bfeed_counter ctr[4];
   size_t n;
   assert_int_equal(bfeed_stream_stats(st, ctr, 4, &n, &err), BFEED_EVERSION);
@@ -497,21 +505,16 @@ static void test_refusal_not_retried(void **state) {
   assert_int_equal(bfeed_client_reconnects(c), 1);
   assert_string_equal(f.hello.agent, "libbfeed/0.1.0");
   assert_string_equal(f.hello.token, "again-and-again"); /* the second HELLO's */
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  fake_stop(&f);
+  fake_end(&f, c, st);
 }
 
 /* A batch other than the one due (here: one skipped) fails the stream,
  * naming both: the check that keeps a resumed stream exact. */
 static void test_batch_out_of_order(void **state) {
   fake f;
-  fake_start(*state, &f, FAKE_SKIP_BATCH);
-  bfeed_stream_opts o;
+  bfeed_client *c;
   bfeed_error err;
-  suite_eval_opts(&o, 0);
-  bfeed_client *c = suite_connect(f.addr);
-  bfeed_stream *st = suite_open(c, "demo", &o);
+  bfeed_stream *st = fake_open(state, &f, FAKE_SKIP_BATCH, NULL, &c);
   bfeed_counter ctr[2];
   size_t n;
   SUITE_OK(bfeed_stream_stats(st, ctr, 2, &n, &err), err);
@@ -519,9 +522,7 @@ static void test_batch_out_of_order(void **state) {
   assert_int_equal(bfeed_stream_next(st, &b, &err), BFEED_EPROTO);
   assert_null(b);
   assert_non_null(strstr(err.message, "sent batch 1 of epoch 0 where batch 0 of epoch 0 was due"));
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  fake_stop(&f);
+  fake_end(&f, c, st);
 }
 
 /* Connect to the fake with co; the token its HELLO carried, or the
