@@ -81,7 +81,10 @@ static int reader_control(bfeed_client *c, const frame_header *h, const uint8_t 
     case FRAME_ERROR: {
       msg_error e;
       if ((rc = msg_error_decode(p, h->length, &e, &w)) < 0) break;
-      if (h->stream == 0) {
+      /* A daemon just restarted may still be indexing the dataset a stream
+       * is reopened on: that is the connection's transient trouble (all
+       * streams resume again after a wait), not the stream's failure. */
+      if (h->stream == 0 || (s && e.code == BFEED_EBUSY && s->have_info && s->state == 0)) {
         pthread_mutex_unlock(&c->mu);
         snprintf(why, cap, "bfeedd: %.240s", e.message);
         return e.code < 0 ? e.code : BFEED_EPROTO;

@@ -27,6 +27,7 @@ int reconnect_transient(int code) {
     case BFEED_ELIMIT:     /* too many clients for now */
     case BFEED_ECHECKSUM:  /* bytes damaged in transit */
     case BFEED_ETIMEDOUT:  /* the daemon gave up on a silent connection */
+    case BFEED_EBUSY:      /* a restarted daemon still indexes a stream's dataset */
       return 1;
     default: /* refusals (EAUTH, EVERSION) and protocol errors: another try would fail the same way */
       return 0;

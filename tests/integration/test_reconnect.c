@@ -337,7 +337,9 @@ static void test_close_while_blocked(void **state) {
 typedef enum fake_mode {
   FAKE_STATS_NAMES, /* answers STATS_REQ with other names each time */
   FAKE_REFUSE_AGAIN, /* the first connection closes at STATS_REQ; the next HELLO is refused */
-  FAKE_SKIP_BATCH    /* after a STATS_REQ, serves batch 1 of epoch 0 first: not the one due */
+  FAKE_SKIP_BATCH,   /* after a STATS_REQ, serves batch 1 of epoch 0 first: not the one due */
+  FAKE_BUSY_REOPEN   /* connection 1 serves batch 0 and closes at STATS_REQ; 2 answers the
+                        reopen with EBUSY; 3 serves the batch the OPEN asks for */
 } fake_mode;
 
 typedef struct fake {
@@ -347,6 +349,7 @@ typedef struct fake {
   pthread_t thread;
   atomic_int connections, stats_asked;
   msg_hello hello; /* the last HELLO */
+  msg_open open;   /* the last OPEN */
 } fake;
 
 static void fake_reply(int fd, int type, uint32_t stream, wbuf *w) {
@@ -386,10 +389,19 @@ static void fake_serve(fake *f, int fd, int nth) {
       msg_hello_ok_encode(&w, &ok);
       fake_reply(fd, FRAME_HELLO_OK, 0, &w);
     } else if (h.type == FRAME_OPEN) {
-      msg_open_ok ok = {.samples = 8, .batches_per_epoch = 1, .classes = 1};
+      msg_open_decode(p, h.length, &f->open, &why);
+      if (f->mode == FAKE_BUSY_REOPEN && nth == 2) {
+        msg_error_encode(&w, BFEED_EBUSY, "fake: dataset demo is being indexed (on purpose)");
+        fake_reply(fd, FRAME_ERROR, h.stream, &w);
+        free(p);
+        continue;
+      }
+      msg_open_ok ok = {.samples = 8, .batches_per_epoch = 2, .classes = 1};
       msg_open_ok_encode(&w, &ok);
       fake_reply(fd, FRAME_OPEN_OK, h.stream, &w);
-    } else if (h.type == FRAME_STATS_REQ && f->mode == FAKE_REFUSE_AGAIN) {
+      if (f->mode == FAKE_BUSY_REOPEN) fake_batch(fd, h.stream, f->open.opts.epoch, f->open.opts.batch_index, &w);
+    } else if (h.type == FRAME_STATS_REQ &&
+               (f->mode == FAKE_REFUSE_AGAIN || (f->mode == FAKE_BUSY_REOPEN && nth == 1))) {
       free(p);
       break; /* gone without an answer */
     } else if (h.type == FRAME_STATS_REQ) {
@@ -525,6 +537,30 @@ static void test_batch_out_of_order(void **state) {
   fake_end(&f, c, st);
 }
 
+/* A daemon back up but still indexing the dataset (EBUSY on the reopen):
+ * tried again after a wait, and the stream resumes at the batch due. */
+static void test_busy_reopen_retried(void **state) {
+  fake f;
+  bfeed_client *c;
+  bfeed_error err;
+  bfeed_stream *st = fake_open(state, &f, FAKE_BUSY_REOPEN, NULL, &c);
+  bfeed_batch *b = suite_next(st);
+  assert_int_equal(bfeed_batch_index(b), 0);
+  bfeed_batch_release(b);
+  bfeed_counter ctr[2];
+  size_t n;
+  SUITE_OK(bfeed_stream_stats(st, ctr, 2, &n, &err), err); /* asked again on connection 3 */
+  b = suite_next(st);
+  assert_int_equal(bfeed_batch_epoch(b), 0);
+  assert_int_equal(bfeed_batch_index(b), 1);
+  bfeed_batch_release(b);
+  assert_int_equal(atomic_load(&f.connections), 3);
+  assert_int_equal(bfeed_client_reconnects(c), 2);
+  assert_int_equal(f.open.opts.epoch, 0);
+  assert_int_equal(f.open.opts.batch_index, 1);
+  fake_end(&f, c, st);
+}
+
 /* Connect to the fake with co; the token its HELLO carried, or the
  * connect's error code (message in err). */
 static int hello_token(fake *f, const bfeed_connect_opts *co, char *token, size_t cap, bfeed_error *err) {
@@ -601,6 +637,7 @@ int main(void) {
       cmocka_unit_test(test_refusal_not_retried),
       cmocka_unit_test(test_token_sent),
       cmocka_unit_test(test_batch_out_of_order),
+      cmocka_unit_test(test_busy_reopen_retried),
   };
   return SUITE_RUN("reconnect", tests);
 }
