@@ -226,6 +226,7 @@ int cmd_bench(int argc, char **argv) {
     fprintf(stderr, "bfeed bench: cannot read the stream's counters: %s\n", err.message);
   r.skipped = counter(ctr, nctr, "skipped");
   r.reconnects = bfeed_client_reconnects(c);
+  if (r.reconnects) r.daemon_cpu_s = -1; /* the daemon's counter started again with it */
   bfeed_stream_close(s);
   bfeed_close(c);
   qsort(lat, r.batches, sizeof *lat, cli_cmp_double);

@@ -31,16 +31,22 @@ static double now_s(void) {
 
 /* Start (or start again) a daemon in slot 0 under name; serving datasets
  * (NULL: "demo" and "bad"); on TCP too when tcp_addr is given, at that
- * address ("": a free port). */
-static itest_daemon *restart(suite *s, const char *name, const char *const *datasets, const char *tcp_addr) {
+ * address ("": a free port); args: more flags (NULL: none). */
+static itest_daemon *restart_with(suite *s, const char *name, const char *const *datasets, const char *tcp_addr,
+                                  const char *const *args) {
   char tcp[32] = "", err[1024];
   if (tcp_addr) snprintf(tcp, sizeof tcp, "%s", tcp_addr); /* the start clears the slot it may come from */
   itest_daemon_opts o = {.dir = s->root, .name = name, .workers = 2, .tcp = tcp_addr != NULL,
-                         .tcp_addr = tcp[0] ? tcp : NULL, .datasets = {s->demo_arg, s->bad_arg, NULL}};
+                         .tcp_addr = tcp[0] ? tcp : NULL, .datasets = {s->demo_arg, s->bad_arg, NULL},
+                         .args = args};
   for (int i = 0; datasets && i < 4; i++)
     if (!(o.datasets[i] = datasets[i])) break;
   if (itest_daemon_start(&s->d[0], &o, err, sizeof err) < 0) fail_msg("%s", err);
   return &s->d[0];
+}
+
+static itest_daemon *restart(suite *s, const char *name, const char *const *datasets, const char *tcp_addr) {
+  return restart_with(s, name, datasets, tcp_addr, NULL);
 }
 
 static void collect(bfeed_stream *st, size_t max, itest_run *run, int want) {
@@ -124,6 +130,53 @@ static void test_tcp_resume_exact(void **state) {
   collect(st, 0, &got, BFEED_EEOF);
   assert_int_equal(itest_run_diff(&ref, &got), -1);
   assert_true(bfeed_client_reconnects(c) >= 1);
+  bfeed_stream_close(st);
+  bfeed_close(c);
+  suite_stop(d);
+  itest_run_free(&ref);
+  itest_run_free(&got);
+}
+
+/* The daemon asks TCP clients for a token: the client's goes with every
+ * HELLO, so the stream resumes across a kill -9; a daemon back with
+ * another token refuses it, and that is not tried again. */
+static void test_token_across_restart(void **state) {
+  suite *s = *state;
+  char tok[256], other[256];
+  snprintf(tok, sizeof tok, "%s/auth-token", s->root);
+  snprintf(other, sizeof other, "%s/auth-other", s->root);
+  assert_int_equal(itest_write_file(tok, "right-token\n", 12), 0);
+  assert_int_equal(itest_write_file(other, "other-token\n", 12), 0);
+  const char *with_tok[] = {"--auth-token-file", tok, NULL}, *with_other[] = {"--auth-token-file", other, NULL};
+  bfeed_stream_opts o;
+  bfeed_connect_opts co;
+  bfeed_error err;
+  bfeed_client *c;
+  suite_eval_opts(&o, 2);
+  itest_daemon *d = restart_with(s, "auth", NULL, "", with_tok);
+  char addr[32];
+  snprintf(addr, sizeof addr, "%s", d->tcp_addr);
+  itest_run ref = {0}, got = {0};
+  suite_fetch(d->unix_addr, "demo", &o, 0, &ref); /* Unix socket clients need none */
+  assert_int_equal(bfeed_connect(addr, &c, &err), BFEED_EAUTH);
+  bfeed_connect_opts_init(&co);
+  co.token_file = tok;
+  SUITE_OK(bfeed_connect2(addr, &co, &c, &err), err);
+  bfeed_stream *st = suite_open(c, "demo", &o);
+  collect(st, 3, &got, 0);
+  itest_daemon_kill(d);
+  d = restart_with(s, "auth", NULL, addr, with_tok);
+  collect(st, 6, &got, 0);
+  assert_int_equal(bfeed_client_reconnects(c), 1);
+  itest_daemon_kill(d);
+  d = restart_with(s, "auth", NULL, addr, with_other);
+  double t0 = now_s();
+  int rc = itest_collect(st, 0, &got, &err);
+  if (rc != BFEED_EAUTH || !strstr(err.message, "wrong token"))
+    fail_msg("after the token changed: %d (%s): %s", rc, bfeed_strerror(rc), err.message);
+  assert_true(now_s() - t0 < 30); /* not the deadline */
+  assert_int_equal(bfeed_client_reconnects(c), 2);
+  assert_int_equal(itest_run_diff(&ref, &got), (long)got.n); /* what came was the uninterrupted run's start */
   bfeed_stream_close(st);
   bfeed_close(c);
   suite_stop(d);
@@ -630,6 +683,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_kill9_resume_exact, suite_kill_daemons),
       cmocka_unit_test_teardown(test_tcp_resume_exact, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_token_across_restart, suite_kill_daemons),
       cmocka_unit_test_teardown(test_deadline_expiry, suite_kill_daemons),
       cmocka_unit_test_teardown(test_reopen_refused, suite_kill_daemons),
       cmocka_unit_test_teardown(test_close_while_blocked, suite_kill_daemons),
