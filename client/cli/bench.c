@@ -81,6 +81,7 @@ typedef struct bench_result {
   uint64_t batches, samples, wire, raw, skipped;
   uint64_t all_samples;               /* warmup included: what the CPU times cover */
   double client_cpu_s, daemon_cpu_s;  /* daemon: < 0 when its report has no cpu_us */
+  uint64_t reconnects; /* connections lost and made again (the stream resumed exactly) */
   uint64_t tokens, slots; /* text: tokens served, and token slots of the tokens tensors (B x T) */
   int text;
   double seconds, first_ms, p50, p99;
@@ -150,15 +151,17 @@ static void report(const bench_args *b, const bench_result *r) {
   double per_k = r->all_samples ? 1000.0 / (double)r->all_samples : 0;
   fprintf(h, "  CPU per 1000 samples: client %.3f s, daemon ", r->client_cpu_s * per_k);
   fprintf(h, r->daemon_cpu_s < 0 ? "unknown\n" : "%.3f s\n", r->daemon_cpu_s * per_k);
+  fprintf(h, "  reconnects: %llu%s\n", (unsigned long long)r->reconnects,
+          r->reconnects ? " (the stream resumed where it stood; the waits include the outages)" : "");
   if (!b->json) return;
   printf("{\"dataset\":");
   cli_json_str(stdout, b->c.dataset);
   printf(",\"mode\":\"%s\",\"size\":%u,\"batch\":%u,\"codec\":\"%s\",\"samples\":%llu,\"batches\":%llu,"
          "\"seconds\":%.4f,\"samples_per_s\":%.2f,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"p50_batch_ms\":%.3f,"
-         "\"p99_batch_ms\":%.3f,\"first_batch_ms\":%.2f,\"skipped\":%llu",
+         "\"p99_batch_ms\":%.3f,\"first_batch_ms\":%.2f,\"skipped\":%llu,\"reconnects\":%llu",
          mode, o->size, o->batch, codec, (unsigned long long)r->samples, (unsigned long long)r->batches, r->seconds,
          sps, (unsigned long long)r->wire, (unsigned long long)r->raw, r->p50, r->p99, r->first_ms,
-         (unsigned long long)r->skipped);
+         (unsigned long long)r->skipped, (unsigned long long)r->reconnects);
   printf(",\"client_cpu_s_per_1k\":%.4f", r->client_cpu_s * per_k);
   if (r->daemon_cpu_s >= 0) printf(",\"daemon_cpu_s_per_1k\":%.4f", r->daemon_cpu_s * per_k);
   if (r->text)
@@ -237,6 +240,8 @@ int cmd_bench(int argc, char **argv) {
   if (rc == 0 && bfeed_stream_stats(s, ctr, 32, &nctr, &err) < 0)
     fprintf(stderr, "bfeed bench: cannot read the stream's counters: %s\n", err.message);
   r.skipped = counter(ctr, nctr, "skipped");
+  r.reconnects = bfeed_client_reconnects(c);
+  if (r.reconnects) r.daemon_cpu_s = -1; /* the daemon's counter started again with it */
   bfeed_stream_close(s);
   bfeed_close(c);
   qsort(lat, r.batches, sizeof *lat, cli_cmp_double);

@@ -47,6 +47,32 @@ int cli_help_or_version(const char *name, const char *usage, const char *more) {
   return 0;
 }
 
+const char cli_connect_opts_help[] =
+    "connection options (bench, fetch, stats):\n"
+    "  --token-file FILE       the access token a daemon asks TCP clients for (default:\n"
+    "                          the file $BFEED_TOKEN_FILE names, if set)\n"
+    "  --no-reconnect          report a lost connection instead of reconnecting\n"
+    "  --reconnect-deadline S  seconds to keep reconnecting and resume the stream (60)\n";
+
+int cli_connect_opt_takes_value(const char *name) {
+  return strcmp(name, "token-file") == 0 || strcmp(name, "reconnect-deadline") == 0;
+}
+
+int cli_connect_opt(const char *name, const char *value, bfeed_connect_opts *o) {
+  if (strcmp(name, "no-reconnect") == 0) return o->reconnect = 0, 1;
+  if (strcmp(name, "token-file") == 0) return o->token_file = value, 1;
+  if (strcmp(name, "reconnect-deadline") != 0) return 0;
+  char *end;
+  errno = 0;
+  double s = strtod(value, &end);
+  if (!*value || *end || errno || !(s > 0 && s <= 1e7)) {
+    fprintf(stderr, "%s: --reconnect-deadline %s: expected seconds, more than 0 and at most 1e7\n", cli_prog, value);
+    return -1;
+  }
+  o->reconnect_deadline = s;
+  return 1;
+}
+
 int cli_u64(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64_t *out) {
   char *end;
   errno = 0;
@@ -115,7 +141,7 @@ typedef struct cmd_ctx {
 static int cmd_takes_value(const char *name, void *ctx) {
   cmd_ctx *x = ctx;
   return strcmp(name, "connect") == 0 || strcmp(name, "dataset") == 0 || cli_stream_opt_takes_value(name) ||
-         x->own_takes_value(name);
+         cli_connect_opt_takes_value(name) || x->own_takes_value(name);
 }
 
 int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
@@ -125,10 +151,12 @@ int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
   cli_args a = {.argc = argc, .argv = argv};
   int r;
   bfeed_stream_opts_init(&c->o);
+  bfeed_connect_opts_init(&c->co);
   c->connect = c->dataset = NULL;
   while ((r = cli_next(&a, cmd_takes_value, &x)) == 1) {
     if (cli_help_or_version(a.name, c->usage, cli_stream_opts_help)) return 1;
     int s = cli_stream_opt(a.name, a.value, &c->o);
+    if (s == 0) s = cli_connect_opt(a.name, a.value, &c->co);
     if (s < 0) return -1;
     if (s == 1) continue;
     if (strcmp(a.name, "connect") == 0) c->connect = a.value;
@@ -144,7 +172,8 @@ int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
 
 int cli_open_stream(const cli_stream_cmd *c, bfeed_client **client, bfeed_stream **stream) {
   bfeed_error err;
-  if (bfeed_connect(c->connect, client, &err) < 0) return fprintf(stderr, "bfeed %s: %s\n", c->cmd, err.message), -1;
+  if (bfeed_connect2(c->connect, &c->co, client, &err) < 0)
+    return fprintf(stderr, "bfeed %s: %s\n", c->cmd, err.message), -1;
   int rc, said = 0;
   /* A dataset whose shards are still being indexed answers BFEED_EBUSY:
    * say so once and wait for it. */

@@ -6,7 +6,8 @@
  * --normalize imagenet|none --seed N --epoch N --start-batch N --shard I/N
  * --codec none|zstd[:LEVEL] --window N --shuffle auto|on|off --keep-partial,
  * and for text datasets --pool none|mean --max-len N --fixed-len --bucket N.
- * Both "--name value" and "--name=value" are accepted.
+ * Connection options likewise: --token-file FILE --no-reconnect
+ * --reconnect-deadline S. Both "--name value" and "--name=value" are accepted.
  */
 #ifndef BFEED_CLI_OPTS_H
 #define BFEED_CLI_OPTS_H
@@ -43,17 +44,25 @@ void cli_print_version(void);
 /* For --help (usage, then more if not NULL) and --version: print to stdout
  * and return 1; 0 for any other option name. */
 int cli_help_or_version(const char *name, const char *usage, const char *more);
+/* Connection options, the same for every command that connects:
+ * --token-file FILE, --no-reconnect, --reconnect-deadline S. 1 if name is
+ * one (and sets it in o), 0 if not, -1 on a bad value (message printed). */
+int cli_connect_opt(const char *name, const char *value, bfeed_connect_opts *o);
+int cli_connect_opt_takes_value(const char *name);
+extern const char cli_connect_opts_help[];
 
 /* Parse a whole number in [lo, hi]; -1 (message printed) if it is not one. */
 int cli_u64(const char *opt, const char *value, uint64_t lo, uint64_t hi, uint64_t *out);
 
-/* A command that reads a stream: --connect, --dataset, the stream options,
- * and options of its own, handled by `own` (return 1 handled, 0 unknown,
- * -1 bad value, message printed) and announced by `own_takes_value`. */
+/* A command that reads a stream: --connect, the connection options,
+ * --dataset, the stream options, and options of its own, handled by `own`
+ * (return 1 handled, 0 unknown, -1 bad value, message printed) and
+ * announced by `own_takes_value`. */
 typedef struct cli_stream_cmd {
   const char *cmd;   /* for messages: "bench" */
   const char *usage; /* for --help, before the stream options */
   const char *connect, *dataset;
+  bfeed_connect_opts co;
   bfeed_stream_opts o;
 } cli_stream_cmd;
 /* 0 parsed, 1 --help or --version printed (exit 0), -1 error printed. */

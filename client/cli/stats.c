@@ -14,7 +14,7 @@
 
 static int stats_takes_value(const char *name, void *ctx) {
   (void)ctx;
-  return strcmp(name, "connect") == 0;
+  return strcmp(name, "connect") == 0 || cli_connect_opt_takes_value(name);
 }
 
 static void print_json(const bfeed_stat_group *g, size_t n) {
@@ -60,10 +60,14 @@ static const char stats_usage[] =
 int cmd_stats(int argc, char **argv) {
   cli_args a = {.argc = argc, .argv = argv};
   const char *connect = NULL;
-  int json = 0, r;
+  bfeed_connect_opts co;
+  int json = 0, r, k;
+  bfeed_connect_opts_init(&co);
   while ((r = cli_next(&a, stats_takes_value, NULL)) == 1) {
     if (cli_help_or_version(a.name, stats_usage, NULL)) return 0;
-    if (strcmp(a.name, "connect") == 0) connect = a.value;
+    if ((k = cli_connect_opt(a.name, a.value, &co)) != 0) {
+      if (k < 0) return 2;
+    } else if (strcmp(a.name, "connect") == 0) connect = a.value;
     else if (strcmp(a.name, "json") == 0) json = 1;
     else return fprintf(stderr, "bfeed stats: unknown option --%s\n%s", a.name, stats_usage), 2;
   }
@@ -73,7 +77,7 @@ int cmd_stats(int argc, char **argv) {
   bfeed_error err;
   bfeed_stat_group *g;
   size_t n;
-  if (bfeed_connect(connect, &c, &err) < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;
+  if (bfeed_connect2(connect, &co, &c, &err) < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;
   int rc = bfeed_daemon_stats(c, &g, &n, &err);
   bfeed_close(c);
   if (rc < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;

@@ -25,12 +25,26 @@
  * batch index). Reopening a stream with .epoch/.batch_index set resumes it
  * exactly; any daemon with the same dataset serves the same bytes.
  *
+ * Faults: when the connection to the daemon is lost (the daemon crashed or
+ * restarted, the network dropped), the client reconnects by itself, with
+ * backoff, for up to bfeed_connect_opts.reconnect_deadline seconds, and
+ * reopens every stream at the first batch not yet handed to the caller:
+ * bfeed_stream_next just waits a little longer, and the batches it returns
+ * are exactly those of an uninterrupted run, none missing, none twice.
+ * Errors that another try would not cure (an unknown dataset, a refused
+ * option or token) are reported at once.
+ *
  * Thread safety: a bfeed_client may be shared by threads; each bfeed_stream
  * must be used by one thread at a time (different streams of one client may
  * be used from different threads at once). A bfeed_batch is independent of
  * its stream once returned and may be released from any thread, also after
- * the stream is closed. Each client runs one background thread that reads
- * from the socket, checks and decompresses batches (the prefetch).
+ * the stream and the client are closed. bfeed_close may be called while
+ * other threads are inside calls on the client or its streams: those calls
+ * return BFEED_ECLOSED, and bfeed_close returns once they have all
+ * returned; no call on the client or its streams may begin after
+ * bfeed_close has begun. Each client runs one background thread that reads
+ * from the socket, checks and decompresses batches (the prefetch), and
+ * reconnects.
  */
 #ifndef BFEED_H
 #define BFEED_H
@@ -83,13 +97,46 @@ typedef struct bfeed_client bfeed_client;
 typedef struct bfeed_stream bfeed_stream;
 typedef struct bfeed_batch bfeed_batch;
 
-/* Connect and perform the version handshake. addr is "unix:/path/to.sock"
- * or "HOST:PORT" ("[::1]:7070" for IPv6). Blocks until connected or failed. */
-BFEED_API int bfeed_connect(const char *addr, bfeed_client **out, bfeed_error *err);
+/* How to connect. Start from bfeed_connect_opts_init(), which sets the
+ * defaults noted here, then change what you need. */
+typedef struct bfeed_connect_opts {
+  /* 1 (default): after a lost connection, reconnect and resume every stream
+   * exactly (see "Faults" above); 0: the error reaches the caller. */
+  int reconnect;
+  /* Seconds to keep trying once a connection is lost, > 0 (60). Tries come
+   * quickly at first, then about once a second. The first connection is
+   * tried once: a wrong address fails at once. */
+  double reconnect_deadline;
+  /* The access token that a daemon with auth_token_file asks TCP clients
+   * for (1..255 bytes): the token itself, or a file holding it on its first
+   * line (trailing blanks and the line end dropped, as bfeedd reads its
+   * own). Both NULL (default): the file named by the environment variable
+   * BFEED_TOKEN_FILE when it is set, else no token. Read during
+   * bfeed_connect2, not kept; sent again on every reconnect. */
+  const char *token;
+  const char *token_file;
+} bfeed_connect_opts;
+BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o);
 
-/* Close the connection; streams still open are closed. Batches already
- * returned stay valid until released. */
+/* Connect and perform the version handshake. addr is "unix:/path/to.sock"
+ * or "HOST:PORT" ("[::1]:7070" for IPv6). Blocks until connected or failed
+ * (a daemon that does not answer the handshake within 10 s fails it).
+ * bfeed_connect is bfeed_connect2 with the default options; o may be NULL
+ * for them too. */
+BFEED_API int bfeed_connect(const char *addr, bfeed_client **out, bfeed_error *err);
+BFEED_API int bfeed_connect2(const char *addr, const bfeed_connect_opts *o, bfeed_client **out,
+                             bfeed_error *err);
+
+/* Close the connection; streams still open are closed and freed (do not
+ * close them again). Batches already returned stay valid until released.
+ * See "Thread safety" above for calls in progress in other threads. While
+ * reconnecting it stops at once, unless a TCP connect is under way (that
+ * takes up to 10 s to give up on a host that does not answer). */
 BFEED_API void bfeed_close(bfeed_client *c);
+
+/* How many times the client has connected again after losing its
+ * connection (whether or not the try succeeded in the end). */
+BFEED_API uint64_t bfeed_client_reconnects(bfeed_client *c);
 
 /* Protocol version agreed with the daemon, and the daemon's name/version. */
 BFEED_API uint32_t bfeed_client_version(const bfeed_client *c);
@@ -109,13 +156,15 @@ typedef struct bfeed_stream_info {
 BFEED_API int bfeed_stream_get_info(const bfeed_stream *s, bfeed_stream_info *info);
 
 /* Next batch, in order. Blocks until it has arrived (usually it already has:
- * the client keeps `window` batches in flight). Returns BFEED_EEOF once the
- * requested epochs are done. The caller owns *out until bfeed_batch_release. */
+ * the client keeps `window` batches in flight; after a lost connection,
+ * until the stream is resumed). Returns BFEED_EEOF once the requested
+ * epochs are done. The caller owns *out until bfeed_batch_release. */
 BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error *err);
 
-/* Ask the daemon for the stream's counters. names[i]/values[i] are filled
- * for up to max entries; *count gets the number filled. Names are static
- * strings owned by the stream until it is closed. */
+/* Ask the daemon for the stream's counters. out[i].name/value are filled
+ * for up to max entries; *count gets the number filled. The names are
+ * owned by the stream and stay valid until it is closed, also across later
+ * calls (a name is kept once and handed out again). */
 typedef struct bfeed_counter {
   const char *name;
   uint64_t value;

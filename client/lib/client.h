@@ -6,13 +6,24 @@
  *   reader.c  the background thread: frames in, batches queued, state updated
  *   stream.c  streams: open, next, stats, close (the public bfeed_stream_*)
  *   batch.c   batches: decoding a BATCH payload, the public bfeed_batch_*
+ *   reconnect.c  after a lost connection: backoff, a new connection, and
+ *             every stream reopened at the first batch not yet handed out
  *   stats.c   the daemon-wide report (bfeed_daemon_stats)
  *   common.c  errors and the public vocabulary calls (bfeed_strerror, ...)
  *   options.c stream options set by name (bfeed_stream_opts_set), for bindings
  *
  * Locking: c->mu guards the stream list, every stream's state and queue,
- * and the connection's death; c->wmu serialises writers; only the reader
- * thread reads from the socket once the handshake is done.
+ * the connection's death, closing, busy and gen; c->wmu serialises writers
+ * and guards ready; c->fd changes only under wmu and fdmu (bfeed_close
+ * shuts it down under fdmu alone, so a writer blocked in send() cannot
+ * hold it up). Order: wmu, then mu or fdmu; nobody writes to the socket
+ * holding mu. Only the reader thread reads from the socket once the first
+ * handshake is done, and only it replaces the socket (reconnect.c).
+ *
+ * Generations: c->gen counts connections. A writer that decided what to
+ * send under mu passes the generation it saw; conn_send drops the frame if
+ * the connection has been replaced since (an ACK counted against the old
+ * connection's stream would be a protocol error on the new one).
  */
 #ifndef BFEED_CLIENT_H
 #define BFEED_CLIENT_H
@@ -20,6 +31,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "bfeed.h"
 #include "bufpool.h"
 #include "freader.h"
@@ -28,6 +40,13 @@
 #define CLIENT_AGENT "libbfeed/0.1.0"
 /* A daemon-wide report can be larger than a control frame. */
 #define CLIENT_MAX_REPORT (16u << 20)
+/* Reconnecting: the first wait, its cap (each wait doubles, with jitter),
+ * and how long one attempt's connect or handshake may take at most. */
+#define CLIENT_BACKOFF_FIRST_MS 50
+#define CLIENT_BACKOFF_CAP_MS 1000
+#define CLIENT_ATTEMPT_MAX_MS 10000
+/* Distinct counter names a stream keeps for bfeed_stream_stats. */
+#define CLIENT_MAX_NAMES (4 * MSG_MAX_COUNTERS)
 
 struct bfeed_batch {
   uint64_t epoch, index, seq;
@@ -41,32 +60,56 @@ struct bfeed_batch {
   bfeed_batch *next;
 };
 
+/* Where a stream stands in its sequence of batches. */
+typedef struct stream_pos {
+  uint64_t epoch, index;
+} stream_pos;
+
 struct bfeed_stream {
   bfeed_client *c;
   uint32_t id;
-  bfeed_stream_info info;
+  msg_open open; /* what the caller asked for: reopened from it */
   /* under c->mu */
-  int state; /* 0 opening, 1 open, -1 failed */
+  bfeed_stream_info info;
+  int have_info; /* the first OPEN_OK came: info is the dataset's shape */
+  int state;     /* 0 opening (or reopening), 1 open, -1 failed */
   int err_code;
   char err_msg[MSG_ERROR_MAX];
+  uint64_t open_gen; /* the connection OPEN went out on; 0: none yet */
   bfeed_batch *head, *tail;
+  stream_pos next;   /* the first batch not yet handed to the caller */
+  stream_pos queued; /* the batch expected next from the daemon */
   int ended;
-  uint64_t consumed;
+  uint64_t consumed; /* batches handed out on this connection (ACK) */
   int stats_ready;
   msg_counter stats[MSG_MAX_COUNTERS];
   size_t nstats;
-  bfeed_stream *next;
+  char *names[CLIENT_MAX_NAMES]; /* counter names handed out, kept until close */
+  size_t nnames;
+  bfeed_stream *next_stream;
 };
 
 struct bfeed_client {
   int fd;
   freader in; /* the handshake's, then the reader thread's */
+  char addr[256];
+  addr_spec where;
+  int reconnect;            /* bfeed_connect_opts.reconnect */
+  uint64_t deadline_ns;     /* bfeed_connect_opts.reconnect_deadline */
+  char token[MSG_TOKEN_MAX]; /* sent in every HELLO; "" for none */
   pthread_t reader;
   int reader_running;
-  pthread_mutex_t mu; /* streams, their queues, dead */
+  pthread_mutex_t mu; /* streams, their queues, dead, closing, busy, gen */
   pthread_cond_t cv;
-  pthread_mutex_t wmu; /* one writer at a time */
-  uint32_t version, max_frame;
+  pthread_mutex_t wmu;  /* one writer at a time; ready */
+  pthread_mutex_t fdmu; /* fd, for bfeed_close's shutdown */
+  int ready;            /* the handshake on fd is done: others may write */
+  uint64_t gen;         /* connections made: 1 after bfeed_connect */
+  uint64_t reconnects;
+  uint64_t lost_ns;     /* reader thread: when the connection was lost, 0 while batches flow */
+  int closing;          /* bfeed_close has begun */
+  unsigned busy;        /* public calls in progress, which bfeed_close waits out */
+  uint32_t version; /* the first daemon's (bfeed_client_version) */
   char server[MSG_NAME_MAX];
   uint32_t next_id;
   bfeed_stream *streams;
@@ -84,10 +127,24 @@ struct bfeed_client {
 int common_err(bfeed_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* conn.c */
-/* Send a frame whose payload enc writes (enc may be NULL: empty payload). */
-int conn_send(bfeed_client *c, int type, uint32_t stream, void (*enc)(wbuf *, const void *), const void *msg,
-              bfeed_error *err);
+/* Send a frame whose payload enc writes (enc may be NULL: empty payload),
+ * on connection generation gen (0: whichever is up). BFEED_ECLOSED without
+ * sending when that connection is gone or not ready; BFEED_EIO when the
+ * write fails (the socket is then shut down, so the reader notices). */
+int conn_send(bfeed_client *c, uint64_t gen, int type, uint32_t stream, void (*enc)(wbuf *, const void *),
+              const void *msg, bfeed_error *err);
+/* Append a whole frame to w; 0 or the error, with a reason in err. */
+int conn_frame(wbuf *w, int type, uint32_t stream, void (*enc)(wbuf *, const void *), const void *msg,
+               bfeed_error *err);
+/* Write bytes to the socket, c->wmu held: 0 or BFEED_EIO with the reason. */
+int conn_write_locked(bfeed_client *c, const wbuf *w, const char *what, bfeed_error *err);
 void conn_enc_u64(wbuf *w, const void *v);
+/* A new socket to c->addr, handshake done, installed as c->fd (not yet
+ * ready for other writers). attempt_ms > 0 bounds the connect and the
+ * handshake's wait. 0, or the error with the reason in err. */
+int conn_establish(bfeed_client *c, int attempt_ms, bfeed_error *err);
+/* Shut down and close c->fd (c->wmu held): the connection is over. */
+void conn_drop_locked(bfeed_client *c);
 /* Read from the socket until c->in reports an event (FREADER_*), or fail
  * with BFEED_EIO/ECLOSED/the frame's error and a reason in why[cap]. */
 int conn_read_event(bfeed_client *c, char *why, size_t cap);
@@ -95,6 +152,21 @@ int conn_read_event(bfeed_client *c, char *why, size_t cap);
 int conn_read_payload(bfeed_client *c, void *dst, size_t n, char *why, size_t cap);
 /* Record why the connection ended (the first reason wins) and wake waiters. */
 void conn_mark_dead(bfeed_client *c, int code, const char *msg);
+/* A public call begins (0) or must not (BFEED_ECLOSED: bfeed_close has
+ * begun); conn_leave ends it. bfeed_close frees nothing while calls are in
+ * progress. c->mu held for both. */
+int conn_enter(bfeed_client *c, bfeed_error *err);
+void conn_leave(bfeed_client *c);
+
+/* reconnect.c */
+/* The connection failed with code (reason why): unless reconnecting is off,
+ * the error is not transient or bfeed_close has begun, connect again with
+ * backoff until the deadline and reopen every stream where its caller
+ * stands. 0 once connected again; otherwise the error that ends the
+ * client, recorded for every later call. Called by the reader thread. */
+int reconnect_run(bfeed_client *c, int code, const char *why);
+/* Whether a connection that ended with code may be tried again. */
+int reconnect_transient(int code);
 
 /* reader.c: the thread that owns the socket's read side after the handshake. */
 void *reader_main(void *arg);
@@ -102,6 +174,13 @@ void *reader_main(void *arg);
 /* stream.c */
 bfeed_stream *stream_find(bfeed_client *c, uint32_t id); /* c->mu held */
 void stream_free(bfeed_stream *s);
+/* The batch after p in a stream whose epochs have bpe batches. */
+stream_pos stream_pos_after(stream_pos p, uint64_t bpe);
+/* c->mu held: forget what came on the lost connection and say whether the
+ * stream must be reopened (1), or has nothing left to serve or failed (0). */
+int stream_reset(bfeed_stream *s);
+/* c->mu held: the OPEN that resumes s where its caller stands, appended to w. */
+int stream_frame_open(bfeed_stream *s, wbuf *w, bfeed_error *err);
 
 /* batch.c: a batch from a verified BATCH payload at mem + pad (mem from
  * c->cache, taken over by the batch, also on failure). */

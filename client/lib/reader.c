@@ -40,7 +40,36 @@ static int reader_batch(bfeed_client *c, bfeed_batch **out, char *why, size_t ca
   return batch_from_payload(c, &h, mem, mem_cap, pad, out, why, cap);
 }
 
-/* A control frame for a stream (or the connection) updates its state. */
+/* OPEN_OK: the stream is open. On a reopen the dataset must be the one the
+ * stream began on, or the batches would not continue the same sequence. */
+static void reader_open_ok(bfeed_client *c, bfeed_stream *s, const msg_open_ok *ok) {
+  bfeed_stream_info *i = &s->info;
+  if (!s->have_info) {
+    i->samples = ok->samples;
+    i->batches_per_epoch = ok->batches_per_epoch;
+    i->classes = ok->classes;
+    s->have_info = 1;
+    /* Opened at the position after an epoch's last batch: the daemon
+     * serves the next epoch's first, and so the stream expects it. */
+    if (s->next.index >= i->batches_per_epoch && i->batches_per_epoch)
+      s->next = s->queued = (stream_pos){s->next.epoch + 1, 0};
+  } else if (i->samples != ok->samples || i->batches_per_epoch != ok->batches_per_epoch ||
+             i->classes != ok->classes) {
+    s->state = -1;
+    s->err_code = BFEED_EDATASET;
+    snprintf(s->err_msg, sizeof s->err_msg,
+             "after reconnecting to %s, dataset %s has %llu samples, %llu batches per epoch and %u classes, "
+             "not %llu, %llu and %u as before: the stream cannot resume exactly",
+             c->addr, s->open.dataset, (unsigned long long)ok->samples, (unsigned long long)ok->batches_per_epoch,
+             ok->classes, (unsigned long long)i->samples, (unsigned long long)i->batches_per_epoch, i->classes);
+    return;
+  }
+  s->state = 1;
+}
+
+/* A control frame for a stream (or the connection) updates its state. An
+ * ERROR on stream 0 ends the connection: its code and message are the
+ * result, for reconnect_run to judge. */
 static int reader_control(bfeed_client *c, const frame_header *h, const uint8_t *p, char *why, size_t cap) {
   const char *w = "";
   int rc = 0;
@@ -50,22 +79,21 @@ static int reader_control(bfeed_client *c, const frame_header *h, const uint8_t 
     case FRAME_OPEN_OK: {
       msg_open_ok ok;
       if ((rc = msg_open_ok_decode(p, h->length, &ok, &w)) < 0) break;
-      if (s) {
-        s->info.samples = ok.samples;
-        s->info.batches_per_epoch = ok.batches_per_epoch;
-        s->info.classes = ok.classes;
-        s->state = 1;
-      }
+      if (s && s->state == 0) reader_open_ok(c, s, &ok);
       break;
     }
     case FRAME_ERROR: {
       msg_error e;
       if ((rc = msg_error_decode(p, h->length, &e, &w)) < 0) break;
-      if (h->stream == 0) {
-        c->dead = 1;
-        c->dead_code = e.code;
-        snprintf(c->dead_msg, sizeof c->dead_msg, "bfeedd: %.240s", e.message);
-      } else if (s) {
+      /* A daemon just restarted may still be indexing the dataset a stream
+       * is reopened on: that is the connection's transient trouble (all
+       * streams resume again after a wait), not the stream's failure. */
+      if (h->stream == 0 || (s && e.code == BFEED_EBUSY && s->have_info && s->state == 0)) {
+        pthread_mutex_unlock(&c->mu);
+        snprintf(why, cap, "bfeedd: %.240s", e.message);
+        return e.code < 0 ? e.code : BFEED_EPROTO;
+      }
+      if (s) {
         s->state = -1;
         s->err_code = e.code;
         snprintf(s->err_msg, sizeof s->err_msg, "bfeedd: %.240s", e.message);
@@ -94,18 +122,29 @@ static int reader_control(bfeed_client *c, const frame_header *h, const uint8_t 
   return rc;
 }
 
-/* Queue a batch on its stream; drop it if the stream was closed meanwhile. */
+/* Queue a batch on its stream; drop it if the stream was closed meanwhile.
+ * Each batch must be the one after the last: what makes a resumed stream
+ * exactly the uninterrupted one is checked here, batch by batch. */
 static void reader_queue(bfeed_client *c, uint32_t stream, bfeed_batch *b) {
   pthread_mutex_lock(&c->mu);
   bfeed_stream *s = stream_find(c, stream);
-  if (s) {
+  if (s && s->state == 1 && b->epoch == s->queued.epoch && b->index == s->queued.index) {
     if (s->tail) s->tail->next = b;
     else s->head = b;
     s->tail = b;
-    pthread_cond_broadcast(&c->cv);
+    s->queued = stream_pos_after(s->queued, s->info.batches_per_epoch);
+    b = NULL;
+  } else if (s && s->state >= 0) {
+    snprintf(s->err_msg, sizeof s->err_msg,
+             "the daemon sent batch %llu of epoch %llu where batch %llu of epoch %llu was due%s",
+             (unsigned long long)b->index, (unsigned long long)b->epoch, (unsigned long long)s->queued.index,
+             (unsigned long long)s->queued.epoch, s->state == 0 ? " (before the stream opened)" : "");
+    s->state = -1;
+    s->err_code = BFEED_EPROTO;
   }
+  pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
-  if (!s) batch_free(b);
+  batch_free(b);
 }
 
 /* One frame, from its header on: 0, or an error that ends the connection. */
@@ -118,6 +157,7 @@ static int reader_frame(bfeed_client *c, char *why, size_t cap) {
     if (rc == FREADER_FRAME) return snprintf(why, cap, "BATCH frame too short"), BFEED_EPROTO;
     if ((rc = reader_batch(c, &b, why, cap)) < 0) return rc;
     reader_queue(c, h.stream, b);
+    c->lost_ns = 0; /* batches flow again: a later loss gets a deadline of its own */
     return 0;
   }
   int report = h.type == FRAME_STATS && h.stream == 0;
@@ -145,7 +185,8 @@ void *reader_main(void *arg) {
   bfeed_client *c = arg;
   char why[MSG_ERROR_MAX];
   int rc;
-  while ((rc = reader_frame(c, why, sizeof why)) == 0) continue;
-  conn_mark_dead(c, rc, why);
+  do {
+    while ((rc = reader_frame(c, why, sizeof why)) == 0) continue;
+  } while (reconnect_run(c, rc, why) == 0);
   return NULL;
 }

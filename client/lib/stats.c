@@ -14,28 +14,47 @@ typedef struct stats_block {
   size_t n;
 } stats_block;
 
+/* The report's payload, asked for on the connection that is up (again on
+ * the next one if it is replaced meanwhile). c->mu held. */
+static int stats_fetch(bfeed_client *c, uint8_t **p, size_t *len, bfeed_error *err) {
+  for (;;) {
+    while (!c->ready && !c->dead && !c->closing) pthread_cond_wait(&c->cv, &c->mu);
+    if (c->closing) return common_err(err, BFEED_ECLOSED, "the client is being closed (bfeed_close)");
+    if (c->dead) return common_err(err, c->dead_code, "%s", c->dead_msg);
+    uint64_t gen = c->gen;
+    c->report_ready = 0;
+    pthread_mutex_unlock(&c->mu);
+    int rc = conn_send(c, gen, FRAME_STATS_REQ, 0, NULL, NULL, err);
+    pthread_mutex_lock(&c->mu);
+    if (rc < 0 && !c->reconnect) return rc;
+    while (!c->report_ready && c->gen == gen && !c->dead && !c->closing) pthread_cond_wait(&c->cv, &c->mu);
+    if (c->report_ready && c->gen == gen) {
+      *p = c->report;
+      *len = c->report_len;
+      c->report = NULL;
+      c->report_ready = 0;
+      return 0;
+    }
+  }
+}
+
 BFEED_API int bfeed_daemon_stats(bfeed_client *c, bfeed_stat_group **out, size_t *nout, bfeed_error *err) {
   *out = NULL;
   *nout = 0;
-  pthread_mutex_lock(&c->stats_mu);
-  pthread_mutex_lock(&c->mu);
-  c->report_ready = 0;
-  pthread_mutex_unlock(&c->mu);
-  int rc = conn_send(c, FRAME_STATS_REQ, 0, NULL, NULL, err);
   uint8_t *p = NULL;
   size_t len = 0;
   pthread_mutex_lock(&c->mu);
-  while (rc == 0 && !c->report_ready && !c->dead) pthread_cond_wait(&c->cv, &c->mu);
-  if (rc == 0 && c->report_ready) {
-    p = c->report;
-    len = c->report_len;
-    c->report = NULL;
-    c->report_ready = 0;
-  } else if (rc == 0) {
-    rc = common_err(err, c->dead_code, "%s", c->dead_msg);
-  }
+  int rc = conn_enter(c, err);
+  pthread_mutex_unlock(&c->mu);
+  if (rc < 0) return rc;
+  pthread_mutex_lock(&c->stats_mu); /* one request at a time */
+  pthread_mutex_lock(&c->mu);
+  rc = stats_fetch(c, &p, &len, err);
   pthread_mutex_unlock(&c->mu);
   pthread_mutex_unlock(&c->stats_mu);
+  pthread_mutex_lock(&c->mu);
+  conn_leave(c); /* the last touch: bfeed_close may free c from here on */
+  pthread_mutex_unlock(&c->mu);
   if (rc < 0) return rc;
   report_group *g;
   size_t n;

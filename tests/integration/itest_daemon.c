@@ -85,9 +85,10 @@ int itest_daemon_start(itest_daemon *d, const itest_daemon_opts *o, char *err, s
   argv[argc++] = "--listen";
   argv[argc++] = d->unix_addr;
   if (o->tcp) {
-    int port = free_tcp_port();
+    int port = o->tcp_addr ? 0 : free_tcp_port();
     if (port < 0) return itest_fail(err, errlen, "no free TCP port: %s", strerror(errno));
-    snprintf(d->tcp_addr, sizeof d->tcp_addr, "127.0.0.1:%d", port);
+    if (o->tcp_addr) snprintf(d->tcp_addr, sizeof d->tcp_addr, "%s", o->tcp_addr);
+    else snprintf(d->tcp_addr, sizeof d->tcp_addr, "127.0.0.1:%d", port);
     snprintf(listen_tcp, sizeof listen_tcp, "%s", d->tcp_addr);
     argv[argc++] = "--listen";
     argv[argc++] = listen_tcp;

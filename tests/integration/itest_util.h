@@ -48,6 +48,7 @@ typedef struct itest_daemon_opts {
   int tcp;                  /* also listen on a free 127.0.0.1 port */
   const char *const *args;  /* more flags, NULL-terminated (up to 16), or NULL */
   const char *const *env;   /* "NAME=VALUE" added to the environment, NULL-terminated (up to 8), or NULL */
+  const char *tcp_addr;     /* with tcp: this "127.0.0.1:PORT" instead (a restart) */
 } itest_daemon_opts;
 
 typedef struct itest_daemon {

@@ -18,7 +18,7 @@ from ._bfeed import (  # noqa: F401
     Batch, Client, Error, Stream, Tensor, connect, option_names, strerror,
     InvalidError, NoMemoryError, IOError, ConnectError, ClosedError, ProtocolError, ChecksumError,
     TooBigError, VersionError, NoDatasetError, DatasetError, LimitError, EndOfStreamError, CodecError,
-    ShutdownError, InternalError, BusyError,
+    ShutdownError, InternalError, BusyError, AuthError, TimedOutError,
 )
 
 __version__ = "0.1.0"

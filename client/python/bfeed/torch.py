@@ -49,14 +49,17 @@ _RESERVED = ("shard", "epoch", "start_batch", "epochs")
 
 class Dataset(_data.IterableDataset):
     """Batches of a bfeed stream as dicts of torch tensors; use it with
-    DataLoader(ds, batch_size=None). Options are Client.stream's."""
+    DataLoader(ds, batch_size=None). Options are Client.stream's;
+    connect_opts, a dict of bfeed.connect's keywords (reconnect,
+    reconnect_deadline, token, token_file)."""
 
-    def __init__(self, addr, dataset, *, rank=None, world_size=None, **opts):
+    def __init__(self, addr, dataset, *, rank=None, world_size=None, connect_opts=None, **opts):
         bad = [k for k in _RESERVED if k in opts]
         if bad:
             raise TypeError("bfeed.torch.Dataset sets %s itself (use set_epoch/load_state_dict)" % ", ".join(bad))
         super().__init__()
         self.addr, self.dataset, self.opts = addr, dataset, dict(opts)
+        self.connect_opts = dict(connect_opts or {})
         self.rank, self.world_size = rank, world_size
         self.epoch, self.batch = 0, 0
         self.batches_per_epoch = None  # known once a stream has opened
@@ -91,7 +94,7 @@ class Dataset(_data.IterableDataset):
         rank, world = self._ranks()
         info = _data.get_worker_info()
         w, nw = (info.id, info.num_workers) if info else (0, 1)
-        client = bfeed.connect(self.addr)
+        client = bfeed.connect(self.addr, **self.connect_opts)
         try:
             if self.opts.get("mode") == "eval":
                 yield from self._eval(client, rank * nw + w, world * nw)

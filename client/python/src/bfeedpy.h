@@ -61,7 +61,7 @@ PyObject *module_convert(const char *fn, PyObject *arg);
 /* {name: value} of counters. */
 PyObject *module_counters(const bfeed_counter *c, size_t n);
 
-PyObject *pyclient_connect(PyObject *module, PyObject *args);
+PyObject *pyclient_connect(PyObject *module, PyObject *args, PyObject *kwargs);
 void pyclient_unlink(pyclient *c, pystream *s);
 PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opts *o);
 PyObject *pybatch_new(bfeed_batch *b);

@@ -23,7 +23,8 @@ static module_errdef module_errors[] = {
     {BFEED_EDATASET, "DatasetError", NULL},   {BFEED_ELIMIT, "LimitError", NULL},
     {BFEED_EEOF, "EndOfStreamError", NULL},   {BFEED_ECODEC, "CodecError", NULL},
     {BFEED_ESHUTDOWN, "ShutdownError", NULL}, {BFEED_EINTERNAL, "InternalError", NULL},
-    {BFEED_EBUSY, "BusyError", NULL},
+    {BFEED_EBUSY, "BusyError", NULL},         {BFEED_EAUTH, "AuthError", NULL},
+    {BFEED_ETIMEDOUT, "TimedOutError", NULL},
 };
 #define MODULE_NERRORS (sizeof module_errors / sizeof module_errors[0])
 static PyObject *module_error_base;
@@ -77,8 +78,11 @@ static PyObject *module_option_names(PyObject *m, PyObject *unused) {
 }
 
 static PyMethodDef module_methods[] = {
-    {"connect", pyclient_connect, METH_VARARGS,
-     "connect(addr) -> Client: connect to bfeedd at 'unix:/path' or 'host:port'."},
+    {"connect", (PyCFunction)(void (*)(void))pyclient_connect, METH_VARARGS | METH_KEYWORDS,
+     "connect(addr, *, reconnect=True, reconnect_deadline=60.0, token=None, token_file=None) -> Client:\n"
+     "connect to bfeedd at 'unix:/path' or 'host:port'. After a lost connection the client reconnects\n"
+     "for up to reconnect_deadline seconds and its streams resume exactly; token (or the first line of\n"
+     "token_file, default: the file $BFEED_TOKEN_FILE names) is the access token a daemon may ask for."},
     {"strerror", module_strerror, METH_O, "strerror(code) -> the name and meaning of a BFEED_E* code."},
     {"option_names", module_option_names, METH_NOARGS, "option_names() -> the stream options, as the CLI spells them."},
     {NULL, NULL, 0, NULL}};

@@ -11,15 +11,29 @@ static int pyclient_check(pyclient *self) {
   return -1;
 }
 
-PyObject *pyclient_connect(PyObject *module, PyObject *args) {
-  const char *addr;
-  if (!PyArg_ParseTuple(args, "s:connect", &addr)) return NULL;
+/* connect(addr, *, reconnect=True, reconnect_deadline=60.0, token=None,
+ * token_file=None): bfeed_connect_opts by keyword; None keeps a default. */
+PyObject *pyclient_connect(PyObject *module, PyObject *args, PyObject *kwargs) {
+  static char *kw[] = {"addr", "reconnect", "reconnect_deadline", "token", "token_file", NULL};
+  const char *addr, *token = NULL;
+  PyObject *reconnect = Py_None, *deadline = Py_None, *token_file = NULL;
+  bfeed_connect_opts co;
+  bfeed_connect_opts_init(&co);
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOzO&:connect", kw, &addr, &reconnect, &deadline, &token,
+                                   PyUnicode_FSConverter, &token_file))
+    return NULL;
+  if (reconnect != Py_None && (co.reconnect = PyObject_IsTrue(reconnect)) < 0) goto fail;
+  if (deadline != Py_None && (co.reconnect_deadline = PyFloat_AsDouble(deadline)) == -1.0 && PyErr_Occurred())
+    goto fail;
+  co.token = token;
+  co.token_file = token_file ? PyBytes_AS_STRING(token_file) : NULL;
   bfeed_client *c;
   bfeed_error err;
   int rc;
   Py_BEGIN_ALLOW_THREADS
-  rc = bfeed_connect(addr, &c, &err);
+  rc = bfeed_connect2(addr, &co, &c, &err);
   Py_END_ALLOW_THREADS
+  Py_XDECREF(token_file);
   if (rc < 0) return module_raise(rc, err.message);
   pyclient *self = PyObject_New(pyclient, &pyclient_type);
   if (!self) {
@@ -31,6 +45,9 @@ PyObject *pyclient_connect(PyObject *module, PyObject *args) {
   self->busy = 0;
   if (!(self->addr = PyUnicode_FromString(addr))) Py_CLEAR(self);
   return (PyObject *)self;
+fail:
+  Py_XDECREF(token_file);
+  return NULL;
 }
 
 void pyclient_unlink(pyclient *c, pystream *s) {
@@ -146,6 +163,9 @@ static PyObject *pyclient_get_version(pyclient *self, void *unused) {
   return pyclient_check(self) < 0 ? NULL : PyLong_FromUnsignedLong(bfeed_client_version(self->c));
 }
 static PyObject *pyclient_get_closed(pyclient *self, void *unused) { return PyBool_FromLong(!self->c); }
+static PyObject *pyclient_get_reconnects(pyclient *self, void *unused) {
+  return pyclient_check(self) < 0 ? NULL : PyLong_FromUnsignedLongLong(bfeed_client_reconnects(self->c));
+}
 
 static PyObject *pyclient_repr(pyclient *self) {
   return PyUnicode_FromFormat("<bfeed.Client %R%s>", self->addr, self->c ? "" : " closed");
@@ -167,6 +187,8 @@ static PyGetSetDef pyclient_getset[] = {
     {"server", (getter)pyclient_get_server, NULL, "the daemon's name and version", NULL},
     {"version", (getter)pyclient_get_version, NULL, "the protocol version agreed", NULL},
     {"closed", (getter)pyclient_get_closed, NULL, "whether close() was called", NULL},
+    {"reconnects", (getter)pyclient_get_reconnects, NULL,
+     "times the connection was lost and made again (streams resume exactly)", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject pyclient_type = {

@@ -79,7 +79,8 @@ def test_closed_objects(daemon):
 
 
 def test_daemon_shutdown_mid_stream(own_daemon):
-    with bfeed.connect(own_daemon.addr) as c, c.stream("demo", batch=2, size=16, window=2) as s:
+    # Not reconnecting: the shutdown itself is what the caller sees (test_reconnect.py: the default)
+    with bfeed.connect(own_daemon.addr, reconnect=False) as c, c.stream("demo", batch=2, size=16, window=2) as s:
         next(s)
         assert own_daemon.stop() is None  # SIGTERM: clients told, exit 0
         with pytest.raises((bfeed.ShutdownError, bfeed.ClosedError)) as e:

@@ -1,0 +1,147 @@
+/*
+ * reconnect.c -- libbfeed after a lost connection: forget what the old
+ * connection brought but the caller did not take, connect again with
+ * backoff until the deadline, and reopen every stream at the first batch
+ * not yet handed to its caller. Runs on the reader thread (reader.c).
+ *
+ * Exactly once: a batch is a pure function of (dataset, options, seed,
+ * epoch, index), and each stream knows the (epoch, index) of the next batch
+ * its caller will take (stream.c), so the reopened stream continues the
+ * same sequence; prefetched batches not handed out are dropped and asked
+ * for again, and reader.c checks every batch that comes is the one due.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client.h"
+
+int reconnect_transient(int code) {
+  switch (code) {
+    case BFEED_ECLOSED:    /* the daemon went away (crash, kill, restart) */
+    case BFEED_EIO:        /* the socket failed, or a handshake took too long */
+    case BFEED_ECONNECT:   /* nobody listens yet: the daemon is restarting */
+    case BFEED_ESHUTDOWN:  /* the daemon said it is stopping */
+    case BFEED_ELIMIT:     /* too many clients for now */
+    case BFEED_ECHECKSUM:  /* bytes damaged in transit */
+    case BFEED_ETIMEDOUT:  /* the daemon gave up on a silent connection */
+    case BFEED_EBUSY:      /* a restarted daemon still indexes a stream's dataset */
+      return 1;
+    default: /* refusals (EAUTH, EVERSION) and protocol errors: another try would fail the same way */
+      return 0;
+  }
+}
+
+static uint64_t reconnect_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Sleep until the monotonic time `until` unless bfeed_close begins (c->cv
+ * uses CLOCK_MONOTONIC); 1 if it did. c->mu held. */
+static int reconnect_sleep(bfeed_client *c, uint64_t until) {
+  struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u), .tv_nsec = (long)(until % 1000000000u)};
+  while (!c->closing && reconnect_now_ns() < until) pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  return c->closing;
+}
+
+/* The old connection is over: close it, and have every stream forget what
+ * it brought. Writers see a new generation, not ready, until reopened. */
+static void reconnect_forget(bfeed_client *c) {
+  pthread_mutex_lock(&c->wmu);
+  pthread_mutex_lock(&c->mu);
+  c->ready = 0;
+  c->gen++;
+  c->reconnects++;
+  for (bfeed_stream *s = c->streams; s; s = s->next_stream) stream_reset(s);
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  conn_drop_locked(c);
+  pthread_mutex_unlock(&c->wmu);
+}
+
+/* Connected again: OPEN every stream that needs it, where its caller
+ * stands, before any other writer may send (so that an ACK or STATS_REQ
+ * never precedes its stream's OPEN). */
+static int reconnect_reopen(bfeed_client *c, bfeed_error *err) {
+  wbuf w;
+  wbuf_init(&w);
+  int rc = 0, n = 0;
+  pthread_mutex_lock(&c->wmu);
+  pthread_mutex_lock(&c->mu);
+  for (bfeed_stream *s = c->streams; s && rc == 0; s = s->next_stream)
+    if (s->state == 0 && s->open_gen != c->gen && (rc = stream_frame_open(s, &w, err)) == 0) {
+      s->open_gen = c->gen;
+      n++;
+    }
+  pthread_mutex_unlock(&c->mu);
+  if (rc == 0 && n > 0) rc = conn_write_locked(c, &w, "OPEN", err);
+  pthread_mutex_lock(&c->mu);
+  c->ready = 1;
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  pthread_mutex_unlock(&c->wmu);
+  wbuf_free(&w);
+  if (n == 0) c->lost_ns = 0; /* nothing to wait for: connected is recovered */
+  return rc;
+}
+
+int reconnect_run(bfeed_client *c, int code, const char *why) {
+  pthread_mutex_lock(&c->mu);
+  int closing = c->closing;
+  pthread_mutex_unlock(&c->mu);
+  if (closing || !c->reconnect || !reconnect_transient(code)) {
+    conn_mark_dead(c, closing ? BFEED_ECLOSED : code, closing ? "the client was closed (bfeed_close)" : why);
+    return code;
+  }
+  uint64_t now = reconnect_now_ns();
+  if (!c->lost_ns) c->lost_ns = now;
+  uint64_t deadline = c->lost_ns + c->deadline_ns;
+  reconnect_forget(c);
+  unsigned seed = (unsigned)(now ^ (uintptr_t)c ^ (unsigned)getpid());
+  uint64_t wait_ms = CLIENT_BACKOFF_FIRST_MS;
+  int last_code = code;
+  char msg[MSG_ERROR_MAX], last[MSG_ERROR_MAX] = "none";
+  for (;;) {
+    /* Jitter over the upper half of the wait: clients that lost one daemon
+     * together do not all come back in the same millisecond. */
+    uint64_t jittered = wait_ms / 2 + (uint64_t)rand_r(&seed) % (wait_ms / 2 + 1);
+    uint64_t until = reconnect_now_ns() + jittered * 1000000u;
+    pthread_mutex_lock(&c->mu);
+    closing = reconnect_sleep(c, until < deadline ? until : deadline);
+    pthread_mutex_unlock(&c->mu);
+    if (closing) {
+      conn_mark_dead(c, BFEED_ECLOSED, "the client was closed (bfeed_close) while reconnecting");
+      return BFEED_ECLOSED;
+    }
+    now = reconnect_now_ns();
+    if (now >= deadline) break;
+    uint64_t left_ms = (deadline - now) / 1000000u + 1;
+    bfeed_error e;
+    int rc = conn_establish(c, (int)(left_ms < CLIENT_ATTEMPT_MAX_MS ? left_ms : CLIENT_ATTEMPT_MAX_MS), &e);
+    if (rc == 0) {
+      /* Should writing the OPENs fail, the socket is shut down and the
+       * reader's next read starts another round. */
+      reconnect_reopen(c, &e);
+      return 0;
+    }
+    pthread_mutex_lock(&c->wmu);
+    conn_drop_locked(c);
+    pthread_mutex_unlock(&c->wmu);
+    if (!reconnect_transient(rc)) {
+      snprintf(msg, sizeof msg, "lost the connection (%.100s), and reconnecting failed: %.140s", why, e.message);
+      conn_mark_dead(c, rc, msg);
+      return rc;
+    }
+    last_code = rc;
+    snprintf(last, sizeof last, "%s", e.message);
+    wait_ms = wait_ms * 2 < CLIENT_BACKOFF_CAP_MS ? wait_ms * 2 : CLIENT_BACKOFF_CAP_MS;
+  }
+  snprintf(msg, sizeof msg, "lost the connection (%.100s) and could not reconnect within %g s; last try: %.100s",
+           why, (double)c->deadline_ns / 1e9, last);
+  conn_mark_dead(c, last_code, msg);
+  return last_code;
+}
