@@ -134,14 +134,23 @@ static void build_seeds(seeds *ss) {
                  .t = {{"image", BFEED_DTYPE_BF16, 4, {2, 3, 4, 4}, 0, 192},
                        {"label", BFEED_DTYPE_I32, 1, {2}, 192, 8},
                        {"index", BFEED_DTYPE_I64, 1, {2}, 256, 16}}};
-  for (int pass = 0; pass < 2; pass++) {
-    size_t data = pass ? 29 : 272; /* zstd: a stand-in compressed frame */
-    b.codec = pass ? BFEED_CODEC_ZSTD : BFEED_CODEC_NONE;
+  /* One per codec; zstd's data is a stand-in compressed frame, u8's is the
+   * 1540-byte normalization head, 96 image bytes and the 80 other bytes. */
+  static const struct {
+    const char *name;
+    bfeed_codec codec;
+    size_t data;
+  } codecs[] = {{"batch", BFEED_CODEC_NONE, 272},
+                {"batch_zstd", BFEED_CODEC_ZSTD, 29},
+                {"batch_u8", BFEED_CODEC_U8, MSG_U8_HEAD + 96 + 80},
+                {"batch_u8_zstd", BFEED_CODEC_U8_ZSTD, 31}};
+  for (size_t k = 0; k < sizeof codecs / sizeof codecs[0]; k++) {
+    b.codec = codecs[k].codec;
     wbuf_init(&w);
     msg_begin(&w);
     msg_batch_encode_head(&w, &b);
-    for (size_t i = 0; i < data; i++) wbuf_u8(&w, (uint8_t)(i * 13));
-    add_frame(ss, pass ? "batch_zstd" : "batch", FUZZ_BATCH, &w, FRAME_BATCH);
+    for (size_t i = 0; i < codecs[k].data; i++) wbuf_u8(&w, (uint8_t)(i * 13));
+    add_frame(ss, codecs[k].name, FUZZ_BATCH, &w, FRAME_BATCH);
   }
 
   wbuf_init(&w);
