@@ -16,15 +16,16 @@
 
 static int demo_vectors_blank(char c) { return c == ' ' || c == '\t'; }
 
-/* The next blank-separated token of [*p, end), 0 at the end. */
+/* The next blank-separated token of [*p, end), 0 at the end. (The daemon's
+ * reader, daemon/text/wordvec_parse.c, splits the same way; a client does
+ * not link the daemon's code.) */
 static int demo_vectors_token(const char **p, const char *end, const char **tok, size_t *len) {
   const char *s = *p;
-  while (s < end && demo_vectors_blank(*s)) s++;
-  if (s == end) return 0;
-  const char *e = s;
-  while (e < end && !demo_vectors_blank(*e)) e++;
-  *tok = s, *len = (size_t)(e - s), *p = e;
-  return 1;
+  for (; s < end && demo_vectors_blank(*s); s++) continue;
+  size_t n = 0;
+  while (s + n < end && !demo_vectors_blank(s[n])) n++;
+  *tok = s, *len = n, *p = s + n;
+  return n > 0;
 }
 
 static int demo_vectors_float(const char *tok, size_t len, float *out) {

@@ -107,8 +107,12 @@ void conn_mark_dead(bfeed_client *c, int code, const char *msg) {
   pthread_mutex_unlock(&c->mu);
 }
 
-int conn_enter(bfeed_client *c, bfeed_error *err) {
-  if (c->closing) return common_err(err, BFEED_ECLOSED, "the client is being closed (bfeed_close)");
+int conn_lock_enter(bfeed_client *c, bfeed_error *err) {
+  pthread_mutex_lock(&c->mu);
+  if (c->closing) {
+    pthread_mutex_unlock(&c->mu);
+    return common_err(err, BFEED_ECLOSED, "the client is being closed (bfeed_close)");
+  }
   c->busy++;
   return 0;
 }
