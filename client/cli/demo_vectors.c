@@ -49,17 +49,19 @@ static size_t demo_vectors_line(const char *p, const char *end, const char **nex
 
 /* "V D": two whole numbers and nothing else. */
 static int demo_vectors_header(const char *line, size_t len, uint64_t x[2]) {
-  const char *p = line, *end = line + len, *tok;
-  size_t tl;
+  char buf[64], *p = buf, *e;
+  if (len >= sizeof buf) return 0; /* a record, not two numbers of up to 18 digits */
+  memcpy(buf, line, len);
+  buf[len] = 0;
   for (int i = 0; i < 2; i++) {
-    if (!demo_vectors_token(&p, end, &tok, &tl) || tl > 18) return 0;
-    x[i] = 0;
-    for (size_t k = 0; k < tl; k++) {
-      if (tok[k] < '0' || tok[k] > '9') return 0;
-      x[i] = x[i] * 10 + (uint64_t)(tok[k] - '0');
-    }
+    while (demo_vectors_blank(*p)) p++;
+    if (*p < '0' || *p > '9') return 0;
+    x[i] = strtoull(p, &e, 10);
+    if (e - p > 18) return 0;
+    p = e;
   }
-  return !demo_vectors_token(&p, end, &tok, &tl);
+  while (demo_vectors_blank(*p)) p++;
+  return *p == 0;
 }
 
 /* Tokens of a line that read as numbers after its first (the word), or -1

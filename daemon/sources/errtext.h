@@ -13,5 +13,7 @@
  * terminated unless errlen is 0) and return code, so that a reader can
  * `return errtext_vset(...)`. */
 int errtext_vset(char *err, size_t errlen, int code, const char *where, const char *fmt, va_list ap);
+int errtext_set(char *err, size_t errlen, int code, const char *where, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 
 #endif

@@ -35,14 +35,8 @@ typedef struct wv_build {
   size_t errlen;
 } wv_build;
 
-static int fail(wv_build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(wv_build *b, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  int rc = errtext_vset(b->err, b->errlen, BFEED_EDATASET, b->name, fmt, ap);
-  va_end(ap);
-  return rc;
-}
+/* EDATASET, with the message "NAME" + what follows (which starts with ':'). */
+#define fail(b, ...) errtext_set((b)->err, (b)->errlen, BFEED_EDATASET, (b)->name, __VA_ARGS__)
 
 static void build_free(wv_build *b) {
   free(b->vec);
