@@ -192,12 +192,8 @@ static PyGetSetDef pyclient_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject pyclient_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bfeed.Client",
-    .tp_basicsize = sizeof(pyclient),
-    .tp_dealloc = (destructor)pyclient_dealloc,
-    .tp_repr = (reprfunc)pyclient_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A connection to bfeedd; made by bfeed.connect(addr). A context manager.",
+    BFEEDPY_TYPE_HEAD("bfeed.Client", pyclient,
+                      "A connection to bfeedd; made by bfeed.connect(addr). A context manager."),
     .tp_methods = pyclient_methods,
     .tp_getset = pyclient_getset,
 };

@@ -129,12 +129,8 @@ static PyMemberDef pystream_members[] = {
     {NULL, 0, 0, 0, NULL}};
 
 PyTypeObject pystream_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bfeed.Stream",
-    .tp_basicsize = sizeof(pystream),
-    .tp_dealloc = (destructor)pystream_dealloc,
-    .tp_repr = (reprfunc)pystream_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The batches of a stream, in order: an iterator of Batch and a context manager.",
+    BFEEDPY_TYPE_HEAD("bfeed.Stream", pystream,
+                      "The batches of a stream, in order: an iterator of Batch and a context manager."),
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)pystream_next,
     .tp_methods = pystream_methods,
