@@ -24,6 +24,14 @@
 /* ------------------------------------------------------------------ */
 /* HELLO, HELLO_OK                                                    */
 
+/* HELLO's and HELLO_OK's fixed fields as PROTOCOL.md lays them out: two
+ * u32 (versions, or version and max_frame) and a string (agent, server). */
+static void tb_two_u32_str(tb *t, uint32_t a, uint32_t b, const char *s) {
+  tb_u32(t, a);
+  tb_u32(t, b);
+  tb_str16(t, s, strlen(s));
+}
+
 /* m's HELLO payload, checked against the bytes t holds; the caller frees. */
 static uint8_t *hello_expect(const msg_hello *m, const tb *t, size_t *n) {
   wbuf w;
@@ -40,9 +48,7 @@ static void test_hello_layout(void **state) {
   strcpy(m.agent, "libbfeed/0.1.0");
   tb t = {.n = 0};
   size_t n;
-  tb_u32(&t, 1);
-  tb_u32(&t, 7);
-  tb_str16(&t, "libbfeed/0.1.0", 14);
+  tb_two_u32_str(&t, 1, 7, "libbfeed/0.1.0");
   uint8_t *p = hello_expect(&m, &t, &n);
   static const uint8_t head[] = {1, 0, 0, 0, 7, 0, 0, 0, 14, 0, 'l'};
   assert_memory_equal(p, head, sizeof head);
@@ -84,9 +90,7 @@ static void test_hello_token(void **state) {
   strcpy(m.token, "s3cret");
   tb t = {.n = 0};
   size_t n;
-  tb_u32(&t, 1);
-  tb_u32(&t, 1);
-  tb_str16(&t, "a", 1);
+  tb_two_u32_str(&t, 1, 1, "a");
   tb_item_mem(&t, 1, "s3cret", 6);
   uint8_t *p = hello_expect(&m, &t, &n);
   tb_expect_prefixes_fail(tb_dec_hello, p, n - 6 - 6); /* without the item it is a token-less HELLO */
@@ -115,9 +119,7 @@ static void test_hello_malformed(void **state) {
   tb t = {.n = 0};
   /* Extensions after the agent: unknown ones are skipped unless critical;
    * bytes that are no TLV item are malformed. */
-  tb_u32(&t, 1);
-  tb_u32(&t, 1);
-  tb_str16(&t, "x", 1);
+  tb_two_u32_str(&t, 1, 1, "x");
   tb_item_mem(&t, 0x0042, "future", 6);
   tb_expect_decode(tb_dec_hello, &t, 0);
   t.n -= 6 + 6;
@@ -153,9 +155,7 @@ static void test_hello_ok(void **state) {
   uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO_OK, 0, &n);
 
   tb t = {.n = 0};
-  tb_u32(&t, 1);
-  tb_u32(&t, 1u << 30);
-  tb_str16(&t, in.server, strlen(in.server));
+  tb_two_u32_str(&t, 1, 1u << 30, in.server);
   assert_int_equal(n, t.n);
   assert_memory_equal(p, t.b, n);
 
