@@ -252,10 +252,10 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_class_names),
-      cmocka_unit_test_setup_teardown(test_layout, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_deterministic, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_refuses_nonempty, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+      TMPDIR_TEST(test_layout),
+      TMPDIR_TEST(test_deterministic),
+      TMPDIR_TEST(test_refuses_nonempty),
+      TMPDIR_TEST(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,10 +152,10 @@ static void test_unref_while_indexing(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_busy_then_ready, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_tar_ready, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_failures, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_unref_while_indexing, setup, teardown),
+      TMPDIR_TEST(test_busy_then_ready),
+      TMPDIR_TEST(test_tar_ready),
+      TMPDIR_TEST(test_failures),
+      TMPDIR_TEST(test_unref_while_indexing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
