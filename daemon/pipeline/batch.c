@@ -372,6 +372,11 @@ void batch_build(batch_job *job, batch_worker *w) {
   uint32_t B = job->count;
   batch_layout L;
   wbuf_init_fixed(&job->frame, NULL, 0);
+  if (!job->order && !(job->order = epoch_cache_get(job->orders, job->epoch))) {
+    job->rc = BFEED_ENOMEM;
+    snprintf(job->err, sizeof job->err, "out of memory for the order of epoch %llu", (unsigned long long)job->epoch);
+    goto done;
+  }
   if (choose_samples(job, w, B) < 0) goto done;
   layout(s, B, dataset_has_text(s->ds) ? batch_text_len(s, w->sel, B) : 1, &L);
   msg_batch *m = &L.m;

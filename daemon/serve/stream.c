@@ -24,7 +24,7 @@ struct stream {
   uint64_t acked;    /* batches the client has consumed */
   uint64_t end_seq;  /* batches to serve in all; UINT64_MAX: forever */
   batch_job *ready[READY_SLOTS];
-  epoch_order *orders[2];
+  epoch_cache orders;
   uint64_t submitted_ns[READY_SLOTS]; /* when each batch in flight was scheduled */
   ds_stats *stats;
   uint64_t frame_bytes; /* a batch's buffer: estimated at open, then the largest so far */
@@ -75,6 +75,7 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   st->stats = stats;
   stats->streams++;
   st->shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
+  epoch_cache_init(&st->orders, &st->spec, st->shuffle);
   st->shard_samples = n;
   st->bpe = bpe;
   st->start_epoch = start_epoch;
@@ -85,18 +86,6 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   info->classes = (uint32_t)ds->nclasses;
   *out = st;
   return 0;
-}
-
-/* The order of an epoch: kept for the (at most two) epochs in flight. */
-static epoch_order *order_for(stream *st, uint64_t epoch) {
-  for (int i = 0; i < 2; i++)
-    if (st->orders[i] && st->orders[i]->epoch == epoch) return epoch_order_ref(st->orders[i]);
-  epoch_order *e = epoch_order_make(&st->spec, st->shuffle, epoch);
-  if (!e) return NULL;
-  int slot = !st->orders[0] ? 0 : !st->orders[1] ? 1 : st->orders[0]->epoch < st->orders[1]->epoch ? 0 : 1;
-  epoch_order_unref(st->orders[slot]);
-  st->orders[slot] = e;
-  return epoch_order_ref(e);
 }
 
 static void fail(stream *st, int code, const char *msg) {
@@ -125,13 +114,12 @@ static void pump(stream *st) {
          memory_allows(st)) {
     uint64_t abs = st->start_batch + st->next_seq;
     batch_job *job = calloc(1, sizeof *job);
-    if (job) job->order = order_for(st, st->start_epoch + abs / st->bpe);
-    if (!job || !job->order) {
-      free(job);
+    if (!job) {
       fail(st, BFEED_ENOMEM, "out of memory scheduling a batch");
       return;
     }
     job->spec = &st->spec;
+    job->orders = &st->orders;
     job->pool = st->spec.pool;
     job->epoch = st->start_epoch + abs / st->bpe;
     job->index = abs % st->bpe;
@@ -218,8 +206,7 @@ int stream_ack(stream *st, uint64_t consumed) {
 
 static void stream_free(stream *st) {
   for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
-  epoch_order_unref(st->orders[0]);
-  epoch_order_unref(st->orders[1]);
+  epoch_cache_free(&st->orders);
   dataset_unref(st->spec.ds);
   free(st);
 }
