@@ -80,7 +80,17 @@ typedef enum { BFEED_LAYOUT_NCHW = 0, BFEED_LAYOUT_NHWC = 1 } bfeed_layout;
 typedef enum { BFEED_NORM_IMAGENET = 0, BFEED_NORM_NONE = 1, BFEED_NORM_CUSTOM = 2 } bfeed_norm;
 /* U8: image tensors travel as 8-bit pixels plus the stream's bf16 table and
  * libbfeed expands them, bit-identical to NONE; U8_ZSTD compresses that. */
-typedef enum { BFEED_CODEC_NONE = 0, BFEED_CODEC_ZSTD = 1, BFEED_CODEC_U8 = 2, BFEED_CODEC_U8_ZSTD = 3 } bfeed_codec;
+/* AUTO (what bfeed_stream_opts_init gives) is libbfeed's choice, made when
+ * the stream opens and never sent: U8 over TCP, where the network is what
+ * it saves; NONE over a Unix socket, where the bytes cost no network and
+ * the expansion would cost the trainer's CPU. */
+typedef enum {
+  BFEED_CODEC_NONE = 0,
+  BFEED_CODEC_ZSTD = 1,
+  BFEED_CODEC_U8 = 2,
+  BFEED_CODEC_U8_ZSTD = 3,
+  BFEED_CODEC_AUTO = 255
+} bfeed_codec;
 typedef enum { BFEED_SHUFFLE_AUTO = 0, BFEED_SHUFFLE_ON = 1, BFEED_SHUFFLE_OFF = 2 } bfeed_shuffle;
 typedef enum { BFEED_POOL_NONE = 0, BFEED_POOL_MEAN = 1 } bfeed_pool;
 
@@ -99,7 +109,7 @@ typedef struct bfeed_stream_opts {
   uint64_t batch_index;  /* first batch within that epoch (resume), default 0 */
   uint32_t shard_index;  /* this reader's shard, 0..shard_count-1 (0) */
   uint32_t shard_count;  /* number of shards, >= 1 (1) */
-  bfeed_codec codec;     /* NONE (default), ZSTD, U8 or U8_ZSTD */
+  bfeed_codec codec;     /* AUTO (libbfeed's default), NONE (the protocol's), ZSTD, U8 or U8_ZSTD */
   int codec_level;       /* zstd level of ZSTD and U8_ZSTD, 1..19 (3) */
   uint32_t window;       /* batches prefetched ahead of the consumer, 1..64 (4) */
   bfeed_shuffle shuffle; /* AUTO: shuffle in TRAIN, dataset order in EVAL */

@@ -92,12 +92,13 @@ static int options_choice(const options_row *r, const char *value, int *out, bfe
 static int options_codec(bfeed_stream_opts *o, const char *value, bfeed_error *err) {
   uint64_t level = 3;
   static const options_row zstd = {"codec zstd:", OPT_U32, 0, 1, 19, NULL};
+  if (strcmp(value, "auto") == 0) return o->codec = BFEED_CODEC_AUTO, 0;
   if (strcmp(value, "none") == 0) return o->codec = BFEED_CODEC_NONE, 0;
   if (strcmp(value, "u8") == 0) return o->codec = BFEED_CODEC_U8, 0;
   int u8 = strncmp(value, "u8+", 3) == 0;
   const char *z = value + (u8 ? 3 : 0);
   if (strncmp(z, "zstd", 4) != 0 || (z[4] != 0 && z[4] != ':'))
-    return common_err(err, BFEED_EINVAL, "codec %s: expected none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL] (1..19)",
+    return common_err(err, BFEED_EINVAL, "codec %s: expected auto, none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL] (1..19)",
                       value);
   if (z[4] == ':' && options_number(&zstd, z + 5, 1, 19, &level, err) < 0) return BFEED_EINVAL;
   o->codec = u8 ? BFEED_CODEC_U8_ZSTD : BFEED_CODEC_ZSTD;

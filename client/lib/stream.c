@@ -120,12 +120,14 @@ BFEED_API int bfeed_stream_open(bfeed_client *c, const char *dataset, const bfee
     free(s);
     return common_err(err, BFEED_EINVAL, "dataset name must be 1..%zu bytes", sizeof s->open.dataset - 1);
   }
-  if (msg_opts_check(o, why, sizeof why) < 0) {
+  s->open.opts = *o;
+  if (o->codec == BFEED_CODEC_AUTO)
+    s->open.opts.codec = c->where.kind == ADDR_TCP ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
+  if (msg_opts_check(&s->open.opts, why, sizeof why) < 0) {
     free(s);
     return common_err(err, BFEED_EINVAL, "%s", why);
   }
   snprintf(s->open.dataset, sizeof s->open.dataset, "%s", dataset);
-  s->open.opts = *o;
   s->c = c;
   s->next = s->queued = (stream_pos){o->epoch, o->batch_index};
   int rc = conn_lock_enter(c, err);

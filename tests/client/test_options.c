@@ -61,6 +61,17 @@ static void test_every_option_reaches_its_field(void **state) {
   assert_int_equal(o.codec_level, 3);
   set_ok(&o, "codec", "none");
   assert_int_equal(o.codec, BFEED_CODEC_NONE);
+  set_ok(&o, "codec", "auto");
+  assert_int_equal(o.codec, BFEED_CODEC_AUTO);
+}
+
+/* libbfeed's default codec is its own choice, never sent as such; the
+ * protocol's default (what OPEN leaves unsaid) stays none. */
+static void test_codec_default_auto(void **state) {
+  bfeed_stream_opts o;
+  bfeed_stream_opts_init(&o);
+  assert_int_equal(o.codec, BFEED_CODEC_AUTO);
+  (void)state;
 }
 
 static void test_refusals_name_option_and_value(void **state) {
@@ -73,7 +84,7 @@ static void test_refusals_name_option_and_value(void **state) {
   set_bad("shard", "2/2", "shard 2/2: expected I/N");
   set_bad("shard", "1/0", "shard 1/0");
   set_bad("shard", "1/2/3", "shard 1/2/3");
-  set_bad("codec", "lz4", "codec lz4: expected none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL]");
+  set_bad("codec", "lz4", "codec lz4: expected auto, none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL]");
   set_bad("codec", "u8+zstd:0", "codec zstd: 0");
   set_bad("codec", "zstd:20", "codec zstd: 20");
   set_bad("keep_partial", "yes", "keep-partial yes: expected 1 or 0");
@@ -102,6 +113,7 @@ static void test_names_and_size(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_option_reaches_its_field),
+      cmocka_unit_test(test_codec_default_auto),
       cmocka_unit_test(test_refusals_name_option_and_value),
       cmocka_unit_test(test_names_and_size),
   };
