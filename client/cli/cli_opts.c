@@ -49,7 +49,7 @@ int cli_help_or_version(const char *name, const char *usage, const char *more) {
 }
 
 const char cli_connect_opts_help[] =
-    "connection options (bench, fetch, stats):\n"
+    "connection options:\n"
     "  --token-file FILE       the access token a daemon asks TCP clients for (default:\n"
     "                          the file $BFEED_TOKEN_FILE names, if set)\n"
     "  --no-reconnect          report a lost connection instead of reconnecting\n"
