@@ -93,6 +93,11 @@ typedef enum {
 } bfeed_codec;
 typedef enum { BFEED_SHUFFLE_AUTO = 0, BFEED_SHUFFLE_ON = 1, BFEED_SHUFFLE_OFF = 2 } bfeed_shuffle;
 typedef enum { BFEED_POOL_NONE = 0, BFEED_POOL_MEAN = 1 } bfeed_pool;
+/* Which of the stream's batches a daemon serves (several daemons behind one
+ * stream): ALL; RESIDUE, those whose global number g = epoch * batches per
+ * epoch + index has g mod select_mod == select_rem; ON_DEMAND, the ones the
+ * client asks for by (epoch, index) (PROTOCOL.md, REQUEST). */
+typedef enum { BFEED_SELECT_ALL = 0, BFEED_SELECT_RESIDUE = 1, BFEED_SELECT_ON_DEMAND = 2 } bfeed_select;
 
 /* What a stream serves. Always start from bfeed_stream_opts_init(), which
  * sets the defaults noted below, then change what you need. */
@@ -125,6 +130,11 @@ typedef struct bfeed_stream_opts {
                             sample in the batch, capped by max_len (0) */
   uint32_t bucket;       /* length bucketing: order each run of `bucket` batches by
                             sample length, 0..65536, 0 = off (0) */
+  /* Subsets of the stream's batches, for several daemons behind one stream;
+   * the bytes of each batch do not change. */
+  bfeed_select select;   /* ALL (default), RESIDUE or ON_DEMAND */
+  uint64_t select_mod;   /* RESIDUE: >= 1 (1) */
+  uint64_t select_rem;   /* RESIDUE: < select_mod (0) */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

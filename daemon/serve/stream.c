@@ -45,6 +45,8 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   int rc = msg_opts_check(o, err, errlen);
   if (rc == 0) rc = batch_spec_check(ds, o, err, errlen);
   if (rc < 0) return rc;
+  if (o->select != BFEED_SELECT_ALL) /* the subsets are the next step (issue 14) */
+    return snprintf(err, errlen, "select (residue, on-demand) is not served by this daemon yet"), BFEED_EINVAL;
   uint64_t n = epoch_shard_size(ds->nsamples, o->shard_count);
   uint64_t bpe = o->keep_partial ? (n + o->batch - 1) / o->batch : n / o->batch;
   if (bpe == 0)
@@ -84,6 +86,7 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   info->samples = n;
   info->batches_per_epoch = bpe;
   info->classes = (uint32_t)ds->nclasses;
+  info->fingerprint = 0; /* not computed yet: clients treat 0 as unknown */
   *out = st;
   return 0;
 }
