@@ -207,13 +207,7 @@ static void test_idle_timeout(void **state) {
   faults_expect_timeout(idle, "a connection without streams");
   close(idle);
   itest_sleep_ms(1000);
-  assert_int_equal(itest_raw_send(busy, FRAME_STATS_REQ, 1, NULL, 0), 0);
-  frame_header h;
-  uint8_t *p;
-  assert_int_equal(itest_raw_expect(busy, FRAME_STATS, &h, &p), 0);
-  assert_int_equal(h.stream, 1);
-  free(p);
-  close(busy);
+  suite_raw_answers_then_close(busy, 1);
   suite_stop(d);
 }
 
@@ -412,12 +406,7 @@ static void test_slow_reload(void **state) {
   /* The loop serves: a new connection, a request (a blocked loop would
    * leave them unanswered: the raw reads time out in 10 s), the stream. */
   int fd = suite_raw_hello(d->unix_addr);
-  assert_int_equal(itest_raw_send(fd, FRAME_STATS_REQ, 0, NULL, 0), 0);
-  frame_header h;
-  uint8_t *p;
-  assert_int_equal(itest_raw_expect(fd, FRAME_STATS, &h, &p), 0);
-  free(p);
-  close(fd);
+  suite_raw_answers_then_close(fd, 0);
   for (int i = 0; i < 10; i++) bfeed_batch_release(suite_next(st));
   assert_false(itest_daemon_log_has(d, "reload refused"));
 
