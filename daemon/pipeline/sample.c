@@ -149,7 +149,8 @@ static int run_plan(sample_scratch *s, const image_decode_info *info, const plan
   if (rc != 0)
     return rc;
   resize_rgb8(&h, &v, pixels, stride, out, (size_t)size * 3, tmp);
-  if (pl->flip)
+  s->flip = pl->flip && p->defer_flip; /* batch.c mirrors while it casts (tobf16.h) */
+  if (pl->flip && !p->defer_flip)
     mirror(out, size);
   return 0;
 }

@@ -26,6 +26,7 @@ typedef struct sample_params {
   enum sample_mode mode;
   int allow_dct_scale; /* 1 (default): let the IDCT shrink large crops */
   uint64_t max_pixels; /* larger images are refused from their header; 0 = no limit */
+  int defer_flip;      /* 1: leave a train flip to the caller (scratch.flip) instead of mirroring */
 } sample_params;
 
 /* Per-thread scratch memory reused across samples (grows as needed, so a
@@ -36,6 +37,7 @@ typedef struct sample_scratch {
   uint8_t *buf[2];  /* resize scratch, filter weights */
   size_t cap[2];
   struct image_decoder *dec; /* holds the decoded pixels; created on first use */
+  int flip; /* with defer_flip: whether the last sample's pixels still need mirroring */
 } sample_scratch;
 void sample_scratch_free(sample_scratch *s);
 
