@@ -1,31 +1,36 @@
 #!/bin/sh
-# bench/rss_epochs.sh -- bfeedd's resident memory after each of EPOCHS epochs of the demo dataset.
+# bench/rss_epochs.sh -- the daemon's resident memory over 20 epochs.
 # Run by hand (never by the tests).
 #
-#   bench/rss_epochs.sh [EPOCHS] [MODE] [BIN_DIR]
+#   bench/rss_epochs.sh [DATA_DIR] [EPOCHS]
 #
-# Writes `bfeed make-demo` into a temporary folder, starts BIN_DIR/bfeedd
-# (default build/bin) on its train split, then runs EPOCHS times one epoch of
-# `bfeed bench` (MODE train by default, batch 64, size 224, seed = the epoch)
-# and prints the daemon's VmRSS and VmHWM (from /proc) after each. Flat means
-# no growth after epoch 1: the worker buffers reach their size in the first
-# epoch and are reused after.
+# Serves DATA_DIR (default: a fresh `bfeed make-demo` tree) and reads
+# EPOCHS (20) epochs of train batches at 224, each by `bfeed bench --epoch E
+# --epochs 1` (a connection and a stream per epoch, as a trainer that
+# restarts would), printing the daemon's VmRSS after each. Flat after the
+# first epoch means nothing grows per batch, per epoch or per connection:
+# buffers are pooled, orders and streams freed.
 set -eu
-epochs=${1:-20}
-mode=${2:-train}
-bin=${3:-build/bin}
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here/.."
+bin=${BFEED_BIN:-build/bin}
+epochs=${2:-20}
 run=$(mktemp -d /tmp/bfeed-rss.XXXXXX)
-"$bin/bfeed" make-demo "$run/demo" >/dev/null
-"$bin/bfeedd" --listen "unix:$run/s.sock" --dataset demo="$run/demo/train" --log-level warning 2>"$run/log" &
+data=${1:-}
+if [ -z "$data" ]; then
+  "$bin/bfeed" make-demo "$run/demo" >/dev/null
+  data=$run/demo/train
+fi
+"$bin/bfeedd" --listen "unix:$run/s.sock" --dataset rss="$data" --workers 2 --log-level warning 2>"$run/log" &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$run"' EXIT
-while [ ! -S "$run/s.sock" ]; do sleep 0.1; done
-kb() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$pid/status"; }
-echo "epoch rss_kb hwm_kb ($mode, $(find "$run/demo/train" -type f | wc -l) samples an epoch)"
-echo "0 $(kb VmRSS) $(kb VmHWM)"
-for e in $(seq "$epochs"); do
-  "$bin/bfeed" bench --connect "unix:$run/s.sock" --dataset demo --mode "$mode" --size 224 --batch 64 \
-    --epochs 1 --warmup 0 --seed "$e" --json >/dev/null 2>&1
-  echo "$e $(kb VmRSS) $(kb VmHWM)"
+i=0
+until [ -S "$run/s.sock" ] || [ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
+rss() { awk '/^VmRSS/ {print $2}' "/proc/$pid/status"; }
+echo "daemon RSS at start: $(rss) KiB"
+for e in $(seq 0 $((epochs - 1))); do
+  "$bin/bfeed" bench --connect "unix:$run/s.sock" --dataset rss --epoch "$e" --epochs 1 --json \
+    >"$run/e.json" 2>/dev/null
+  sps=$(sed -n 's/.*"samples_per_s": *\([0-9.]*\).*/\1/p' "$run/e.json")
+  echo "epoch $e: daemon RSS $(rss) KiB (${sps:-?} samples/s)"
 done

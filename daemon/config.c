@@ -11,6 +11,7 @@
 #include "bfeed_types.h"
 #include "image_decode.h"
 #include "log.h"
+#include "token.h"
 
 const config_key config_keys[] = {
     {"listen", "ADDR", "unix:PATH or HOST:PORT to serve on (repeatable)"},
@@ -274,19 +275,10 @@ int config_set(config *c, const char *key, const char *value, const char *where,
 int config_read_token(const config *c, char *token, size_t cap, char *err, size_t errlen) {
   token[0] = 0;
   if (!c->auth_token_file) return 0;
-  FILE *f = fopen(c->auth_token_file, "r");
-  if (!f) return snprintf(err, errlen, "auth_token_file %s: cannot read: %m", c->auth_token_file), BFEED_EIO;
-  char line[1024];
-  size_t n = fgets(line, sizeof line, f) ? strcspn(line, "\r\n") : 0;
-  fclose(f);
-  while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
-  if (n == 0 || n >= cap || n > 255)
-    return snprintf(err, errlen, "auth_token_file %s: the first line must hold the token, 1 to 255 bytes (it has %zu)",
-                    c->auth_token_file, n),
-           BFEED_EINVAL;
-  memcpy(token, line, n);
-  token[n] = 0;
-  return 0;
+  char why[160];
+  int rc = token_read_file(c->auth_token_file, token, cap, why, sizeof why);
+  if (rc < 0) snprintf(err, errlen, "auth_token_file %s: %s", c->auth_token_file, why);
+  return rc;
 }
 
 typedef struct ini_ctx {

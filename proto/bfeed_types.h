@@ -80,9 +80,24 @@ typedef enum { BFEED_LAYOUT_NCHW = 0, BFEED_LAYOUT_NHWC = 1 } bfeed_layout;
 typedef enum { BFEED_NORM_IMAGENET = 0, BFEED_NORM_NONE = 1, BFEED_NORM_CUSTOM = 2 } bfeed_norm;
 /* U8: image tensors travel as 8-bit pixels plus the stream's bf16 table and
  * libbfeed expands them, bit-identical to NONE; U8_ZSTD compresses that. */
-typedef enum { BFEED_CODEC_NONE = 0, BFEED_CODEC_ZSTD = 1, BFEED_CODEC_U8 = 2, BFEED_CODEC_U8_ZSTD = 3 } bfeed_codec;
+/* AUTO (what bfeed_stream_opts_init gives) is libbfeed's choice, made when
+ * the stream opens and never sent: U8 over TCP, where the network is what
+ * it saves; NONE over a Unix socket, where the bytes cost no network and
+ * the expansion would cost the trainer's CPU. */
+typedef enum {
+  BFEED_CODEC_NONE = 0,
+  BFEED_CODEC_ZSTD = 1,
+  BFEED_CODEC_U8 = 2,
+  BFEED_CODEC_U8_ZSTD = 3,
+  BFEED_CODEC_AUTO = 255
+} bfeed_codec;
 typedef enum { BFEED_SHUFFLE_AUTO = 0, BFEED_SHUFFLE_ON = 1, BFEED_SHUFFLE_OFF = 2 } bfeed_shuffle;
 typedef enum { BFEED_POOL_NONE = 0, BFEED_POOL_MEAN = 1 } bfeed_pool;
+/* Which of the stream's batches a daemon serves (several daemons behind one
+ * stream): ALL; RESIDUE, those whose global number g = epoch * batches per
+ * epoch + index has g mod select_mod == select_rem; ON_DEMAND, the ones the
+ * client asks for by (epoch, index) (PROTOCOL.md, REQUEST). */
+typedef enum { BFEED_SELECT_ALL = 0, BFEED_SELECT_RESIDUE = 1, BFEED_SELECT_ON_DEMAND = 2 } bfeed_select;
 
 /* What a stream serves. Always start from bfeed_stream_opts_init(), which
  * sets the defaults noted below, then change what you need. */
@@ -99,7 +114,7 @@ typedef struct bfeed_stream_opts {
   uint64_t batch_index;  /* first batch within that epoch (resume), default 0 */
   uint32_t shard_index;  /* this reader's shard, 0..shard_count-1 (0) */
   uint32_t shard_count;  /* number of shards, >= 1 (1) */
-  bfeed_codec codec;     /* NONE (default), ZSTD, U8 or U8_ZSTD */
+  bfeed_codec codec;     /* AUTO (libbfeed's default), NONE (the protocol's), ZSTD, U8 or U8_ZSTD */
   int codec_level;       /* zstd level of ZSTD and U8_ZSTD, 1..19 (3) */
   uint32_t window;       /* batches prefetched ahead of the consumer, 1..64 (4) */
   bfeed_shuffle shuffle; /* AUTO: shuffle in TRAIN, dataset order in EVAL */
@@ -115,6 +130,11 @@ typedef struct bfeed_stream_opts {
                             sample in the batch, capped by max_len (0) */
   uint32_t bucket;       /* length bucketing: order each run of `bucket` batches by
                             sample length, 0..65536, 0 = off (0) */
+  /* Subsets of the stream's batches, for several daemons behind one stream;
+   * the bytes of each batch do not change. */
+  bfeed_select select;   /* ALL (default), RESIDUE or ON_DEMAND */
+  uint64_t select_mod;   /* RESIDUE: >= 1 (1) */
+  uint64_t select_rem;   /* RESIDUE: < select_mod (0) */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

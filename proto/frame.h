@@ -46,7 +46,8 @@ enum frame_type {
   FRAME_ERROR = 9,     /* either way: error on a stream or connection */
   FRAME_STATS_REQ = 10, /* client -> daemon: counters, please */
   FRAME_STATS = 11,    /* daemon -> client: counters */
-  FRAME_TYPE_MAX_ = 11
+  FRAME_REQUEST = 12,  /* client -> daemon: batches an on-demand stream should serve */
+  FRAME_TYPE_MAX_ = 12
 };
 
 typedef struct frame_header {

@@ -35,6 +35,10 @@ enum {
   OPT_MAX_LEN = 33,
   OPT_FIXED_LEN = 34,
   OPT_BUCKET = 35,
+  /* Subsets of the batches (several daemons behind one stream). */
+  OPT_SELECT = 20,
+  OPT_SELECT_MOD = 21,
+  OPT_SELECT_REM = 22,
 };
 #define C(tag) ((uint16_t)(TLV_CRITICAL | (tag)))
 
@@ -145,6 +149,9 @@ void msg_opts_defaults(bfeed_stream_opts *o) {
   o->max_len = 0;
   o->fixed_len = 0;
   o->bucket = 0;
+  o->select = BFEED_SELECT_ALL;
+  o->select_mod = 1;
+  o->select_rem = 0;
 }
 
 void msg_open_encode(wbuf *w, const msg_open *m) {
@@ -174,6 +181,10 @@ void msg_open_encode(wbuf *w, const msg_open *m) {
   if (o->max_len) tlv_put_u32(w, C(OPT_MAX_LEN), o->max_len);
   if (o->fixed_len) tlv_put_u8(w, C(OPT_FIXED_LEN), 1);
   if (o->bucket) tlv_put_u32(w, C(OPT_BUCKET), o->bucket);
+  /* Sent only when not the default, like the text options. */
+  if (o->select != BFEED_SELECT_ALL) tlv_put_u8(w, C(OPT_SELECT), (uint8_t)o->select);
+  if (o->select_mod != 1) tlv_put_u64(w, C(OPT_SELECT_MOD), o->select_mod);
+  if (o->select_rem) tlv_put_u64(w, C(OPT_SELECT_REM), o->select_rem);
 }
 
 static int open_item(const tlv_item *it, msg_open *m, int *have_dataset) {
@@ -205,6 +216,9 @@ static int open_item(const tlv_item *it, msg_open *m, int *have_dataset) {
     case OPT_MAX_LEN: return tlv_u32(it, &o->max_len);
     case OPT_FIXED_LEN: rc = tlv_u8(it, &b); o->fixed_len = b != 0; return rc;
     case OPT_BUCKET: return tlv_u32(it, &o->bucket);
+    case OPT_SELECT: rc = tlv_u8(it, &b); o->select = (bfeed_select)b; return rc;
+    case OPT_SELECT_MOD: return tlv_u64(it, &o->select_mod);
+    case OPT_SELECT_REM: return tlv_u64(it, &o->select_rem);
     default: return (it->tag & TLV_CRITICAL) ? BFEED_EINVAL : 0;
   }
 }
@@ -261,6 +275,11 @@ int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap) {
   if ((unsigned)o->pool > BFEED_POOL_MEAN) BAD("unknown pooling %d", (int)o->pool);
   if (o->max_len > MSG_MAX_LEN_LIMIT) BAD("max_len %u out of range 0..%u", o->max_len, MSG_MAX_LEN_LIMIT);
   if (o->bucket > 65536) BAD("bucket %u out of range 0..65536", o->bucket);
+  if ((unsigned)o->select > BFEED_SELECT_ON_DEMAND) BAD("unknown select %d", (int)o->select);
+  if (o->select_mod < 1) BAD("select_mod must be at least 1");
+  if (o->select_rem >= o->select_mod)
+    BAD("select_rem %llu must be below select_mod %llu", (unsigned long long)o->select_rem,
+        (unsigned long long)o->select_mod);
   /* Whether a batch fits one frame depends on the dataset's kind: the
    * daemon checks that when it opens the stream (batch_spec_check). */
 #undef BAD
@@ -271,6 +290,7 @@ void msg_open_ok_encode(wbuf *w, const msg_open_ok *m) {
   wbuf_u64(w, m->samples);
   wbuf_u64(w, m->batches_per_epoch);
   wbuf_u32(w, m->classes);
+  wbuf_u64(w, m->fingerprint);
 }
 
 int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, const char **why) {
@@ -279,7 +299,30 @@ int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, const char **why
   m->samples = rbuf_u64(&r);
   m->batches_per_epoch = rbuf_u64(&r);
   m->classes = rbuf_u32(&r);
+  /* The fingerprint came later: a daemon that predates it sends 20 bytes. */
+  m->fingerprint = rbuf_left(&r) >= 8 ? rbuf_u64(&r) : 0;
   return finish_read(&r, 1, why, "malformed OPEN_OK");
+}
+
+void msg_request_encode(wbuf *w, const msg_request *m) {
+  wbuf_u32(w, m->count);
+  for (uint32_t i = 0; i < m->count && i < MSG_MAX_REQUEST; i++) {
+    wbuf_u64(w, m->b[i].epoch);
+    wbuf_u64(w, m->b[i].index);
+  }
+}
+
+int msg_request_decode(const void *p, size_t n, msg_request *m, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  m->count = rbuf_u32(&r);
+  if (r.failed) return *why = "REQUEST truncated", BFEED_EPROTO;
+  if (m->count < 1 || m->count > MSG_MAX_REQUEST) return *why = "REQUEST asks for 0 or over 1024 batches", BFEED_EPROTO;
+  for (uint32_t i = 0; i < m->count; i++) {
+    m->b[i].epoch = rbuf_u64(&r);
+    m->b[i].index = rbuf_u64(&r);
+  }
+  return finish_read(&r, 0, why, "malformed REQUEST (its length is not 4 + 16 x count)");
 }
 
 void msg_u64_encode(wbuf *w, uint64_t v) { wbuf_u64(w, v); }

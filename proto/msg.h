@@ -71,9 +71,21 @@ typedef struct msg_open_ok {
   uint64_t samples;           /* per epoch, in this shard */
   uint64_t batches_per_epoch;
   uint32_t classes;
+  uint64_t fingerprint;       /* of what decides the stream's bytes; 0: not sent (an older daemon) */
 } msg_open_ok;
 void msg_open_ok_encode(wbuf *w, const msg_open_ok *m);
 int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, const char **why);
+
+/* REQUEST: the batches an on-demand stream is to serve next, in order. */
+#define MSG_MAX_REQUEST 1024
+typedef struct msg_request {
+  uint32_t count; /* 1..MSG_MAX_REQUEST */
+  struct {
+    uint64_t epoch, index;
+  } b[MSG_MAX_REQUEST];
+} msg_request;
+void msg_request_encode(wbuf *w, const msg_request *m);
+int msg_request_decode(const void *p, size_t n, msg_request *m, const char **why);
 
 /* ACK: the client has consumed `consumed` batches of the stream in all. */
 void msg_u64_encode(wbuf *w, uint64_t v);

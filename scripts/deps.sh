@@ -17,7 +17,7 @@ if [ "${1:-}" = "--test" ]; then
   # runtimes build the libFuzzer targets (scripts/fuzz.sh).
   pkgs="$pkgs python3 python3-pil python3-numpy python3-torch python3-torchvision systemd
         python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
-        protobuf-compiler python3-protobuf python3-crcmod lintian man-db clang libclang-rt-14-dev"
+        protobuf-compiler python3-protobuf python3-crcmod python3-yaml lintian man-db clang libclang-rt-14-dev"
 fi
 missing=""
 for p in $pkgs; do

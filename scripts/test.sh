@@ -17,13 +17,14 @@ cmake -S . -B build-asan -DBFEED_SANITIZE=ON -DBFEED_WERROR=ON >/dev/null
 cmake --build build-asan -j"$(nproc)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure --timeout 900 -E '^(test_bf16|oracle_bf16_torch|oracle_crop_torchvision)$')
-# ThreadSanitizer: the tests where threads meet. The daemon's event loop and
+# ThreadSanitizer: the tests where threads meet. Workers sharing a stream's
+# epoch orders (test_epoch_cache); the daemon's event loop and
 # its workers (every integration test drives them; test_daemon_life stops
 # them mid-stream; service_reload reloads while they run; test_faults,
 # test_memory and test_access push them to their limits), libbfeed's
 # reader thread beside the caller (test_stream, test_hostile, test_flow,
 # test_text_integration, bfeed fetch in integration_fetch_oracle), and both
-# under many connections with a reload and a restart (load_short). The unit
+# under many connections with a reload and a restart (load_short). The other unit
 # tests are single-threaded and the oracle and service tests repeat the same
 # daemon paths, so they stay out: this pass takes about a minute on 2 cores.
 echo "== thread sanitizer pass (build-tsan)"
@@ -31,7 +32,7 @@ cmake -S . -B build-tsan -DBFEED_TSAN=ON >/dev/null
 cmake --build build-tsan -j"$(nproc)"
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 history_size=4" \
   ctest --output-on-failure --timeout 900 \
-  -R '^(test_stream|test_hostile|test_flow|test_daemon_life|test_faults|test_memory|test_access|test_text_integration|integration_fetch_oracle|service_reload|load_short)$')
+  -R '^(test_epoch_cache|test_stream|test_hostile|test_flow|test_daemon_life|test_faults|test_memory|test_access|test_text_integration|integration_fetch_oracle|service_reload|load_short)$')
 if command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke run (build-fuzz)"
   scripts/fuzz.sh 10

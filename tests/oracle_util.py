@@ -6,9 +6,10 @@ Used by integration/fetch_oracle.py, integration/format_fetch_oracle.py,
 integration/wordvec_fetch_oracle.py, integration/shards_fetch_oracle.py,
 scripts/bench_formats.py, client/train_accept.py,
 client/wordvec_demo_oracle.py, client/python/conftest.py,
-service/test_service.py, client/test_cli.py and service/test_firstrun.py,
-which put this folder on sys.path. The last two also take check() and
-main(): named checks that carry on after a failure, one subcommand per
+service/test_service.py, client/test_cli.py, service/test_firstrun.py,
+client/demo_oracle.py, client/demo_shards_oracle.py and
+daemon/shard_oracle.py, which put this folder on sys.path. check() is a
+named check that carries on after a failure; main() runs one subcommand per
 ctest test.
 """
 import os
@@ -28,6 +29,7 @@ def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         failures.append(what)
+    return cond
 
 
 def main(tests, cmd, tmp):

@@ -36,6 +36,9 @@ static int teardown(void **state) {
   return rc == 0 ? 0 : -1;
 }
 
+/* A test that runs in a fresh temporary folder of its own. */
+#define TMPDIR_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
 /* `PROG FLAG DIR` runs write(DIR, err, errlen) instead of the tests, so that
  * an oracle gets the files to judge. Returns -1 when argv is not that, else
  * the exit status (1 with write's message on stderr when it fails). */

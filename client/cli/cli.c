@@ -50,6 +50,12 @@ static const char demo_usage[] =
     "  --classes N             text: classes, 2..%d\n"
     "  --force                 write into DIR even if it is not empty\n";
 
+/* --train and --val over the defaults of either kind of demo (0: not given). */
+static void demo_counts(uint64_t train, uint64_t val, int *train_per_class, int *val_per_class) {
+  if (train) *train_per_class = (int)train;
+  if (val) *val_per_class = (int)val;
+}
+
 static int cmd_make_demo(int argc, char **argv) {
   if (argc >= 1 && strncmp(argv[0], "--", 2) == 0) {
     const char *name = argv[0] + 2;
@@ -93,10 +99,8 @@ static int cmd_make_demo(int argc, char **argv) {
   if (vectors) {
     make_demo_text_opts o;
     make_demo_text_opts_init(&o);
-    o.overwrite = force;
-    o.seed = seed;
-    if (train) o.train_per_class = (int)train;
-    if (have_val) o.val_per_class = (int)val;
+    demo_counts(train, have_val ? val : 0, &o.train_per_class, &o.val_per_class);
+    o.overwrite = force, o.seed = seed;
     if (classes) o.nclasses = (int)classes;
     if (make_demo_text(dir, vectors, &o, &st, err, sizeof err) < 0) return fprintf(stderr, "bfeed make-demo: %s\n", err), 1;
     printf("wrote %d lines per class in %d classes (%.1f KB) to %s/train.txt and %d per class to %s/val.txt\n",
@@ -105,10 +109,8 @@ static int cmd_make_demo(int argc, char **argv) {
   }
   make_demo_opts o;
   make_demo_opts_init(&o);
-  o.overwrite = force;
-  o.seed = seed;
-  if (train) o.train_per_class = (int)train;
-  if (have_val) o.val_per_class = (int)val;
+  demo_counts(train, have_val ? val : 0, &o.train_per_class, &o.val_per_class);
+  o.overwrite = force, o.seed = seed;
   if (format > 0) o.format = (make_demo_format)format;
   if (make_demo(dir, &o, &st, err, sizeof err) < 0) {
     fprintf(stderr, "bfeed make-demo: %s\n", err);

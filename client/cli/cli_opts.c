@@ -18,9 +18,10 @@ const char cli_stream_opts_help[] =
     "  --epoch N               first epoch, to resume (0)\n"
     "  --start-batch N         first batch in that epoch, to resume (0)\n"
     "  --shard I/N             read shard I of N (0/1)\n"
-    "  --codec none|zstd[:L]|u8|u8+zstd[:L]\n"
+    "  --codec auto|none|zstd[:L]|u8|u8+zstd[:L]\n"
     "                          wire encoding: zstd level L 1..19; u8 sends images as\n"
-    "                          8-bit pixels the library expands, bit-identical (none)\n"
+    "                          8-bit pixels the library expands, bit-identical; auto:\n"
+    "                          u8 over TCP, none over a Unix socket (auto)\n"
     "  --window N              batches in flight ahead of the consumer (4)\n"
     "  --shuffle auto|on|off   epoch order: shuffled in train, dataset order in eval (auto)\n"
     "  --keep-partial          also serve the short last batch of each epoch\n"
@@ -48,7 +49,7 @@ int cli_help_or_version(const char *name, const char *usage, const char *more) {
 }
 
 const char cli_connect_opts_help[] =
-    "connection options (bench, fetch, stats):\n"
+    "connection options:\n"
     "  --token-file FILE       the access token a daemon asks TCP clients for (default:\n"
     "                          the file $BFEED_TOKEN_FILE names, if set)\n"
     "  --no-reconnect          report a lost connection instead of reconnecting\n"

@@ -16,15 +16,16 @@
 
 static int demo_vectors_blank(char c) { return c == ' ' || c == '\t'; }
 
-/* The next blank-separated token of [*p, end), 0 at the end. */
+/* The next blank-separated token of [*p, end), 0 at the end. (The daemon's
+ * reader, daemon/text/wordvec_parse.c, splits the same way; a client does
+ * not link the daemon's code.) */
 static int demo_vectors_token(const char **p, const char *end, const char **tok, size_t *len) {
   const char *s = *p;
-  while (s < end && demo_vectors_blank(*s)) s++;
-  if (s == end) return 0;
-  const char *e = s;
-  while (e < end && !demo_vectors_blank(*e)) e++;
-  *tok = s, *len = (size_t)(e - s), *p = e;
-  return 1;
+  for (; s < end && demo_vectors_blank(*s); s++) continue;
+  size_t n = 0;
+  while (s + n < end && !demo_vectors_blank(s[n])) n++;
+  *tok = s, *len = n, *p = s + n;
+  return n > 0;
 }
 
 static int demo_vectors_float(const char *tok, size_t len, float *out) {
@@ -48,17 +49,19 @@ static size_t demo_vectors_line(const char *p, const char *end, const char **nex
 
 /* "V D": two whole numbers and nothing else. */
 static int demo_vectors_header(const char *line, size_t len, uint64_t x[2]) {
-  const char *p = line, *end = line + len, *tok;
-  size_t tl;
+  char buf[64], *p = buf, *e;
+  if (len >= sizeof buf) return 0; /* a record, not two numbers of up to 18 digits */
+  memcpy(buf, line, len);
+  buf[len] = 0;
   for (int i = 0; i < 2; i++) {
-    if (!demo_vectors_token(&p, end, &tok, &tl) || tl > 18) return 0;
-    x[i] = 0;
-    for (size_t k = 0; k < tl; k++) {
-      if (tok[k] < '0' || tok[k] > '9') return 0;
-      x[i] = x[i] * 10 + (uint64_t)(tok[k] - '0');
-    }
+    while (demo_vectors_blank(*p)) p++;
+    if (*p < '0' || *p > '9') return 0;
+    x[i] = strtoull(p, &e, 10);
+    if (e - p > 18) return 0;
+    p = e;
   }
-  return !demo_vectors_token(&p, end, &tok, &tl);
+  while (demo_vectors_blank(*p)) p++;
+  return *p == 0;
 }
 
 /* Tokens of a line that read as numbers after its first (the word), or -1

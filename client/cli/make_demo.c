@@ -229,13 +229,8 @@ int demo_write_file(const char *path, const unsigned char *buf, size_t len, char
 /* ------------------------------------------------------------------ */
 
 void make_demo_opts_init(make_demo_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->train_per_class = 80;
-  o->val_per_class = 20;
-  o->seed = 1;
-  o->quality = 90;
-  o->min_side = 96;
-  o->max_side = 320;
+  *o = (make_demo_opts){.train_per_class = 80, .val_per_class = 20, .seed = 1, .quality = 90,
+                        .min_side = 96, .max_side = 320, .format = MAKE_DEMO_FOLDER};
 }
 
 const char *make_demo_class_name(int i) {

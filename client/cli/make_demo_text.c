@@ -18,13 +18,8 @@
 #define P_OOV 0.06f
 
 void make_demo_text_opts_init(make_demo_text_opts *o) {
-  memset(o, 0, sizeof *o);
-  o->train_per_class = 200;
-  o->val_per_class = 50;
-  o->nclasses = 4;
-  o->min_words = 6;
-  o->max_words = 24;
-  o->seed = 1;
+  *o = (make_demo_text_opts){
+      .train_per_class = 200, .val_per_class = 50, .nclasses = 4, .min_words = 6, .max_words = 24, .seed = 1};
 }
 
 /* A word every tokenization setting keeps whole and finds as it is. */

@@ -152,10 +152,11 @@ int conn_read_event(bfeed_client *c, char *why, size_t cap);
 int conn_read_payload(bfeed_client *c, void *dst, size_t n, char *why, size_t cap);
 /* Record why the connection ended (the first reason wins) and wake waiters. */
 void conn_mark_dead(bfeed_client *c, int code, const char *msg);
-/* A public call begins (0) or must not (BFEED_ECLOSED: bfeed_close has
- * begun); conn_leave ends it. bfeed_close frees nothing while calls are in
- * progress. c->mu held for both. */
-int conn_enter(bfeed_client *c, bfeed_error *err);
+/* A public call begins: lock c->mu and return 0 with it held, or return
+ * BFEED_ECLOSED with it released (bfeed_close has begun). conn_leave ends
+ * the call (c->mu held). bfeed_close frees nothing while calls are in
+ * progress. */
+int conn_lock_enter(bfeed_client *c, bfeed_error *err);
 void conn_leave(bfeed_client *c);
 
 /* reconnect.c */

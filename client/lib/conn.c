@@ -17,6 +17,7 @@
 #include "addr.h"
 #include "client.h"
 #include "frame.h"
+#include "token.h"
 
 static int conn_write_all(int fd, const uint8_t *p, size_t n) {
   while (n > 0) {
@@ -107,8 +108,12 @@ void conn_mark_dead(bfeed_client *c, int code, const char *msg) {
   pthread_mutex_unlock(&c->mu);
 }
 
-int conn_enter(bfeed_client *c, bfeed_error *err) {
-  if (c->closing) return common_err(err, BFEED_ECLOSED, "the client is being closed (bfeed_close)");
+int conn_lock_enter(bfeed_client *c, bfeed_error *err) {
+  pthread_mutex_lock(&c->mu);
+  if (c->closing) {
+    pthread_mutex_unlock(&c->mu);
+    return common_err(err, BFEED_ECLOSED, "the client is being closed (bfeed_close)");
+  }
   c->busy++;
   return 0;
 }
@@ -234,22 +239,12 @@ BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o) {
   o->reconnect_deadline = 60;
 }
 
-/* The token in a file: its first line without the line end and trailing
- * blanks, the rule bfeedd reads its auth_token_file by, so that one file
- * serves both sides. what says where the path came from. */
+/* The token in a file (proto/token.c: the rule bfeedd reads its
+ * auth_token_file by). what says where the path came from. */
 static int conn_token_file(bfeed_client *c, const char *path, const char *what, bfeed_error *err) {
-  FILE *f = fopen(path, "r");
-  if (!f) return common_err(err, BFEED_EINVAL, "%s %s: cannot read: %s", what, path, strerror(errno));
-  char line[1024];
-  size_t n = fgets(line, sizeof line, f) ? strcspn(line, "\r\n") : 0;
-  fclose(f);
-  while (n > 0 && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
-  if (n == 0 || n >= sizeof c->token || memchr(line, 0, n))
-    return common_err(err, BFEED_EINVAL,
-                      "%s %s: the first line must hold the token, 1 to %zu bytes without NUL (it has %zu)", what, path,
-                      sizeof c->token - 1, n);
-  memcpy(c->token, line, n);
-  c->token[n] = 0;
+  char why[160];
+  if (token_read_file(path, c->token, sizeof c->token, why, sizeof why) < 0)
+    return common_err(err, BFEED_EINVAL, "%s %s: %s", what, path, why);
   return 0;
 }
 

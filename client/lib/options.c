@@ -13,7 +13,7 @@
 
 #include "client.h"
 
-typedef enum { OPT_U32, OPT_U64, OPT_FLAG, OPT_CHOICE, OPT_SHARD, OPT_CODEC } options_kind;
+typedef enum { OPT_U32, OPT_U64, OPT_FLAG, OPT_CHOICE, OPT_SHARD, OPT_CODEC, OPT_SELECT } options_kind;
 
 typedef struct options_row {
   const char *name; /* spelled with '-'; '_' is accepted for it */
@@ -49,6 +49,7 @@ static const options_row options_table[] = {
     {"max-len", OPT_U32, OFF(max_len), 0, 1u << 20, NULL},
     {"fixed-len", OPT_FLAG, OFF(fixed_len), 0, 0, NULL},
     {"bucket", OPT_U32, OFF(bucket), 0, 65536, NULL},
+    {"select", OPT_SELECT, 0, 0, 0, NULL},
 };
 #undef OFF
 _Static_assert(sizeof(bfeed_mode) == sizeof(int) && sizeof(bfeed_pool) == sizeof(int), "enum fields are int-sized");
@@ -92,12 +93,13 @@ static int options_choice(const options_row *r, const char *value, int *out, bfe
 static int options_codec(bfeed_stream_opts *o, const char *value, bfeed_error *err) {
   uint64_t level = 3;
   static const options_row zstd = {"codec zstd:", OPT_U32, 0, 1, 19, NULL};
+  if (strcmp(value, "auto") == 0) return o->codec = BFEED_CODEC_AUTO, 0;
   if (strcmp(value, "none") == 0) return o->codec = BFEED_CODEC_NONE, 0;
   if (strcmp(value, "u8") == 0) return o->codec = BFEED_CODEC_U8, 0;
   int u8 = strncmp(value, "u8+", 3) == 0;
   const char *z = value + (u8 ? 3 : 0);
   if (strncmp(z, "zstd", 4) != 0 || (z[4] != 0 && z[4] != ':'))
-    return common_err(err, BFEED_EINVAL, "codec %s: expected none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL] (1..19)",
+    return common_err(err, BFEED_EINVAL, "codec %s: expected auto, none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL] (1..19)",
                       value);
   if (z[4] == ':' && options_number(&zstd, z + 5, 1, 19, &level, err) < 0) return BFEED_EINVAL;
   o->codec = u8 ? BFEED_CODEC_U8_ZSTD : BFEED_CODEC_ZSTD;
@@ -112,6 +114,21 @@ static int options_shard(bfeed_stream_opts *o, const char *value, bfeed_error *e
     return common_err(err, BFEED_EINVAL, "shard %s: expected I/N with 0 <= I < N", value);
   o->shard_index = idx;
   o->shard_count = count;
+  return 0;
+}
+
+/* all, on-demand, residue:R/M (the batches whose global number is R mod M). */
+static int options_select(bfeed_stream_opts *o, const char *value, bfeed_error *err) {
+  unsigned long long rem, mod;
+  char extra;
+  if (strcmp(value, "all") == 0) return o->select = BFEED_SELECT_ALL, o->select_mod = 1, o->select_rem = 0, 0;
+  if (strcmp(value, "on-demand") == 0) return o->select = BFEED_SELECT_ON_DEMAND, 0;
+  if (strncmp(value, "residue:", 8) != 0 || strchr(value, '-') || sscanf(value + 8, "%llu/%llu%c", &rem, &mod, &extra) != 2 ||
+      mod < 1 || rem >= mod)
+    return common_err(err, BFEED_EINVAL, "select %s: expected all, on-demand or residue:R/M with 0 <= R < M", value);
+  o->select = BFEED_SELECT_RESIDUE;
+  o->select_mod = mod;
+  o->select_rem = rem;
   return 0;
 }
 
@@ -136,6 +153,7 @@ BFEED_API int bfeed_stream_opts_set(bfeed_stream_opts *o, const char *name, cons
       if (options_choice(r, value, &k, err) < 0) return BFEED_EINVAL;
       return *(int *)field = k, 0; /* the fields are enums, int-sized */
     case OPT_SHARD: return options_shard(o, value, err);
+    case OPT_SELECT: return options_select(o, value, err);
     default: return options_codec(o, value, err);
   }
 }

@@ -43,10 +43,9 @@ BFEED_API int bfeed_daemon_stats(bfeed_client *c, bfeed_stat_group **out, size_t
   *nout = 0;
   uint8_t *p = NULL;
   size_t len = 0;
-  pthread_mutex_lock(&c->mu);
-  int rc = conn_enter(c, err);
-  pthread_mutex_unlock(&c->mu);
+  int rc = conn_lock_enter(c, err);
   if (rc < 0) return rc;
+  pthread_mutex_unlock(&c->mu);
   pthread_mutex_lock(&c->stats_mu); /* one request at a time */
   pthread_mutex_lock(&c->mu);
   rc = stats_fetch(c, &p, &len, err);

@@ -120,26 +120,25 @@ BFEED_API int bfeed_stream_open(bfeed_client *c, const char *dataset, const bfee
     free(s);
     return common_err(err, BFEED_EINVAL, "dataset name must be 1..%zu bytes", sizeof s->open.dataset - 1);
   }
-  if (msg_opts_check(o, why, sizeof why) < 0) {
+  s->open.opts = *o;
+  if (o->codec == BFEED_CODEC_AUTO)
+    s->open.opts.codec = c->where.kind == ADDR_TCP ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
+  if (msg_opts_check(&s->open.opts, why, sizeof why) < 0) {
     free(s);
     return common_err(err, BFEED_EINVAL, "%s", why);
   }
   snprintf(s->open.dataset, sizeof s->open.dataset, "%s", dataset);
-  s->open.opts = *o;
   s->c = c;
   s->next = s->queued = (stream_pos){o->epoch, o->batch_index};
-  pthread_mutex_lock(&c->mu);
-  int rc = conn_enter(c, err);
-  if (rc == 0) {
-    s->id = ++c->next_id;
-    s->next_stream = c->streams;
-    c->streams = s;
-  }
-  pthread_mutex_unlock(&c->mu);
+  int rc = conn_lock_enter(c, err);
   if (rc < 0) {
     free(s);
     return rc;
   }
+  s->id = ++c->next_id;
+  s->next_stream = c->streams;
+  c->streams = s;
+  pthread_mutex_unlock(&c->mu);
   rc = stream_send_open(s, err);
   pthread_mutex_lock(&c->mu);
   if (rc < 0 && c->reconnect) rc = 0; /* the reader sees the broken socket too; it reopens s */
@@ -163,12 +162,8 @@ BFEED_API int bfeed_stream_get_info(const bfeed_stream *s, bfeed_stream_info *in
 BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error *err) {
   bfeed_client *c = s->c;
   *out = NULL;
-  pthread_mutex_lock(&c->mu);
-  int rc = conn_enter(c, err);
-  if (rc < 0) {
-    pthread_mutex_unlock(&c->mu);
-    return rc;
-  }
+  int rc = conn_lock_enter(c, err);
+  if (rc < 0) return rc;
   rc = stream_wait(s, stream_has_batch_or_end, err);
   bfeed_batch *b = rc == 0 ? s->head : NULL;
   if (b) {
@@ -202,12 +197,8 @@ BFEED_API int bfeed_stream_wait(bfeed_stream *s, int timeout_ms) {
   until.tv_sec += timeout_ms / 1000;
   until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
   if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-  pthread_mutex_lock(&c->mu);
-  int rc = conn_enter(c, NULL);
-  if (rc < 0) { /* bfeed_stream_next would not block: it fails */
-    pthread_mutex_unlock(&c->mu);
-    return 1;
-  }
+  int rc = conn_lock_enter(c, NULL);
+  if (rc < 0) return 1; /* bfeed_stream_next would not block: it fails */
   while (!stream_has_batch_or_end(s) && s->state >= 0 && !c->dead && !c->closing && rc == 0)
     rc = timeout_ms < 0 ? pthread_cond_wait(&c->cv, &c->mu) : pthread_cond_timedwait(&c->cv, &c->mu, &until);
   int ready = stream_has_batch_or_end(s) || s->state < 0 || c->dead || c->closing;
@@ -253,12 +244,8 @@ static int stream_stats_once(bfeed_stream *s, bfeed_error *err) {
 BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count, bfeed_error *err) {
   bfeed_client *c = s->c;
   *count = 0;
-  pthread_mutex_lock(&c->mu);
-  int rc = conn_enter(c, err);
-  if (rc < 0) {
-    pthread_mutex_unlock(&c->mu);
-    return rc;
-  }
+  int rc = conn_lock_enter(c, err);
+  if (rc < 0) return rc;
   while ((rc = stream_stats_once(s, err)) == 0) continue;
   if (rc > 0) rc = 0;
   for (size_t i = 0; rc == 0 && i < s->nstats && i < max; i++) {
@@ -275,11 +262,7 @@ BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max
 BFEED_API void bfeed_stream_close(bfeed_stream *s) {
   if (!s) return;
   bfeed_client *c = s->c;
-  pthread_mutex_lock(&c->mu);
-  if (conn_enter(c, NULL) < 0) { /* bfeed_close has begun: it frees s */
-    pthread_mutex_unlock(&c->mu);
-    return;
-  }
+  if (conn_lock_enter(c, NULL) < 0) return; /* bfeed_close has begun: it frees s */
   int send = !c->dead && s->open_gen == c->gen;
   uint64_t gen = c->gen;
   stream_unlink(c, s);

@@ -170,7 +170,7 @@ static int run(train_run *r) {
   bfeed_error err;
   bfeed_stream_opts so = r->o.stream;
   so.epochs = r->o.epochs;
-  if (bfeed_connect(r->o.connect, &r->client, &err) < 0) return snprintf(r->err, sizeof r->err, "%s", err.message), -1;
+  if (bfeed_connect2(r->o.connect, &r->o.conn, &r->client, &err) < 0) return snprintf(r->err, sizeof r->err, "%s", err.message), -1;
   if (bfeed_stream_open(r->client, r->o.dataset, &so, &r->stream, &err) < 0)
     return snprintf(r->err, sizeof r->err, "dataset '%s': %s", r->o.dataset, err.message), -1;
   bfeed_stream_info info;

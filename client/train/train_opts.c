@@ -86,7 +86,7 @@ static const char *const own_valued[] = {"connect",   "dataset", "eval-dataset",
 static int takes_value(const char *name, void *ctx) {
   for (int i = 0; own_valued[i]; i++)
     if (strcmp(name, own_valued[i]) == 0) return 1;
-  return cli_stream_opt_takes_value(name);
+  return cli_stream_opt_takes_value(name) || cli_connect_opt_takes_value(name);
 }
 
 /* Options of bfeed-train itself: 1 handled, 0 unknown, -1 bad value. */
@@ -122,6 +122,7 @@ static int own_opt(train_opts *o, const char *name, const char *value, int *lr_s
 int train_opts_parse(int argc, char **argv, train_opts *o) {
   memset(o, 0, sizeof *o);
   bfeed_stream_opts_init(&o->stream);
+  bfeed_connect_opts_init(&o->conn);
   o->backend = "auto";
   o->precision = OPS_BF16;
   o->optimizer = OPTIM_ADAM;
@@ -131,8 +132,12 @@ int train_opts_parse(int argc, char **argv, train_opts *o) {
   cli_args a = {.argc = argc, .argv = argv};
   cli_set_prog("bfeed-train"); /* stream-option errors name this program */
   while ((r = cli_next(&a, takes_value, NULL)) == 1) {
-    if (cli_help_or_version(a.name, train_usage, cli_stream_opts_help)) return 1;
+    if (cli_help_or_version(a.name, train_usage, cli_stream_opts_help)) {
+      if (strcmp(a.name, "help") == 0) fputs(cli_connect_opts_help, stdout);
+      return 1;
+    }
     int s = cli_stream_opt(a.name, a.value, &o->stream);
+    if (s == 0) s = cli_connect_opt(a.name, a.value, &o->conn);
     if (s == 0) s = own_opt(o, a.name, a.value, &lr_set, &lr, &mom_set, &mom);
     if (s < 0) return -1;
     if (s == 0) return fprintf(stderr, "bfeed-train: unknown option --%s (see bfeed-train --help)\n", a.name), -1;

@@ -23,6 +23,7 @@
 typedef struct train_opts {
   const char *connect, *dataset, *eval_dataset;
   bfeed_stream_opts stream; /* of the training stream; eval derives its own */
+  bfeed_connect_opts conn;  /* --token-file, --no-reconnect, --reconnect-deadline */
   uint64_t epochs;
   const char *backend;      /* "auto" (default), "ref", "avx512bf16", "onednn" */
   ops_dtype precision;      /* OPS_BF16 (default) or OPS_F32 */

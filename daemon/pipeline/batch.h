@@ -66,7 +66,8 @@ static inline uint32_t batch_sample_len(const batch_spec *s, uint32_t i) {
 typedef struct batch_job {
   /* input */
   const batch_spec *spec;
-  epoch_order *order;    /* a reference owned by the job */
+  epoch_cache *orders;   /* where the worker gets the order (not on the event loop) */
+  epoch_order *order;    /* then a reference owned by the job */
   uint64_t epoch, index, seq;
   uint32_t first, count; /* positions [first, first+count) of the order */
   /* output */

@@ -46,3 +46,32 @@ epoch_order *epoch_order_ref(epoch_order *e) {
 void epoch_order_unref(epoch_order *e) {
   if (e && __atomic_sub_fetch(&e->refs, 1, __ATOMIC_ACQ_REL) == 0) free(e);
 }
+
+void epoch_cache_init(epoch_cache *c, const batch_spec *s, int shuffle) {
+  pthread_mutex_init(&c->mu, NULL);
+  c->spec = s;
+  c->shuffle = shuffle;
+  c->orders[0] = c->orders[1] = NULL;
+}
+
+epoch_order *epoch_cache_get(epoch_cache *c, uint64_t epoch) {
+  pthread_mutex_lock(&c->mu);
+  epoch_order *e = NULL;
+  for (int i = 0; i < 2 && !e; i++)
+    if (c->orders[i] && c->orders[i]->epoch == epoch) e = c->orders[i];
+  if (!e && (e = epoch_order_make(c->spec, c->shuffle, epoch)) != NULL) {
+    /* The cache keeps this reference; an empty slot or the older epoch's goes. */
+    int slot = !c->orders[0] ? 0 : !c->orders[1] ? 1 : c->orders[0]->epoch < c->orders[1]->epoch ? 0 : 1;
+    epoch_order_unref(c->orders[slot]);
+    c->orders[slot] = e;
+  }
+  if (e) epoch_order_ref(e);
+  pthread_mutex_unlock(&c->mu);
+  return e;
+}
+
+void epoch_cache_free(epoch_cache *c) {
+  epoch_order_unref(c->orders[0]);
+  epoch_order_unref(c->orders[1]);
+  pthread_mutex_destroy(&c->mu);
+}

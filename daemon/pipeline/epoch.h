@@ -5,6 +5,7 @@
 #ifndef BFEED_EPOCH_H
 #define BFEED_EPOCH_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 struct batch_spec;
@@ -29,5 +30,22 @@ uint64_t epoch_shard_size(uint64_t nsamples, uint32_t shard_count);
 epoch_order *epoch_order_make(const struct batch_spec *s, int shuffle, uint64_t epoch);
 epoch_order *epoch_order_ref(epoch_order *e);
 void epoch_order_unref(epoch_order *e);
+
+/* A stream's orders, made on the worker threads by the first job of an
+ * epoch that needs one: a shuffle of a million samples takes milliseconds,
+ * which the event loop must not spend. The two most recent epochs are kept
+ * (a stream has at most two in flight); the others wait for the first
+ * while it is being made, since they need it too. */
+typedef struct epoch_cache {
+  pthread_mutex_t mu;
+  const struct batch_spec *spec;
+  int shuffle;
+  epoch_order *orders[2];
+} epoch_cache;
+void epoch_cache_init(epoch_cache *c, const struct batch_spec *s, int shuffle);
+/* The order of epoch: a new reference (epoch_order_unref it), or NULL when
+ * out of memory. Safe from any thread. */
+epoch_order *epoch_cache_get(epoch_cache *c, uint64_t epoch);
+void epoch_cache_free(epoch_cache *c);
 
 #endif

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <uv.h>
 
+#include "select.h"
+
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
 
 static uint64_t stream_serials; /* loop thread only */
@@ -18,13 +20,13 @@ struct stream {
   const logger *log;
   int shuffle;
   uint64_t shard_samples, bpe;
-  uint64_t start_epoch, start_batch;
+  select_plan sel;   /* which batch each seq is (select.h) */
   uint64_t next_seq; /* next batch to schedule */
   uint64_t sent_seq; /* next batch to send */
   uint64_t acked;    /* batches the client has consumed */
   uint64_t end_seq;  /* batches to serve in all; UINT64_MAX: forever */
   batch_job *ready[READY_SLOTS];
-  epoch_order *orders[2];
+  epoch_cache orders;
   uint64_t submitted_ns[READY_SLOTS]; /* when each batch in flight was scheduled */
   ds_stats *stats;
   uint64_t frame_bytes; /* a batch's buffer: estimated at open, then the largest so far */
@@ -64,7 +66,10 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
                     (unsigned long long)o->batch_index, (unsigned long long)bpe, (unsigned long long)bpe),
            BFEED_EINVAL;
   stream *st = calloc(1, sizeof *st);
-  if (!st) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+  if (!st || select_init(&st->sel, o, bpe, start_epoch, start_batch, &st->end_seq) < 0) {
+    if (st) select_free(&st->sel), free(st);
+    return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+  }
   st->conn = c;
   st->id = id;
   batch_spec_init(&st->spec, dataset_ref(ds), o, id, log, buffers);
@@ -75,28 +80,15 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   st->stats = stats;
   stats->streams++;
   st->shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
+  epoch_cache_init(&st->orders, &st->spec, st->shuffle);
   st->shard_samples = n;
   st->bpe = bpe;
-  st->start_epoch = start_epoch;
-  st->start_batch = start_batch;
-  st->end_seq = o->epochs && o->epochs <= UINT64_MAX / bpe ? o->epochs * bpe - o->batch_index : UINT64_MAX;
   info->samples = n;
   info->batches_per_epoch = bpe;
   info->classes = (uint32_t)ds->nclasses;
+  info->fingerprint = 0; /* dispatch.c fills it in: it knows the daemon's limits */
   *out = st;
   return 0;
-}
-
-/* The order of an epoch: kept for the (at most two) epochs in flight. */
-static epoch_order *order_for(stream *st, uint64_t epoch) {
-  for (int i = 0; i < 2; i++)
-    if (st->orders[i] && st->orders[i]->epoch == epoch) return epoch_order_ref(st->orders[i]);
-  epoch_order *e = epoch_order_make(&st->spec, st->shuffle, epoch);
-  if (!e) return NULL;
-  int slot = !st->orders[0] ? 0 : !st->orders[1] ? 1 : st->orders[0]->epoch < st->orders[1]->epoch ? 0 : 1;
-  epoch_order_unref(st->orders[slot]);
-  st->orders[slot] = e;
-  return epoch_order_ref(e);
 }
 
 static void fail(stream *st, int code, const char *msg) {
@@ -123,18 +115,15 @@ static void pump(stream *st) {
   uint32_t window = st->spec.opts.window;
   while (st->conn && !st->failed && st->next_seq < st->end_seq && st->next_seq < st->acked + window &&
          memory_allows(st)) {
-    uint64_t abs = st->start_batch + st->next_seq;
     batch_job *job = calloc(1, sizeof *job);
-    if (job) job->order = order_for(st, st->start_epoch + abs / st->bpe);
-    if (!job || !job->order) {
-      free(job);
+    if (!job) {
       fail(st, BFEED_ENOMEM, "out of memory scheduling a batch");
       return;
     }
     job->spec = &st->spec;
+    job->orders = &st->orders;
     job->pool = st->spec.pool;
-    job->epoch = st->start_epoch + abs / st->bpe;
-    job->index = abs % st->bpe;
+    select_at(&st->sel, st->next_seq, &job->epoch, &job->index);
     job->seq = st->next_seq;
     job->first = (uint32_t)(job->index * st->spec.opts.batch);
     uint64_t left = st->shard_samples - job->first;
@@ -170,7 +159,9 @@ static void deliver(stream *st) {
     st->queued += job->buf_cap;
     conn_send_frame(st->conn, &job->frame, job);
   }
-  if (st->conn && !st->failed && st->sent_seq == st->end_seq && !st->end_sent) {
+  /* An on-demand stream has served all it was asked for so far, not all it will be. */
+  if (st->conn && !st->failed && st->sent_seq == st->end_seq && !st->end_sent &&
+      st->sel.kind != BFEED_SELECT_ON_DEMAND) {
     wbuf w;
     wbuf_init(&w);
     size_t at = msg_begin(&w);
@@ -216,10 +207,19 @@ int stream_ack(stream *st, uint64_t consumed) {
   return 0;
 }
 
+void stream_request(stream *st, const msg_request *m) {
+  char err[MSG_ERROR_MAX];
+  if (st->failed) return; /* the client has been told; what it asked after does not matter */
+  int rc = select_request(&st->sel, m, st->acked, st->spec.opts.window, err, sizeof err);
+  if (rc < 0) return fail(st, rc, err);
+  st->end_seq = st->sel.requested;
+  pump(st);
+}
+
 static void stream_free(stream *st) {
+  select_free(&st->sel);
   for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
-  epoch_order_unref(st->orders[0]);
-  epoch_order_unref(st->orders[1]);
+  epoch_cache_free(&st->orders);
   dataset_unref(st->spec.ds);
   free(st);
 }
@@ -275,9 +275,10 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"unacked", st->sent_seq - st->acked},
       {"samples_per_epoch", st->shard_samples},
       {"batches_per_epoch", st->bpe},
+      {"requested", st->sel.requested}, /* on-demand streams only: the last entry */
   };
-  size_t n = 0;
-  for (; n < sizeof v / sizeof v[0] && n < max; n++) {
+  size_t n = 0, count = sizeof v / sizeof v[0] - (st->sel.kind != BFEED_SELECT_ON_DEMAND);
+  for (; n < count && n < max; n++) {
     snprintf(out[n].name, sizeof out[n].name, "%s", v[n].name);
     out[n].value = v[n].value;
   }

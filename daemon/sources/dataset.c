@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,9 @@
 #include "bfeed_types.h"
 #include "dataset_impl.h"
 #include "dataset_shards.h"
+#include "fingerprint.h"
 #include "folder.h"
+#include "errtext.h"
 
 static const char *const kind_names[] = {"image", "text", "npy", "manifest", "tfrecord", "tar"};
 /* The keys each kind takes besides kind and path, checked before anything
@@ -37,12 +40,13 @@ const dataset_kv *dataset_key(const dataset_keys *k, const char *key) {
 }
 
 int dataset_key_fail(const dataset_kv *kv, const char *name, char *err, size_t errlen, const char *fmt, ...) {
-  int n = snprintf(err, errlen, "%s: dataset %s: %s=%s: ", kv->where, name, kv->key, kv->value);
+  char where[PATH_MAX + 256];
+  snprintf(where, sizeof where, "%s: dataset %s: %s=%s: ", kv->where, name, kv->key, kv->value);
   va_list ap;
   va_start(ap, fmt);
-  if (n >= 0 && (size_t)n < errlen) vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+  int rc = errtext_vset(err, errlen, BFEED_EDATASET, where, fmt, ap);
   va_end(ap);
-  return BFEED_EDATASET;
+  return rc;
 }
 
 int dataset_keys_check(const dataset_keys *k, const char *const *allowed, char *err, size_t errlen) {
@@ -219,12 +223,8 @@ static int load_npy(dataset *d, const dataset_keys *k, const logger *log, char *
 
 static void dataset_free(dataset *d) {
   dataset_shards_free(d->shards); /* first: its threads may still fill d */
-  if (d->paths)
-    for (size_t i = 0; i < d->nsamples; i++) free(d->paths[i]);
-  if (d->classes)
-    for (size_t c = 0; c < d->nclasses; c++) free(d->classes[c]);
-  free(d->paths);
-  free(d->classes);
+  strlist_free_array(d->paths, d->nsamples);
+  strlist_free_array(d->classes, d->nclasses);
   free(d->labels);
   free(d->bad);
   wordvec_free(&d->vectors);
@@ -282,6 +282,7 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
     dataset_free(d);
     return NULL;
   }
+  d->fingerprint = fingerprint_dataset(d, &k);
   return d;
 }
 

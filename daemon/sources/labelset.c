@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include "bfeed_types.h"
+#include "strlist.h"
 
 static int grow_index(labelset *l) {
   size_t nslots = l->nslots ? 2 * l->nslots : 64;
@@ -93,12 +94,9 @@ int labelset_finish(labelset *l, int allow_numeric) {
 }
 
 void labelset_free(labelset *l) {
-  for (size_t i = 0; i < l->n; i++) free(l->names[i]);
-  if (l->classes)
-    for (size_t c = 0; c < l->nclasses; c++) free(l->classes[c]);
-  free(l->names);
+  strlist_free_array(l->names, l->n);
+  strlist_free_array(l->classes, l->nclasses);
   free(l->slots);
   free(l->map);
-  free(l->classes);
   memset(l, 0, sizeof *l);
 }

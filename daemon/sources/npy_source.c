@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "bfeed_types.h"
+#include "errtext.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 
@@ -32,12 +34,13 @@ typedef struct hparse {
 
 static int bad(hparse *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int bad(hparse *x, const char *fmt, ...) {
-  int n = snprintf(x->err, x->errlen, "%s: byte offset %zu: ", x->name, x->pos);
+  char where[PATH_MAX + 48];
+  snprintf(where, sizeof where, "%s: byte offset %zu: ", x->name, x->pos);
   va_list ap;
   va_start(ap, fmt);
-  if (n >= 0 && (size_t)n < x->errlen) vsnprintf(x->err + n, x->errlen - (size_t)n, fmt, ap);
+  int rc = errtext_vset(x->err, x->errlen, BFEED_EDATASET, where, fmt, ap);
   va_end(ap);
-  return BFEED_EDATASET;
+  return rc;
 }
 
 static void ws(hparse *x) {

@@ -23,7 +23,12 @@ int strlist_push(strlist *l, char *s) {
 }
 
 void strlist_free(strlist *l) {
-  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
-  free(l->v);
+  strlist_free_array(l->v, l->n);
   memset(l, 0, sizeof *l);
+}
+
+void strlist_free_array(char **v, size_t n) {
+  if (v)
+    for (size_t i = 0; i < n; i++) free(v[i]);
+  free(v);
 }

@@ -15,5 +15,7 @@ typedef struct strlist {
 /* Append s (taking it); BFEED_ENOMEM, s freed, when out of memory or s is NULL. */
 int strlist_push(strlist *l, char *s);
 void strlist_free(strlist *l);
+/* Free v[0..n) and v itself (v may be NULL; so may its entries). */
+void strlist_free_array(char **v, size_t n);
 
 #endif

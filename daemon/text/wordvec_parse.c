@@ -16,6 +16,7 @@
 #include "bf16.h"
 #include "bfeed_types.h"
 #include "wordvec.h"
+#include "errtext.h"
 
 #define VALUE_MAX_CHARS 63 /* longer "numbers" are not numbers */
 
@@ -34,15 +35,8 @@ typedef struct wv_build {
   size_t errlen;
 } wv_build;
 
-static int fail(wv_build *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(wv_build *b, const char *fmt, ...) {
-  int n = snprintf(b->err, b->errlen, "%s", b->name);
-  va_list ap;
-  va_start(ap, fmt);
-  if (n >= 0 && (size_t)n < b->errlen) vsnprintf(b->err + n, b->errlen - (size_t)n, fmt, ap);
-  va_end(ap);
-  return BFEED_EDATASET;
-}
+/* EDATASET, with the message "NAME" + what follows (which starts with ':'). */
+#define fail(b, ...) errtext_set((b)->err, (b)->errlen, BFEED_EDATASET, (b)->name, __VA_ARGS__)
 
 static void build_free(wv_build *b) {
   free(b->vec);
@@ -98,18 +92,10 @@ static int build_finish(wv_build *b, wordvec_format format, wordvec *out) {
   /* Shrinking: rows reserved for duplicates and blank lines go back. */
   uint16_t *vec = realloc(b->vec, (size_t)b->n * b->dim * 2);
   if (vec) b->vec = vec;
-  memset(out, 0, sizeof *out);
-  out->nwords = b->n;
-  out->dim = b->dim;
-  out->format = format;
-  out->max_word_len = b->max_word_len;
-  out->duplicates = b->dups;
-  out->vectors = b->vec;
-  out->word_off = b->off;
-  out->words = b->words;
-  out->slots = b->slots;
-  out->nslots = b->nslots;
-  out->own[0] = b->vec, out->own[1] = b->off, out->own[2] = b->words, out->own[3] = b->slots;
+  /* The table owns the four allocations (own[]) from here on. */
+  *out = (wordvec){.nwords = b->n, .dim = b->dim, .format = format, .max_word_len = b->max_word_len,
+                   .duplicates = b->dups, .vectors = b->vec, .word_off = b->off, .words = b->words,
+                   .slots = b->slots, .nslots = b->nslots, .own = {b->vec, b->off, b->words, b->slots}};
   b->vec = NULL, b->off = NULL, b->words = NULL, b->slots = NULL;
   return 0;
 }

@@ -26,6 +26,8 @@ import tempfile
 
 import numpy as np
 from PIL import Image
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from oracle_util import check, failures  # noqa: E402
 
 CLASSES = [f"{c}_{o}" for c in ("red", "green", "blue", "gray")
            for o in ("horizontal", "vertical")]
@@ -33,14 +35,6 @@ COUNTS = {"train": 80, "val": 20}
 SIDE_MIN, SIDE_MAX = 96, 320
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
-
-failures = []
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL:", msg)
 
 
 def centre_crop_32(img):

@@ -21,14 +21,8 @@ import tempfile
 
 sys.path.insert(0, sys.argv[2])
 import shard_writer as w  # noqa: E402
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from oracle_util import check, failures  # noqa: E402
 
 
 def read_tfrecord(path):

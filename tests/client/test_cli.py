@@ -26,6 +26,7 @@ import math
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -292,7 +293,31 @@ def test_text_batch():
     check(d.stop() is None, "bfeedd exits 0")
 
 
-TESTS = {"docs": test_docs, "text_batch": test_text_batch, "help": test_help, "messages": test_messages, "json": test_json, "resume": test_resume,
+def test_train_token():
+    """bfeed-train takes the connection options: with --token-file it trains
+    on a daemon that asks TCP clients for a token; without, it is refused,
+    saying so."""
+    d = Daemon()
+    d.stop()
+    tok = os.path.join(TMP, "token")
+    with open(tok, "w") as f:
+        f.write("train-token\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    d = BfeeddChild(BFEEDD, TMP, ["a=" + os.path.join(d.demo, "train")],
+                    extra=["--listen", "127.0.0.1:%d" % port, "--auth-token-file", tok])
+    args = [TRAIN, "--connect", "127.0.0.1:%d" % port, "--dataset", "a", "--epochs", "1", "--batch", "16",
+            "--size", "16", "--hidden", "8"]
+    r = run(args + ["--token-file", tok, "--json"])
+    check(r.returncode == 0 and json.loads(r.stdout.strip().split("\n")[-1] or "{}"),
+          f"bfeed-train --token-file trains over TCP ({r.stderr.strip()[-200:]!r})")
+    r = run(args + ["--no-reconnect"], env=dict(os.environ, BFEED_TOKEN_FILE=""))
+    check(r.returncode == 1 and "token" in r.stderr, f"and without the token it is refused ({r.stderr.strip()!r})")
+    check(d.stop() is None, "bfeedd exits 0")
+
+
+TESTS = {"train_token": test_train_token, "docs": test_docs, "text_batch": test_text_batch, "help": test_help, "messages": test_messages, "json": test_json, "resume": test_resume,
          "loop": test_loop}
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "test_files.h"
 #include "test_tmpdir.h"
 
 #include "bfeed.h"
@@ -35,18 +36,6 @@ static void small_opts(make_demo_opts *o) {
   o->val_per_class = 2;
   o->min_side = 40;
   o->max_side = 120;
-}
-
-static unsigned char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc((size_t)n + 1);
-  *len = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  return buf;
 }
 
 static int count_entries(const char *dir) {
@@ -75,7 +64,7 @@ static int count_differing(const char *a, const char *b, const int n[2]) {
         size_t la = 0, lb = 0;
         file_path(pa, sizeof pa, a, s, c, i);
         file_path(pb, sizeof pb, b, s, c, i);
-        unsigned char *da = slurp(pa, &la), *db = slurp(pb, &lb);
+        unsigned char *da = test_files_read(pa, &la), *db = test_files_read(pb, &lb);
         assert_non_null(da);
         assert_non_null(db);
         differ += la != lb || memcmp(da, db, la) != 0;
@@ -129,7 +118,7 @@ static void test_layout(void **state) {
         char p[400];
         size_t len = 0;
         file_path(p, sizeof p, dir, s, c, i);
-        unsigned char *d = slurp(p, &len);
+        unsigned char *d = test_files_read(p, &len);
         assert_non_null(d);
         bytes += len;
         int w, h, samp, cs;
@@ -263,10 +252,10 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_class_names),
-      cmocka_unit_test_setup_teardown(test_layout, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_deterministic, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_refuses_nonempty, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+      TMPDIR_TEST(test_layout),
+      TMPDIR_TEST(test_deterministic),
+      TMPDIR_TEST(test_refuses_nonempty),
+      TMPDIR_TEST(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

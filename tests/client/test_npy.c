@@ -257,11 +257,11 @@ int main(int argc, char **argv) {
   if (rc >= 0) return rc;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_descr),
-      cmocka_unit_test_setup_teardown(test_layout, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_header_text, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_invalid, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_io_error, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_partial_removed, setup, teardown),
+      TMPDIR_TEST(test_layout),
+      TMPDIR_TEST(test_header_text),
+      TMPDIR_TEST(test_invalid),
+      TMPDIR_TEST(test_io_error),
+      TMPDIR_TEST(test_partial_removed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

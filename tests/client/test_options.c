@@ -31,53 +31,52 @@ static void set_bad(const char *name, const char *value, const char *words) {
   assert_memory_equal(&o, &before, sizeof o); /* a refused value changes nothing */
 }
 
+/* Every option by name, with a value away from its default. */
+static const struct {
+  const char *name, *value;
+} every_option[] = {
+    {"batch", "65536"},  {"size", "8"},         {"mode", "eval"},         {"layout", "nhwc"},
+    {"normalize", "none"}, {"seed", "18446744073709551615"}, {"epoch", "7"}, {"start_batch", "12"},
+    {"shard", "2/5"},    {"codec", "zstd:9"},   {"window", "64"},         {"shuffle", "off"},
+    {"keep-partial", NULL}, {"epochs", "3"},    {"pool", "mean"},         {"max_len", "1048576"},
+    {"fixed_len", "true"}, {"bucket", "4"},     {"select", "residue:2/3"},
+};
+
 static void test_every_option_reaches_its_field(void **state) {
-  bfeed_stream_opts o;
+  bfeed_stream_opts o, want;
   bfeed_stream_opts_init(&o);
-  set_ok(&o, "batch", "65536");
-  set_ok(&o, "size", "8");
-  set_ok(&o, "mode", "eval");
-  set_ok(&o, "layout", "nhwc");
-  set_ok(&o, "normalize", "none");
-  set_ok(&o, "seed", "18446744073709551615");
-  set_ok(&o, "epoch", "7");
-  set_ok(&o, "start_batch", "12");
-  set_ok(&o, "shard", "2/5");
-  set_ok(&o, "codec", "zstd:9");
-  set_ok(&o, "window", "64");
-  set_ok(&o, "shuffle", "off");
-  set_ok(&o, "keep-partial", NULL);
-  set_ok(&o, "epochs", "3");
-  set_ok(&o, "pool", "mean");
-  set_ok(&o, "max_len", "1048576");
-  set_ok(&o, "fixed_len", "true");
-  set_ok(&o, "bucket", "4");
-  assert_int_equal(o.batch, 65536);
-  assert_int_equal(o.size, 8);
-  assert_int_equal(o.mode, BFEED_MODE_EVAL);
-  assert_int_equal(o.layout, BFEED_LAYOUT_NHWC);
-  assert_int_equal(o.normalize, BFEED_NORM_NONE);
-  assert_true(o.seed == UINT64_MAX);
-  assert_int_equal(o.epoch, 7);
-  assert_int_equal(o.batch_index, 12);
-  assert_int_equal(o.shard_index, 2);
-  assert_int_equal(o.shard_count, 5);
-  assert_int_equal(o.codec, BFEED_CODEC_ZSTD);
-  assert_int_equal(o.codec_level, 9);
-  assert_int_equal(o.window, 64);
-  assert_int_equal(o.shuffle, BFEED_SHUFFLE_OFF);
-  assert_int_equal(o.keep_partial, 1);
-  assert_int_equal(o.epochs, 3);
-  assert_int_equal(o.pool, BFEED_POOL_MEAN);
-  assert_int_equal(o.max_len, 1u << 20);
-  assert_int_equal(o.fixed_len, 1);
-  assert_int_equal(o.bucket, 4);
+  want = o;
+  for (size_t i = 0; i < sizeof every_option / sizeof every_option[0]; i++)
+    set_ok(&o, every_option[i].name, every_option[i].value);
+  /* What the table must have done, field by field; nothing else moved. */
+  want.batch = 65536, want.size = 8, want.mode = BFEED_MODE_EVAL, want.layout = BFEED_LAYOUT_NHWC;
+  want.normalize = BFEED_NORM_NONE, want.seed = UINT64_MAX, want.epoch = 7, want.batch_index = 12;
+  want.shard_index = 2, want.shard_count = 5, want.codec = BFEED_CODEC_ZSTD, want.codec_level = 9;
+  want.window = 64, want.shuffle = BFEED_SHUFFLE_OFF, want.keep_partial = 1, want.epochs = 3;
+  want.pool = BFEED_POOL_MEAN, want.max_len = 1u << 20, want.fixed_len = 1, want.bucket = 4;
+  want.select = BFEED_SELECT_RESIDUE, want.select_mod = 3, want.select_rem = 2;
+  assert_memory_equal(&o, &want, sizeof o);
   set_ok(&o, "keep_partial", "0");
   set_ok(&o, "codec", "zstd");
   assert_int_equal(o.keep_partial, 0);
   assert_int_equal(o.codec_level, 3);
   set_ok(&o, "codec", "none");
   assert_int_equal(o.codec, BFEED_CODEC_NONE);
+  set_ok(&o, "codec", "auto");
+  assert_int_equal(o.codec, BFEED_CODEC_AUTO);
+  set_ok(&o, "select", "on-demand");
+  assert_int_equal(o.select, BFEED_SELECT_ON_DEMAND);
+  set_ok(&o, "select", "all");
+  assert_true(o.select == BFEED_SELECT_ALL && o.select_mod == 1 && o.select_rem == 0);
+}
+
+/* libbfeed's default codec is its own choice, never sent as such; the
+ * protocol's default (what OPEN leaves unsaid) stays none. */
+static void test_codec_default_auto(void **state) {
+  bfeed_stream_opts o;
+  bfeed_stream_opts_init(&o);
+  assert_int_equal(o.codec, BFEED_CODEC_AUTO);
+  (void)state;
 }
 
 static void test_refusals_name_option_and_value(void **state) {
@@ -90,12 +89,16 @@ static void test_refusals_name_option_and_value(void **state) {
   set_bad("shard", "2/2", "shard 2/2: expected I/N");
   set_bad("shard", "1/0", "shard 1/0");
   set_bad("shard", "1/2/3", "shard 1/2/3");
-  set_bad("codec", "lz4", "codec lz4: expected none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL]");
+  set_bad("codec", "lz4", "codec lz4: expected auto, none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL]");
   set_bad("codec", "u8+zstd:0", "codec zstd: 0");
   set_bad("codec", "zstd:20", "codec zstd: 20");
   set_bad("keep_partial", "yes", "keep-partial yes: expected 1 or 0");
   set_bad("batch", NULL, "batch needs a value");
   set_bad("bogus", "1", "unknown stream option 'bogus'");
+  set_bad("select", "residue:3/3", "select residue:3/3: expected all, on-demand or residue:R/M");
+  set_bad("select", "residue:-1/3", "select residue:-1/3");
+  set_bad("select", "residue:1/0", "select residue:1/0");
+  set_bad("select", "some", "select some");
   set_bad("start__batch", "1", "unknown stream option");
   assert_int_equal(bfeed_stream_opts_set(&(bfeed_stream_opts){0}, "bogus", "1", NULL), BFEED_EINVAL);
 }
@@ -103,14 +106,14 @@ static void test_refusals_name_option_and_value(void **state) {
 static void test_names_and_size(void **state) {
   const char *want[] = {"batch", "size", "mode", "layout", "normalize", "seed", "epoch", "start-batch", "shard",
                         "codec", "window", "shuffle", "keep-partial", "epochs", "pool", "max-len", "fixed-len",
-                        "bucket", NULL};
+                        "bucket", "select", NULL};
   for (int i = 0; want[i]; i++) {
     assert_non_null(bfeed_stream_opt_name(i));
     assert_string_equal(bfeed_stream_opt_name(i), want[i]);
     assert_int_equal(bfeed_stream_opt_takes_value(want[i]), strcmp(want[i], "keep-partial") != 0 &&
                                                                strcmp(want[i], "fixed-len") != 0);
   }
-  assert_null(bfeed_stream_opt_name(18));
+  assert_null(bfeed_stream_opt_name(19));
   assert_null(bfeed_stream_opt_name(-1));
   assert_int_equal(bfeed_stream_opt_takes_value("nope"), -1);
   assert_int_equal(bfeed_stream_opts_size(), sizeof(bfeed_stream_opts));
@@ -119,6 +122,7 @@ static void test_names_and_size(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_option_reaches_its_field),
+      cmocka_unit_test(test_codec_default_auto),
       cmocka_unit_test(test_refusals_name_option_and_value),
       cmocka_unit_test(test_names_and_size),
   };

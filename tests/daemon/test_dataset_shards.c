@@ -26,7 +26,10 @@ static const uint8_t jpeg_a[] = {0xff, 0xd8, 'a', 'a', 0xff, 0xd9}, jpeg_b[] = {
 
 /* DIR/NAME-00000-of-00002, -00001-: samples a (class 0), b (class 1),
  * a (class 1) in that order, two shards. */
-static void write_shards(const char *dir, const char *name, int tar) {
+/* Write shards NAME-* into dir (tar or TFRecord), and the glob that
+ * matches them (and anything else named NAME-*) into pattern. */
+static void write_shards(const char *dir, const char *name, int tar, char pattern[256]) {
+  snprintf(pattern, 256, "%s/%s-*%s", dir, name, tar ? ".tar" : "");
   make_demo_shards *w;
   char err[256];
   assert_int_equal(make_demo_shards_open(&w, tar, dir, name, 3, 2, err, sizeof err), 0);
@@ -66,7 +69,7 @@ static void check_samples(dataset *d) {
 static void test_busy_then_ready(void **state) {
   tmpdir *t = *state;
   char pattern[256], err[512];
-  write_shards(t->path, "train", 0);
+  write_shards(t->path, "train", 0, pattern);
   /* A garbage file that sorts last: its bad record is logged, and that log
    * line waits while this thread holds stderr. */
   char junk[256];
@@ -74,7 +77,6 @@ static void test_busy_then_ready(void **state) {
   FILE *f = fopen(junk, "w");
   fputs("this is not a TFRecord file at all", f);
   fclose(f);
-  snprintf(pattern, sizeof pattern, "%s/train-*", t->path);
   flockfile(stderr);
   dataset *d = open_set("tfrecord", pattern, "label_offset", "-1", err, sizeof err);
   assert_non_null(d);
@@ -99,8 +101,7 @@ static void test_busy_then_ready(void **state) {
 static void test_tar_ready(void **state) {
   tmpdir *t = *state;
   char pattern[256], err[512];
-  write_shards(t->path, "train", 1);
-  snprintf(pattern, sizeof pattern, "%s/train-*.tar", t->path);
+  write_shards(t->path, "train", 1, pattern);
   dataset *d = open_set("tar", pattern, "label_ext", "cls", err, sizeof err);
   assert_non_null(d);
   assert_int_equal(dataset_wait(d, err, sizeof err), 0);
@@ -116,8 +117,7 @@ static void test_failures(void **state) {
   snprintf(pattern, sizeof pattern, "%s/none-*", t->path);
   assert_null(open_set("tfrecord", pattern, NULL, NULL, err, sizeof err));
   assert_non_null(strstr(err, "matches no file"));
-  write_shards(t->path, "train", 0);
-  snprintf(pattern, sizeof pattern, "%s/train-*", t->path);
+  write_shards(t->path, "train", 0, pattern);
   assert_null(open_set("tfrecord", pattern, "label_ext", "cls", err, sizeof err));
   assert_non_null(strstr(err, "unknown key 'label_ext' for kind tfrecord"));
   assert_null(open_set("tar", pattern, "image_key", "x", err, sizeof err));
@@ -132,8 +132,7 @@ static void test_failures(void **state) {
   assert_non_null(strstr(err, "train-00000-of-00002"));
   dataset_unref(d);
   /* Tar members read as TFRecords: nothing frames, no samples. */
-  write_shards(t->path, "w", 1);
-  snprintf(pattern, sizeof pattern, "%s/w-*.tar", t->path);
+  write_shards(t->path, "w", 1, pattern);
   d = open_set("tfrecord", pattern, NULL, NULL, err, sizeof err);
   assert_non_null(d);
   assert_int_equal(dataset_wait(d, err, sizeof err), BFEED_EDATASET);
@@ -145,8 +144,7 @@ static void test_failures(void **state) {
 static void test_unref_while_indexing(void **state) {
   tmpdir *t = *state;
   char pattern[256], err[512];
-  write_shards(t->path, "train", 0);
-  snprintf(pattern, sizeof pattern, "%s/train-*", t->path);
+  write_shards(t->path, "train", 0, pattern);
   dataset *d = open_set("tfrecord", pattern, NULL, NULL, err, sizeof err);
   assert_non_null(d);
   dataset_unref(d);
@@ -154,10 +152,10 @@ static void test_unref_while_indexing(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_busy_then_ready, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_tar_ready, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_failures, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_unref_while_indexing, setup, teardown),
+      TMPDIR_TEST(test_busy_then_ready),
+      TMPDIR_TEST(test_tar_ready),
+      TMPDIR_TEST(test_failures),
+      TMPDIR_TEST(test_unref_while_indexing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

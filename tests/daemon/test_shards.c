@@ -159,7 +159,7 @@ int main(void) {
       cmocka_unit_test(test_crc_hw),
       cmocka_unit_test(test_crc_paths_agree),
       cmocka_unit_test(test_crc_mask),
-      cmocka_unit_test_setup_teardown(test_index_cache, setup, teardown),
+      TMPDIR_TEST(test_index_cache),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

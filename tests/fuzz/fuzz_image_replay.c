@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_files.h"
+#include "test_files.h"
 #include "fuzz_image.h"
 #include "fuzz_util.h"
 
@@ -62,7 +62,7 @@ static int replay_dir(tally *t, fuzz_mutator *m, const char *dir, int images) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
     size_t n;
-    uint8_t *file = fuzz_files_read(path, &n), *b = file ? malloc(n + 2) : NULL;
+    uint8_t *file = test_files_read(path, &n), *b = file ? malloc(n + 2) : NULL;
     if (!b) {
       free(file);
       continue;

@@ -30,7 +30,8 @@ enum {
   FUZZ_TLV = 1 << 9,   /* the whole body walked as TLV items without error */
   FUZZ_ADDR = 1 << 10,
   FUZZ_FREADER = 1 << 11, /* the input, read as a stream, held a whole valid frame */
-  FUZZ_ALL_ = (1 << 12) - 1
+  FUZZ_REQUEST = 1 << 12,
+  FUZZ_ALL_ = (1 << 13) - 1
 };
 
 /* Run every parser over data; abort() when a property fails. Returns the

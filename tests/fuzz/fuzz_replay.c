@@ -100,17 +100,27 @@ static void build_seeds(seeds *ss) {
   open.opts.codec = BFEED_CODEC_ZSTD;
   open.opts.keep_partial = 1;
   open.opts.epochs = 90;
+  open.opts.select = BFEED_SELECT_RESIDUE;
+  open.opts.select_mod = 3;
+  open.opts.select_rem = 2;
   wbuf_init(&w);
   msg_begin(&w);
   msg_open_encode(&w, &open);
   tlv_put_str(&w, 0x0063, "a hint");
   add_frame(ss, "open_options", FUZZ_OPEN | FUZZ_TLV, &w, FRAME_OPEN);
 
-  msg_open_ok open_ok = {.samples = 1281167, .batches_per_epoch = 5004, .classes = 1000};
+  msg_open_ok open_ok = {.samples = 1281167, .batches_per_epoch = 5004, .classes = 1000,
+                         .fingerprint = 0x9e3779b97f4a7c15ull};
   wbuf_init(&w);
   msg_begin(&w);
   msg_open_ok_encode(&w, &open_ok);
   add_frame(ss, "open_ok", FUZZ_OPEN_OK, &w, FRAME_OPEN_OK);
+
+  static msg_request req = {.count = 3, .b = {{0, 7}, {2, 0}, {UINT64_MAX, UINT64_MAX}}};
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_request_encode(&w, &req);
+  add_frame(ss, "request", FUZZ_REQUEST, &w, FRAME_REQUEST);
 
   wbuf_init(&w);
   msg_begin(&w);
@@ -338,10 +348,10 @@ int main(int argc, char **argv) {
     run_one(&t, buf, size);
   }
 
-  static const char *const names[] = {"header", "hello", "hello_ok", "open",  "open_ok", "u64",
-                                      "error",  "stats", "batch",    "tlv",   "addr",    "freader"};
+  static const char *const names[] = {"header", "hello", "hello_ok", "open",    "open_ok", "u64",   "error",
+                                      "stats",  "batch", "tlv",      "addr",    "freader", "request"};
   printf("%ld inputs; accepted/refused per parser:\n", t.runs);
-  for (int b = 0; b < 12; b++) {
+  for (int b = 0; b < (int)(sizeof names / sizeof names[0]); b++) {
     printf("  %-9s %6ld %6ld\n", names[b], t.accepted[b], t.refused[b]);
     if (!t.accepted[b] || !t.refused[b]) {
       fprintf(stderr, "parser %s was not driven both ways\n", names[b]);

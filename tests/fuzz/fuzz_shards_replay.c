@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz_files.h"
+#include "test_files.h"
 #include "fuzz_shards.h"
 #include "make_demo_shards.h"
 #include "splitmix.h"
@@ -30,7 +30,7 @@ static uint8_t *fuzz_shards_seed(int tar, size_t *n) {
   for (int i = 0; rc == 0 && i < 3; i++) rc = make_demo_shards_add(w, jpeg, sizeof jpeg - (size_t)i, i, err, sizeof err);
   if (make_demo_shards_close(w, rc, err, sizeof err) < 0) return fprintf(stderr, "seed: %s\n", err), NULL;
   snprintf(path, sizeof path, tar ? "%s/s-000000.tar" : "%s/s-00000-of-00001", dir);
-  uint8_t *p = fuzz_files_read(path, n);
+  uint8_t *p = test_files_read(path, n);
   remove(path);
   remove(dir);
   return p;

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fuzz_files.h"
+#include "test_files.h"
 #include "fuzz_util.h"
 #include "fuzz_wordvec.h"
 #include "wordvec.h"
@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
     if (e->d_name[0] == '.' || strstr(e->d_name, ".bfwv")) continue;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", argv[1], e->d_name);
-    uint8_t *b = fuzz_files_read(path, &n);
+    uint8_t *b = test_files_read(path, &n);
     if (!b) continue;
     int is_table = strstr(e->d_name, ".vec") || strstr(e->d_name, "glove");
     if (is_table) seed(&table, b, n, 1);

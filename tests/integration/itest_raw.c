@@ -161,6 +161,9 @@ int itest_raw_open(int fd, uint32_t id, const char *dataset, const bfeed_stream_
   memset(&m, 0, sizeof m);
   snprintf(m.dataset, sizeof m.dataset, "%s", dataset);
   m.opts = *o;
+  /* AUTO is libbfeed's to resolve (bfeed_types.h); on the wire, as over a
+   * Unix socket, it is none. */
+  if (m.opts.codec == BFEED_CODEC_AUTO) m.opts.codec = BFEED_CODEC_NONE;
   return raw_send_msg(fd, FRAME_OPEN, id, enc_open, &m);
 }
 

@@ -34,15 +34,7 @@ sys.path.insert(0, sys.argv[3])
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import shard_writer as w  # noqa: E402
 from oracle_util import Daemon, wait_for  # noqa: E402
-
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-    return cond
+from oracle_util import check, failures  # noqa: E402
 
 
 def start(bfeedd, tmp, datasets, conf):

@@ -147,10 +147,15 @@ void suite_window_counters(bfeed_stream *st, uint64_t v[2]) {
   SUITE_OK(itest_counters(st, names, v, 2, &err), err);
 }
 
-int suite_raw_open(const char *addr, const bfeed_stream_opts *o) {
+int suite_raw_hello(const char *addr) {
   int fd = itest_raw_connect(addr);
   assert_true(fd >= 0);
   assert_int_equal(itest_raw_hello(fd), 0);
+  return fd;
+}
+
+int suite_raw_open(const char *addr, const bfeed_stream_opts *o) {
+  int fd = suite_raw_hello(addr);
   assert_int_equal(itest_raw_open(fd, 1, "demo", o), 0);
   return fd;
 }

@@ -85,6 +85,8 @@ void suite_window_counters(bfeed_stream *st, uint64_t v[2]);
 /* A raw client (itest_raw.c) that has said HELLO and opened stream 1 on
  * "demo" with o, options unchecked. */
 int suite_raw_open(const char *addr, const bfeed_stream_opts *o);
+/* A raw connection to addr, handshake done (the test fails otherwise). */
+int suite_raw_hello(const char *addr);
 /* A raw client with a deep window of big batches open that never reads:
  * the daemon can neither finish its writes nor just wait for them. */
 int suite_idle_client(const char *addr);

@@ -100,11 +100,17 @@ static size_t codec_wire(const char *addr, const char *codec, uint32_t size) {
 /* u8 carries a byte per channel instead of two, plus a 1.5 KiB table. */
 static void test_u8_halves_the_wire(void **state) {
   suite *s = *state;
-  itest_daemon *d = suite_start(s, 0, "wire", 1, 0);
+  itest_daemon *d = suite_start(s, 0, "wire", 1, 1);
   size_t none = codec_wire(d->unix_addr, "none", 64), u8 = codec_wire(d->unix_addr, "u8", 64);
+  /* libbfeed's default, auto: u8 over TCP, none over the Unix socket. */
+  assert_int_equal(codec_wire(d->tcp_addr, "auto", 64), u8);
+  assert_int_equal(codec_wire(d->unix_addr, "auto", 64), none);
   size_t px = (size_t)16 * 3 * 64 * 64;
   if (u8 > none / 2 + 2048 || u8 < px) fail_msg("u8 wire %zu bytes, none %zu: not about half", u8, none);
-  assert_true(codec_wire(d->unix_addr, "u8+zstd:3", 64) < u8);
+  size_t u8z = codec_wire(d->unix_addr, "u8+zstd:3", 64);
+  assert_true(u8z < u8);
+  /* zstd compresses an image batch's u8 form: the same bytes on the wire. */
+  assert_int_equal(codec_wire(d->unix_addr, "zstd:3", 64), u8z);
   suite_stop(d);
 }
 

@@ -63,9 +63,7 @@ static void faults_send_failure(suite *s, int where) {
   snprintf(skip, sizeof skip, "FAILSHIM_SKIP=%d", where == FAULT_BATCH ? 2 : 1);
   const char *const env[] = {"LD_PRELOAD=" FAULTS_SHIM, size, skip, "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
   itest_daemon *d = suite_start_with(s, 0, names[where], 2, 0, NULL, env);
-  int fd = itest_raw_connect(d->unix_addr);
-  assert_true(fd >= 0);
-  assert_int_equal(itest_raw_hello(fd), 0);
+  int fd = suite_raw_hello(d->unix_addr);
   if (where == FAULT_CONN_ERROR) {
     /* A frame no client may send: the daemon answers ERROR and hangs up,
      * and that ERROR is the write that cannot allocate. */
@@ -199,9 +197,7 @@ static void test_idle_timeout(void **state) {
   suite *s = *state;
   const char *const args[] = {"--idle-timeout", "1", NULL};
   itest_daemon *d = suite_start_with(s, 0, "idle", 1, 0, args, NULL);
-  int idle = itest_raw_connect(d->unix_addr);
-  assert_true(idle >= 0);
-  assert_int_equal(itest_raw_hello(idle), 0);
+  int idle = suite_raw_hello(d->unix_addr);
   /* A connection with a stream is busy, even if it reads nothing for a
    * while: it is still there after twice the idle time. */
   bfeed_stream_opts o;
@@ -227,9 +223,7 @@ static void test_idle_timeout(void **state) {
 static void test_control_flood(void **state) {
   suite *s = *state;
   itest_daemon *d = suite_start(s, 0, "flood", 1, 0);
-  int fd = itest_raw_connect(d->unix_addr);
-  assert_true(fd >= 0);
-  assert_int_equal(itest_raw_hello(fd), 0);
+  int fd = suite_raw_hello(d->unix_addr);
   long before = itest_daemon_rss_kib(d);
   /* STATS_REQ for the whole daemon: 24 bytes that ask for a report of
    * several hundred. Send 300k of them without reading, as far as the
@@ -417,9 +411,7 @@ static void test_slow_reload(void **state) {
   itest_sleep_ms(200); /* the load is now waiting on the FIFO */
   /* The loop serves: a new connection, a request (a blocked loop would
    * leave them unanswered: the raw reads time out in 10 s), the stream. */
-  int fd = itest_raw_connect(d->unix_addr);
-  assert_true(fd >= 0);
-  assert_int_equal(itest_raw_hello(fd), 0);
+  int fd = suite_raw_hello(d->unix_addr);
   assert_int_equal(itest_raw_send(fd, FRAME_STATS_REQ, 0, NULL, 0), 0);
   frame_header h;
   uint8_t *p;

@@ -71,9 +71,7 @@ static void test_sockets_and_refusals(void **state) {
   bfeed_close(c);
 
   /* The daemon refuses them too, per stream, when a client sends them. */
-  int fd = itest_raw_connect(d->unix_addr);
-  assert_true(fd >= 0);
-  assert_int_equal(itest_raw_hello(fd), 0);
+  int fd = suite_raw_hello(d->unix_addr);
   uint32_t stream;
   int code;
   char msg[256];

@@ -72,6 +72,16 @@ static int window_is_full(void *arg) {
 /* ------------------------------------------------------------------ */
 /* Exactly once across kill -9 and SIGTERM                             */
 
+/* The end of a resume test: the stream, its client and the daemon go, and
+ * both runs are freed. */
+static void finish(bfeed_stream *st, bfeed_client *c, itest_daemon *d, itest_run *ref, itest_run *got) {
+  bfeed_stream_close(st);
+  bfeed_close(c);
+  suite_stop(d);
+  itest_run_free(ref);
+  itest_run_free(got);
+}
+
 static void test_kill9_resume_exact(void **state) {
   suite *s = *state;
   bfeed_stream_opts o;
@@ -102,11 +112,7 @@ static void test_kill9_resume_exact(void **state) {
     fail_msg("resumed run differs from the uninterrupted one at batch %ld (%zu batches, %zu expected)", diff, got.n,
              ref.n);
   assert_int_equal(bfeed_client_reconnects(c), 2);
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  suite_stop(d);
-  itest_run_free(&ref);
-  itest_run_free(&got);
+  finish(st, c, d, &ref, &got);
 }
 
 /* Over TCP, the daemon back on the same port; the caller is waiting in
@@ -130,11 +136,7 @@ static void test_tcp_resume_exact(void **state) {
   collect(st, 0, &got, BFEED_EEOF);
   assert_int_equal(itest_run_diff(&ref, &got), -1);
   assert_true(bfeed_client_reconnects(c) >= 1);
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  suite_stop(d);
-  itest_run_free(&ref);
-  itest_run_free(&got);
+  finish(st, c, d, &ref, &got);
 }
 
 /* The daemon asks TCP clients for a token: the client's goes with every
@@ -177,11 +179,7 @@ static void test_token_across_restart(void **state) {
   assert_true(now_s() - t0 < 30); /* not the deadline */
   assert_int_equal(bfeed_client_reconnects(c), 2);
   assert_int_equal(itest_run_diff(&ref, &got), (long)got.n); /* what came was the uninterrupted run's start */
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  suite_stop(d);
-  itest_run_free(&ref);
-  itest_run_free(&got);
+  finish(st, c, d, &ref, &got);
 }
 
 /* ------------------------------------------------------------------ */

@@ -96,10 +96,11 @@ static void test_round_trip_every_type(void **state) {
 /* Names come from the protocol's type table. */
 static void test_type_names(void **state) {
   static const char *const want[] = {NULL,    "HELLO", "HELLO_OK", "OPEN",  "OPEN_OK",   "BATCH",
-                                     "ACK",   "CLOSE", "END",      "ERROR", "STATS_REQ", "STATS"};
-  assert_int_equal(FRAME_TYPE_MAX_, 11);
-  for (int type = 1; type <= 11; type++) assert_string_equal(frame_type_name(type), want[type]);
-  const int unknown[] = {0, -1, 12, 255, 256, 1 << 30};
+                                     "ACK",   "CLOSE", "END",      "ERROR", "STATS_REQ", "STATS",
+                                     "REQUEST"};
+  assert_int_equal(FRAME_TYPE_MAX_, 12);
+  for (int type = 1; type <= 12; type++) assert_string_equal(frame_type_name(type), want[type]);
+  const int unknown[] = {0, -1, 13, 255, 256, 1 << 30};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
     assert_string_equal(frame_type_name(unknown[i]), "?");
 }
@@ -143,7 +144,7 @@ static void test_bad_version(void **state) {
 }
 
 static void test_bad_type(void **state) {
-  const uint8_t types[] = {0, 12, 13, 0x80, 255};
+  const uint8_t types[] = {0, 13, 14, 0x80, 255};
   expect_reject_byte(5, types, sizeof types, BFEED_EPROTO);
 }
 

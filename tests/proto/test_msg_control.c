@@ -24,6 +24,14 @@
 /* ------------------------------------------------------------------ */
 /* HELLO, HELLO_OK                                                    */
 
+/* HELLO's and HELLO_OK's fixed fields as PROTOCOL.md lays them out: two
+ * u32 (versions, or version and max_frame) and a string (agent, server). */
+static void tb_two_u32_str(tb *t, uint32_t a, uint32_t b, const char *s) {
+  tb_u32(t, a);
+  tb_u32(t, b);
+  tb_str16(t, s, strlen(s));
+}
+
 /* m's HELLO payload, checked against the bytes t holds; the caller frees. */
 static uint8_t *hello_expect(const msg_hello *m, const tb *t, size_t *n) {
   wbuf w;
@@ -40,9 +48,7 @@ static void test_hello_layout(void **state) {
   strcpy(m.agent, "libbfeed/0.1.0");
   tb t = {.n = 0};
   size_t n;
-  tb_u32(&t, 1);
-  tb_u32(&t, 7);
-  tb_str16(&t, "libbfeed/0.1.0", 14);
+  tb_two_u32_str(&t, 1, 7, "libbfeed/0.1.0");
   uint8_t *p = hello_expect(&m, &t, &n);
   static const uint8_t head[] = {1, 0, 0, 0, 7, 0, 0, 0, 14, 0, 'l'};
   assert_memory_equal(p, head, sizeof head);
@@ -84,9 +90,7 @@ static void test_hello_token(void **state) {
   strcpy(m.token, "s3cret");
   tb t = {.n = 0};
   size_t n;
-  tb_u32(&t, 1);
-  tb_u32(&t, 1);
-  tb_str16(&t, "a", 1);
+  tb_two_u32_str(&t, 1, 1, "a");
   tb_item_mem(&t, 1, "s3cret", 6);
   uint8_t *p = hello_expect(&m, &t, &n);
   tb_expect_prefixes_fail(tb_dec_hello, p, n - 6 - 6); /* without the item it is a token-less HELLO */
@@ -115,9 +119,7 @@ static void test_hello_malformed(void **state) {
   tb t = {.n = 0};
   /* Extensions after the agent: unknown ones are skipped unless critical;
    * bytes that are no TLV item are malformed. */
-  tb_u32(&t, 1);
-  tb_u32(&t, 1);
-  tb_str16(&t, "x", 1);
+  tb_two_u32_str(&t, 1, 1, "x");
   tb_item_mem(&t, 0x0042, "future", 6);
   tb_expect_decode(tb_dec_hello, &t, 0);
   t.n -= 6 + 6;
@@ -153,9 +155,7 @@ static void test_hello_ok(void **state) {
   uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO_OK, 0, &n);
 
   tb t = {.n = 0};
-  tb_u32(&t, 1);
-  tb_u32(&t, 1u << 30);
-  tb_str16(&t, in.server, strlen(in.server));
+  tb_two_u32_str(&t, 1, 1u << 30, in.server);
   assert_int_equal(n, t.n);
   assert_memory_equal(p, t.b, n);
 
@@ -178,7 +178,7 @@ static void test_hello_ok(void **state) {
 
 static void test_open_ok(void **state) {
   msg_open_ok in = {.samples = UINT64_MAX - 3, .batches_per_epoch = 0x100000001ull,
-                    .classes = 0xfffffff0u},
+                    .classes = 0xfffffff0u, .fingerprint = 0x0123456789abcdefull},
               out;
   wbuf w;
   size_t at = tb_begin(&w), n;
@@ -188,7 +188,8 @@ static void test_open_ok(void **state) {
   tb_u64(&t, UINT64_MAX - 3);
   tb_u64(&t, 0x100000001ull);
   tb_u32(&t, 0xfffffff0u);
-  assert_int_equal(n, 20);
+  tb_u64(&t, 0x0123456789abcdefull);
+  assert_int_equal(n, 28);
   assert_memory_equal(p, t.b, n);
   memset(&out, 0xa5, sizeof out);
   const char *why;
@@ -196,7 +197,14 @@ static void test_open_ok(void **state) {
   assert_int_equal(out.samples, in.samples);
   assert_int_equal(out.batches_per_epoch, in.batches_per_epoch);
   assert_int_equal(out.classes, in.classes);
-  tb_expect_prefixes_fail(tb_dec_open_ok, p, n);
+  assert_int_equal(out.fingerprint, in.fingerprint);
+  /* A daemon that predates the fingerprint sends the first 20 bytes: no
+   * fingerprint (0); shorter is malformed. */
+  memset(&out, 0xa5, sizeof out);
+  assert_int_equal(msg_open_ok_decode(p, 20, &out, &why), 0);
+  assert_int_equal(out.classes, in.classes);
+  assert_int_equal(out.fingerprint, 0);
+  tb_expect_prefixes_fail(tb_dec_open_ok, p, 20);
   free(p);
 }
 
@@ -218,6 +226,54 @@ static void test_ack(void **state) {
     tb_expect_prefixes_fail(tb_dec_u64, p, n);
     free(p);
   }
+}
+
+/* REQUEST: u32 count (1..1024), then count x (u64 epoch, u64 index). */
+static msg_request request_out;
+static int dec_request(const void *p, size_t n, const char **why) { return msg_request_decode(p, n, &request_out, why); }
+
+static void test_request(void **state) {
+  static msg_request in, out;
+  const uint32_t counts[] = {1, 2, MSG_MAX_REQUEST - 1}; /* the last: what tb holds */
+  for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+    in.count = counts[k];
+    tb t = {.n = 0};
+    tb_u32(&t, in.count);
+    for (uint32_t i = 0; i < in.count; i++) {
+      in.b[i].epoch = i * 0x100000001ull, in.b[i].index = UINT64_MAX - i;
+      tb_u64(&t, in.b[i].epoch);
+      tb_u64(&t, in.b[i].index);
+    }
+    wbuf w;
+    size_t at = tb_begin(&w), n;
+    msg_request_encode(&w, &in);
+    uint8_t *p = tb_take_payload(&w, at, FRAME_REQUEST, 5, &n);
+    assert_int_equal(n, 4 + 16 * (size_t)in.count);
+    assert_memory_equal(p, t.b, n);
+    const char *why;
+    assert_int_equal(msg_request_decode(p, n, &out, &why), 0);
+    assert_int_equal(out.count, in.count);
+    assert_memory_equal(out.b, in.b, in.count * sizeof in.b[0]);
+    tb_expect_prefixes_fail(dec_request, p, n);
+    free(p);
+  }
+  /* No batch, too many, a byte too many: malformed. */
+  const uint32_t bad[] = {0, MSG_MAX_REQUEST + 1, UINT32_MAX};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    tb t = {.n = 0};
+    tb_u32(&t, bad[k]);
+    tb_u64(&t, 1);
+    tb_u64(&t, 2);
+    tb_expect_decode(dec_request, &t, BFEED_EPROTO);
+  }
+  tb t = {.n = 0};
+  tb_u32(&t, 1);
+  tb_u64(&t, 1);
+  tb_u64(&t, 2);
+  tb_expect_decode(dec_request, &t, 0);
+  t.b[t.n++] = 0;
+  tb_expect_decode(dec_request, &t, BFEED_EPROTO);
+  (void)state;
 }
 
 static void test_error_round_trip(void **state) {
@@ -362,6 +418,7 @@ int main(void) {
       cmocka_unit_test(test_hello_ok),
       cmocka_unit_test(test_open_ok),
       cmocka_unit_test(test_ack),
+      cmocka_unit_test(test_request),
       cmocka_unit_test(test_error_round_trip),
       cmocka_unit_test(test_error_malformed),
       cmocka_unit_test(test_stats_round_trip),

@@ -83,6 +83,9 @@ static void assert_opts_equal(const bfeed_stream_opts *a, const bfeed_stream_opt
   assert_int_equal(a->shuffle, b->shuffle);
   assert_int_equal(a->keep_partial, b->keep_partial);
   assert_int_equal(a->epochs, b->epochs);
+  assert_int_equal(a->select, b->select);
+  assert_int_equal(a->select_mod, b->select_mod);
+  assert_int_equal(a->select_rem, b->select_rem);
 }
 
 /* The default column of PROTOCOL.md's option table. */
@@ -236,7 +239,7 @@ static void test_open_dataset_only(void **state) {
 /* A critical tag the daemon does not know refuses the stream (EINVAL);
  * unknown tags without the bit are hints and are skipped. */
 static void test_open_unknown_tags(void **state) {
-  const uint16_t critical[] = {0x8000 | 20, 0x8000 | 200, 0x8000, 0xffff};
+  const uint16_t critical[] = {0x8000 | 30, 0x8000 | 200, 0x8000, 0xffff};
   for (size_t i = 0; i < sizeof critical / sizeof critical[0]; i++) {
     tb t = {.n = 0};
     tb_item_mem(&t, 0x8001, "imgs", 4);
@@ -409,6 +412,46 @@ static void test_opts_ranges(void **state) {
   OPTS(1, NULL, o.window = 64);
   OPTS(0, "shuffle", o.shuffle = (bfeed_shuffle)3);
   OPTS(1, NULL, o.shuffle = BFEED_SHUFFLE_OFF);
+  OPTS(0, "select", o.select = (bfeed_select)3);
+  OPTS(0, "select_mod", o.select = BFEED_SELECT_RESIDUE, o.select_mod = 0);
+  OPTS(0, "select_rem", o.select = BFEED_SELECT_RESIDUE, o.select_mod = 3, o.select_rem = 3);
+  OPTS(1, NULL, o.select = BFEED_SELECT_RESIDUE, o.select_mod = 3, o.select_rem = 2);
+  OPTS(1, NULL, o.select = BFEED_SELECT_RESIDUE, o.select_mod = UINT64_MAX, o.select_rem = UINT64_MAX - 1);
+  OPTS(1, NULL, o.select = BFEED_SELECT_ON_DEMAND);
+}
+
+/* The subset options (tags 20..22, critical) go out only when they differ
+ * from the default, so that streams of all batches still open on daemons
+ * that predate them; then they survive the round trip. */
+static void test_open_select(void **state) {
+  bfeed_stream_opts o;
+  msg_opts_defaults(&o);
+  size_t n, plain;
+  free(encode_open("d", &o, &plain));
+  o.select = BFEED_SELECT_RESIDUE, o.select_mod = 5, o.select_rem = 4;
+  uint8_t *p = encode_open("d", &o, &n);
+  assert_int_equal(n, plain + (6 + 1) + (6 + 8) + (6 + 8));
+  tb sel = {.n = 0}, mod = {.n = 0}, rem = {.n = 0};
+  tb_u8(&sel, 1);
+  tb_u64(&mod, 5);
+  tb_u64(&rem, 4);
+  expect_item(p, n, 0x8000 | 20, &sel);
+  expect_item(p, n, 0x8000 | 21, &mod);
+  expect_item(p, n, 0x8000 | 22, &rem);
+  msg_open m;
+  const char *why;
+  assert_int_equal(msg_open_decode(p, n, &m, &why), 0);
+  assert_opts_equal(&m.opts, &o);
+  free(p);
+  msg_opts_defaults(&o);
+  o.select = BFEED_SELECT_ON_DEMAND; /* mod and rem keep their defaults: not sent */
+  p = encode_open("d", &o, &n);
+  assert_int_equal(n, plain + 6 + 1);
+  sel.n = 0;
+  tb_u8(&sel, 2);
+  expect_item(p, n, 0x8000 | 20, &sel);
+  free(p);
+  (void)state;
 }
 
 /* Whether a batch fits one frame depends on the dataset's kind (an image
@@ -444,6 +487,7 @@ int main(void) {
       cmocka_unit_test(test_open_dataset_rules),
       cmocka_unit_test(test_open_truncated),
       cmocka_unit_test(test_opts_ranges),
+      cmocka_unit_test(test_open_select),
       cmocka_unit_test(test_opts_frame_limit),
       cmocka_unit_test(test_opts_reason_truncated),
   };

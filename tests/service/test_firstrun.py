@@ -175,7 +175,8 @@ def test_prefix():
     for want in ["bin/bfeedd", "bin/bfeed", "bin/bfeed-train", "bin/bfeed-train-bench", "include/bfeed.h",
                  "include/bfeed_types.h", "etc/bfeed/bfeedd.conf",
                  "lib/systemd/system/bfeedd.service", "lib/systemd/system/bfeedd.socket", "lib/sysusers.d/bfeed.conf",
-                 "share/man/man1/bfeed.1", "share/man/man5/bfeedd.conf.5", "share/man/man8/bfeedd.8"]:
+                 "share/man/man1/bfeed.1", "share/man/man1/bfeed-train.1", "share/man/man5/bfeedd.conf.5",
+                 "share/man/man8/bfeedd.8"]:
         check(want in rel, f"installed {want}")
     unit = open(os.path.join(prefix, "lib/systemd/system/bfeedd.service")).read()
     check(f"ExecStart={prefix}/bin/bfeedd --config {prefix}/etc/bfeed/bfeedd.conf" in unit,
@@ -232,7 +233,8 @@ def test_deb():
                  r"/usr/lib/.*libbfeed\.so\.0\.\d+\.\d+$", r"/usr/lib/.*libbfeed\.so\.0$", r"/usr/lib/.*libbfeed\.a$",
                  r"/usr/lib/.*pkgconfig/bfeed\.pc$", r"/lib/systemd/system/bfeedd\.service$",
                  r"/lib/systemd/system/bfeedd\.socket$", r"/usr/lib/sysusers\.d/bfeed\.conf$",
-                 r"/usr/share/man/man1/bfeed\.1\.gz$", r"/usr/share/man/man5/bfeedd\.conf\.5\.gz$",
+                 r"/usr/share/man/man1/bfeed\.1\.gz$", r"/usr/share/man/man1/bfeed-train\.1\.gz$",
+                 r"/usr/share/man/man5/bfeedd\.conf\.5\.gz$",
                  r"/usr/share/man/man8/bfeedd\.8\.gz$", r"^/etc/bfeed/bfeedd\.conf$",
                  r"/usr/share/doc/bfeed/copyright$"]:
         check(any(re.search(want, p) for p in paths), f"the package holds {want}")

@@ -19,20 +19,13 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from oracle_util import accepts, wait_for  # noqa: E402
+from oracle_util import accepts, check, failures, wait_for  # noqa: E402
 
 BUILD, SRC, DEMO, CMD = sys.argv[1:5]
 BIN = os.path.join(BUILD, "bin")
 BFEEDD, BFEED = os.path.join(BIN, "bfeedd"), os.path.join(BIN, "bfeed")
 HASH = os.path.join(BIN, "stream_hash")
 TMP = tempfile.mkdtemp(prefix="bfeed-svc-")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
 
 
 def free_port():

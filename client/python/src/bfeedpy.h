@@ -53,6 +53,11 @@ typedef struct pytensor {
 } pytensor;
 
 extern PyTypeObject pyclient_type, pystream_type, pybatch_type, pytensor_type;
+/* What every bfeed type sets alike: the Python name, the C struct T with its
+ * T_dealloc and T_repr, plain flags, and the docstring. */
+#define BFEEDPY_TYPE_HEAD(pyname, T, doc)                                                                   \
+  PyVarObject_HEAD_INIT(NULL, 0).tp_name = pyname, .tp_basicsize = sizeof(T), .tp_dealloc = (destructor)T##_dealloc, \
+  .tp_repr = (reprfunc)T##_repr, .tp_flags = Py_TPFLAGS_DEFAULT, .tp_doc = doc
 
 /* Raise the bfeed.Error subclass for code with message; returns NULL. */
 PyObject *module_raise(int code, const char *message);

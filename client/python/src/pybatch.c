@@ -113,14 +113,10 @@ static PyMappingMethods pybatch_mapping = {.mp_length = (lenfunc)pybatch_len,
 static PySequenceMethods pybatch_sequence = {.sq_contains = (objobjproc)pybatch_contains};
 
 PyTypeObject pybatch_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bfeed.Batch",
-    .tp_basicsize = sizeof(pybatch),
-    .tp_dealloc = (destructor)pybatch_dealloc,
-    .tp_repr = (reprfunc)pybatch_repr,
+    BFEEDPY_TYPE_HEAD("bfeed.Batch", pybatch,
+                      "One batch: b['image'] is a bfeed.Tensor; b.torch(name), b.numpy(name) convert without a copy."),
     .tp_as_mapping = &pybatch_mapping,
     .tp_as_sequence = &pybatch_sequence,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "One batch: b['image'] is a bfeed.Tensor; b.torch(name), b.numpy(name) convert without a copy.",
     .tp_weaklistoffset = offsetof(pybatch, weakrefs),
     .tp_methods = pybatch_methods,
     .tp_getset = pybatch_getset,

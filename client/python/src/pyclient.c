@@ -58,17 +58,16 @@ void pyclient_unlink(pyclient *c, pystream *s) {
     }
 }
 
-/* Close the streams first: bfeed_close frees them under their Python
- * objects otherwise. Refused while another thread waits in one. */
+/* bfeed_close closes and frees the streams, and may run while other
+ * threads wait in calls on the client or its streams: those calls return
+ * BFEED_ECLOSED, and it returns once they have. So the Stream objects are
+ * marked closed first, under the GIL: a thread back from a wait finds its
+ * stream (or client) closed and touches nothing that was freed. */
 static PyObject *pyclient_close(pyclient *self, PyObject *unused) {
   if (!self->c) Py_RETURN_NONE;
-  int busy = self->busy;
-  for (pystream *s = self->streams; s; s = s->next) busy |= s->busy;
-  if (busy) return PyErr_Format(PyExc_RuntimeError, "cannot close the client: another thread is waiting on it");
   while (self->streams) {
     pystream *s = self->streams;
     self->streams = s->next;
-    bfeed_stream_close(s->s);
     s->s = NULL;
   }
   bfeed_client *c = self->c;
@@ -192,12 +191,8 @@ static PyGetSetDef pyclient_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject pyclient_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bfeed.Client",
-    .tp_basicsize = sizeof(pyclient),
-    .tp_dealloc = (destructor)pyclient_dealloc,
-    .tp_repr = (reprfunc)pyclient_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A connection to bfeedd; made by bfeed.connect(addr). A context manager.",
+    BFEEDPY_TYPE_HEAD("bfeed.Client", pyclient,
+                      "A connection to bfeedd; made by bfeed.connect(addr). A context manager."),
     .tp_methods = pyclient_methods,
     .tp_getset = pyclient_getset,
 };

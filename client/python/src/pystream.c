@@ -19,6 +19,8 @@ PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opt
   rc = bfeed_stream_open(c->c, dataset, o, &s, &err);
   Py_END_ALLOW_THREADS
   c->busy--;
+  if (!c->c) /* closed by another thread meanwhile: bfeed_close freed s, if it opened */
+    return PyErr_Format(PyExc_ValueError, "the client was closed while the stream was opening");
   if (rc < 0) return module_raise(rc, err.message);
   pystream *self = PyObject_New(pystream, &pystream_type);
   if (!self) {
@@ -54,6 +56,10 @@ static PyObject *pystream_next(pystream *self) {
     Py_BEGIN_ALLOW_THREADS
     ready = bfeed_stream_wait(s, PYSTREAM_SLICE_MS);
     Py_END_ALLOW_THREADS
+    if (!self->s) { /* another thread closed the client meanwhile: s is freed */
+      self->busy = 0;
+      return PyErr_Format(PyExc_ValueError, "the client was closed while next() waited");
+    }
     if (ready) break;
     if (PyErr_CheckSignals() < 0) {
       self->busy = 0;
@@ -100,6 +106,8 @@ static PyObject *pystream_stats(pystream *self, PyObject *unused) {
   rc = bfeed_stream_stats(self->s, c, sizeof c / sizeof c[0], &n, &err);
   Py_END_ALLOW_THREADS
   self->busy = 0;
+  if (!self->s) /* the client was closed meanwhile: the names were the stream's */
+    return PyErr_Format(PyExc_ValueError, "the client was closed while stats() waited");
   if (rc < 0) return module_raise(rc, err.message);
   return module_counters(c, n);
 }
@@ -129,12 +137,8 @@ static PyMemberDef pystream_members[] = {
     {NULL, 0, 0, 0, NULL}};
 
 PyTypeObject pystream_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bfeed.Stream",
-    .tp_basicsize = sizeof(pystream),
-    .tp_dealloc = (destructor)pystream_dealloc,
-    .tp_repr = (reprfunc)pystream_repr,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "The batches of a stream, in order: an iterator of Batch and a context manager.",
+    BFEEDPY_TYPE_HEAD("bfeed.Stream", pystream,
+                      "The batches of a stream, in order: an iterator of Batch and a context manager."),
     .tp_iter = PyObject_SelfIter,
     .tp_iternext = (iternextfunc)pystream_next,
     .tp_methods = pystream_methods,

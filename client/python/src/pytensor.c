@@ -191,13 +191,9 @@ static PyGetSetDef pytensor_getset[] = {
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject pytensor_type = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "bfeed.Tensor",
-    .tp_basicsize = sizeof(pytensor),
-    .tp_dealloc = (destructor)pytensor_dealloc,
-    .tp_repr = (reprfunc)pytensor_repr,
+    BFEEDPY_TYPE_HEAD("bfeed.Tensor", pytensor,
+                      "A tensor of a batch: DLPack (__dlpack__) and the buffer protocol, both without a copy."),
     .tp_as_buffer = &pytensor_buffer,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A tensor of a batch: DLPack (__dlpack__) and the buffer protocol, both without a copy.",
     .tp_methods = pytensor_methods,
     .tp_getset = pytensor_getset,
 };

@@ -1,17 +1,17 @@
 /*
- * fuzz_files.h -- reading a whole file back, for the replay drivers that
- * build their seeds on disk or read them from a folder (fuzz_wordvec_replay.c,
- * fuzz_shards_replay.c, fuzz_image_replay.c).
+ * test_files.h -- reading a whole file back, for the tests that check what
+ * was written (test_make_demo.c) and the fuzz replay drivers that build
+ * their seeds on disk or read them from a folder.
  */
-#ifndef BFEED_FUZZ_FILES_H
-#define BFEED_FUZZ_FILES_H
+#ifndef BFEED_TEST_FILES_H
+#define BFEED_TEST_FILES_H
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 /* The bytes of path (malloc'd, *n of them), or NULL. */
-static inline uint8_t *fuzz_files_read(const char *path, size_t *n) {
+static inline uint8_t *test_files_read(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   fseek(f, 0, SEEK_END);
