@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "test_files.h"
+
 #include "bfeed_types.h"
 #include "jpeg_decode.h"
 #include "sample.h"
@@ -40,16 +42,8 @@ static const fixture fixtures[] = {
 static uint8_t *load(const char *dir, const char *name, size_t *len) {
   char path[1024];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc((size_t)n);
+  uint8_t *buf = test_files_read(path, len);
   assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
   return buf;
 }
 

@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "test_files.h"
+
 #include "sample.h"
 #include "tobf16.h"
 
@@ -80,16 +82,8 @@ void free(void *p) { __libc_free(p); }
 static uint8_t *load(const char *name, size_t *len) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", BFEED_IMAGE_FIXTURES, name);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc((size_t)n);
+  uint8_t *buf = test_files_read(path, len);
   assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
   return buf;
 }
 
