@@ -20,7 +20,7 @@ data=${2:?usage: bench/callgrind_stages.sh BIN_DIR DATA_DIR [MODE] [SAMPLES]}
 mode=${3:-eval}
 samples=${4:-64}
 run=$(mktemp -d /tmp/bfeed-callgrind.XXXXXX)
-trap 'rm -rf "$run"' EXIT
+trap '[ -n "${KEEP:-}" ] || rm -rf "$run"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$run/cg.out" "$bin/bfeedd" --listen "unix:$run/s.sock" \
   --dataset bench="$data" --workers 1 --log-level warning 2>"$run/vg.log" &
 pid=$!
@@ -47,13 +47,14 @@ for line in open(out):
     if m and cur:
         calls[cur] = calls.get(cur, 0) + int(m.group(1))
         cur = None
-ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", out],
+ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", "--auto=no", out],
                      stdout=subprocess.PIPE, universal_newlines=True).stdout
 incl = {}
 for line in ann.splitlines():
     m = re.match(r"\s*([\d,]+) \([^)]*\)\s+\S*:(\S+?)(?: \[.*\])?$", line)
     if m:
         incl[m.group(2)] = incl.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
+print("calls:", {k: calls.get(k) for k in ("sample_load", "image_decode_header", "resize_rgb8", "batch_build", "tobf16_image")}, file=sys.stderr)
 n = calls.get("sample_load", 0)
 if not n:
     sys.exit("callgrind_stages: no call of sample_load recorded")
