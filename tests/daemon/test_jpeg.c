@@ -42,6 +42,7 @@ static const fixture fixtures[] = {
 static uint8_t *load(const char *dir, const char *name, size_t *len) {
   char path[1024];
   snprintf(path, sizeof(path), "%s/%s", dir, name);
+  *len = 0;
   uint8_t *buf = test_files_read(path, len);
   assert_non_null(buf);
   return buf;

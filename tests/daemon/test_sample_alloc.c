@@ -81,6 +81,7 @@ void free(void *p) { __libc_free(p); }
 static uint8_t *load(const char *name, size_t *len) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", BFEED_IMAGE_FIXTURES, name);
+  *len = 0;
   uint8_t *buf = test_files_read(path, len);
   assert_non_null(buf);
   return buf;
