@@ -2,11 +2,11 @@
 # bench/callgrind_stages.sh -- instructions per sample for each stage of the daemon's image path, by callgrind.
 # Run by hand (valgrind is not a test dependency); the table in bench/README.md comes from it.
 #
-#   bench/callgrind_stages.sh BIN_DIR DATA_DIR [MODE] [SAMPLES]
+#   bench/callgrind_stages.sh BIN_DIR DATA_DIR [MODE] [SAMPLES] [SIZE]
 #
 # Starts BIN_DIR/bfeedd under callgrind with one worker on the ImageFolder
 # DATA_DIR, has BIN_DIR/bfeed fetch SAMPLES (default 64) samples in MODE
-# (train or eval, default eval; 224x224, bf16 NCHW, codec none, no shuffle),
+# (train or eval, default eval; SIZE x SIZE, default 224, bf16 NCHW, codec none, no shuffle),
 # stops the daemon and prints, per sample (instructions divided by the calls
 # of sample_load), the inclusive instruction counts of:
 #   decode     image_decode_header + _start + _read (libjpeg included)
@@ -15,10 +15,11 @@
 #   batch      batch_build (sample + file read + cast to bf16 + frame)
 # and their differences: batch - sample is the read, cast and framing.
 set -eu
-bin=${1:?usage: bench/callgrind_stages.sh BIN_DIR DATA_DIR [MODE] [SAMPLES]}
-data=${2:?usage: bench/callgrind_stages.sh BIN_DIR DATA_DIR [MODE] [SAMPLES]}
+bin=${1:?usage: bench/callgrind_stages.sh BIN_DIR DATA_DIR [MODE] [SAMPLES] [SIZE]}
+data=${2:?usage: bench/callgrind_stages.sh BIN_DIR DATA_DIR [MODE] [SAMPLES] [SIZE]}
 mode=${3:-eval}
 samples=${4:-64}
+size=${5:-224}
 run=$(mktemp -d /tmp/bfeed-callgrind.XXXXXX)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$run"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$run/cg.out" "$bin/bfeedd" --listen "unix:$run/s.sock" \
@@ -26,7 +27,7 @@ valgrind --tool=callgrind --callgrind-out-file="$run/cg.out" "$bin/bfeedd" --lis
 pid=$!
 i=0
 while [ ! -S "$run/s.sock" ]; do sleep 0.2; i=$((i + 1)); [ $i -lt 300 ] || { cat "$run/vg.log"; exit 1; }; done
-"$bin/bfeed" fetch --connect "unix:$run/s.sock" --dataset bench --mode "$mode" --size 224 --batch "$samples" \
+"$bin/bfeed" fetch --connect "unix:$run/s.sock" --dataset bench --mode "$mode" --size "$size" --batch "$samples" \
   --shuffle off --batch-index 0 --out "$run/out" >/dev/null
 kill -TERM $pid
 wait $pid || true
@@ -53,7 +54,8 @@ incl = {}
 for line in ann.splitlines():
     m = re.match(r"\s*([\d,]+) \([^)]*\)\s+\S*:(\S+?)(?: \[.*\])?$", line)
     if m:
-        incl[m.group(2)] = incl.get(m.group(2), 0) + int(m.group(1).replace(",", ""))
+        # a function may be listed under two spellings of its file (and bits inlined from headers): the largest
+        incl[m.group(2)] = max(incl.get(m.group(2), 0), int(m.group(1).replace(",", "")))
 print("calls:", {k: calls.get(k) for k in ("sample_load", "image_decode_header", "resize_rgb8", "batch_build", "tobf16_image")}, file=sys.stderr)
 n = calls.get("sample_load", 0)
 if not n:
