@@ -76,7 +76,7 @@ int sample_draft_scale(int src_w, int src_h, int out_w, int out_h) {
 }
 
 /* One axis of the plan in the grid of the image scaled by m/8: the clip
- * [c0, c1) becomes the source pixels [*lo, *lo + in_size) that overlap it,
+ * [c0, c1) becomes the source pixels [first, first + in_size) that overlap it,
  * and the filter box is its exact (fractional) position within them. At
  * m = 8 this is Pillow resizing img.crop(): box (0, c1 - c0). Eval's clip
  * is the whole scaled image (0, scaled_len), as Pillow resizes a drafted
