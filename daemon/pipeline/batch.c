@@ -36,9 +36,10 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
   s->sample.allow_dct_scale = 1;
   s->sample.max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT; /* the server sets its own */
-  /* Codec u8 sends the pixels as served, mirrored; otherwise the mirror is
+  /* Codec u8 (and zstd, which sends image batches as u8+zstd: batch_build)
+   * sends the pixels as served, mirrored; with codec none the mirror is
    * part of the pass to bf16 (tobf16.h), not a pass of its own. */
-  s->sample.defer_flip = !msg_codec_u8(o->codec);
+  s->sample.defer_flip = !msg_codec_u8(o->codec) && !msg_codec_zstd(o->codec);
   /* Inputs are 8-bit after resampling, so normalisation and the cast are a
    * table of 3 x 256 values, computed as torchvision computes them:
    * ToTensor divides by 255 in float32, Normalize subtracts and divides in
