@@ -13,6 +13,10 @@
 # (default 2000) after a warm-up epoch. Prints every result, then medians,
 # ratios, wire bytes and CPU per 1000 samples. Works on any ImageFolder
 # tree, `bfeed make-demo` output included.
+#
+# BFEED_BEFORE=DIR (another build's bin/, e.g. main's) adds its bfeedd and
+# bfeed as contenders "before/MODE/CODEC" (codecs none and u8) in the same
+# rounds, and prints this build's throughput as a ratio of it.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?usage: bench/compare.sh DATA_DIR [ROUNDS] [MIN_SAMPLES]}
@@ -37,8 +41,15 @@ run=$(mktemp -d /tmp/bfeed-compare.XXXXXX)
 "$bin/bfeedd" --listen "unix:$run/s.sock" --dataset bench="$data" --workers "$cores" --log-level warning \
   2>"$run/log" &
 pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$run"' EXIT
-while [ ! -S "$run/s.sock" ]; do sleep 0.1; done
+bpid=
+before=${BFEED_BEFORE:-}
+if [ -n "$before" ]; then
+  "$before/bfeedd" --listen "unix:$run/b.sock" --dataset bench="$data" --workers "$cores" --log-level warning \
+    2>"$run/blog" &
+  bpid=$!
+fi
+trap 'kill $pid $bpid 2>/dev/null; wait $pid $bpid 2>/dev/null; rm -rf "$run"' EXIT
+while [ ! -S "$run/s.sock" ] || { [ -n "$before" ] && [ ! -S "$run/b.sock" ]; }; do sleep 0.1; done
 
 echo "$n JPEGs in $data; batch $batch, 224x224, $epochs epochs measured after 1 warm-up, $cores cores, $rounds rounds"
 # Every result is one line: NAME JSON.
@@ -49,6 +60,10 @@ for r in $(seq "$rounds"); do
       out=$("$bin/bfeed" bench --connect "unix:$run/s.sock" --dataset bench --mode "$mode" --size 224 \
         --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" --codec "$codec" --json | tail -1)
       echo "$mode/$codec $out" >>"$run/res"
+      case "$codec" in none | u8) [ -n "$before" ] || continue ;; *) continue ;; esac
+      out=$("$before/bfeed" bench --connect "unix:$run/b.sock" --dataset bench --mode "$mode" --size 224 \
+        --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" --codec "$codec" --json | tail -1)
+      echo "before/$mode/$codec $out" >>"$run/res"
     done
     echo "$mode/torch $($py bench/torch_peer.py "$data" --mode "$mode" --batch "$batch" --workers "$cores" \
       --epochs "$epochs" --size 224)" >>"$run/res"
@@ -76,6 +91,9 @@ for mode in ("train", "eval"):
         k = "%s/%s" % (mode, codec)
         wire = statistics.median(d["wire_bytes"] / d["raw_bytes"] for d in runs[k])
         print("    %-10s throughput %.2f of none, wire %.3f of the tensors" % (codec, med[k] / none, wire))
+for k in sorted(runs):
+    if k.startswith("before/"):
+        print("  %s: this build %.2fx of before" % (k[7:], med[k[7:]] / med[k]))
 print("\nCPU seconds per 1000 samples (medians; daemon = the whole bfeedd process)")
 for k, v in runs.items():
     if "client_cpu_s_per_1k" in v[0]:

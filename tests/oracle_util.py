@@ -150,3 +150,31 @@ def glove_table(shared_dir, tmp):
         return shared
     print("no %s: using a generated 50-d table" % (shared or "shared table"))
     return write_table(os.path.join(tmp, "generated_glove.txt"))
+
+
+def eval_geometry(w, h, size):
+    """torchvision 0.14's Resize(round(size*256/224)) + CenterCrop(size) on a
+    w x h image: the resized (rw, rh) and the crop's (left, top)."""
+    r = int(round(size * 256 / 224))
+    short, long_ = (w, h) if w <= h else (h, w)
+    new_short, new_long = r, int(r * long_ / short)
+    rw, rh = (new_short, new_long) if w <= h else (new_long, new_short)
+    return rw, rh, int(round((rw - size) / 2.0)), int(round((rh - size) / 2.0))
+
+
+def pillow_eval(path, size, draft=True):
+    """What bfeedd's eval serves for the image at path, as a uint8 array
+    [size, size, 3]: Image.open, then (draft=True, the daemon's default)
+    Image.draft("RGB", (rw, rh)), which lets libjpeg's IDCT shrink a JPEG by
+    1/2, 1/4 or 1/8 when the resized image is at most half the source in
+    both directions (a no-op for other formats), then convert("RGB"),
+    resize((rw, rh), BILINEAR) and the centre crop. Geometry comes from the
+    full-size image."""
+    import numpy as np
+    from PIL import Image
+    img = Image.open(path)
+    rw, rh, left, top = eval_geometry(img.size[0], img.size[1], size)
+    if draft:
+        img.draft("RGB", (rw, rh))
+    img = img.convert("RGB").resize((rw, rh), Image.BILINEAR)
+    return np.asarray(img.crop((left, top, left + size, top + size)), dtype=np.uint8)

@@ -15,6 +15,7 @@
 #include "msg.h"
 #include "names.h"
 #include "rng.h"
+#include "tobf16.h"
 #include "wire.h"
 
 /* Tries after the first for a sample whose read or decode fails for a
@@ -35,6 +36,10 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
   s->sample.allow_dct_scale = 1;
   s->sample.max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT; /* the server sets its own */
+  /* Codec u8 (and zstd, which sends image batches as u8+zstd: batch_build)
+   * sends the pixels as served, mirrored; with codec none the mirror is
+   * part of the pass to bf16 (tobf16.h), not a pass of its own. */
+  s->sample.defer_flip = !msg_codec_u8(o->codec) && !msg_codec_zstd(o->codec);
   /* Inputs are 8-bit after resampling, so normalisation and the cast are a
    * table of 3 x 256 values, computed as torchvision computes them:
    * ToTensor divides by 255 in float32, Normalize subtracts and divides in
@@ -198,37 +203,6 @@ static int grow(void *buf, size_t *cap, size_t need) {
   return 0;
 }
 
-/* Normalise one RGB8 sample into slot i of the image tensor. One pass over
- * the pixels writing three planes (NCHW) or one interleaved run (NHWC); on
- * little-endian hosts the table values are stored as they are. */
-static inline void put16(uint8_t *p, uint16_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  memcpy(p, &v, 2);
-#else
-  wire_put16(p, v);
-#endif
-}
-
-static void put_image(const batch_spec *s, const uint8_t *rgb, uint8_t *image, uint32_t i) {
-  size_t hw = (size_t)s->opts.size * s->opts.size;
-  const uint16_t *l0 = s->lut[0], *l1 = s->lut[1], *l2 = s->lut[2];
-  if (s->opts.layout == BFEED_LAYOUT_NHWC) {
-    uint8_t *dst = image + (size_t)i * hw * 3 * 2;
-    for (size_t p = 0; p < hw; p++, rgb += 3, dst += 6) {
-      put16(dst, l0[rgb[0]]);
-      put16(dst + 2, l1[rgb[1]]);
-      put16(dst + 4, l2[rgb[2]]);
-    }
-    return;
-  }
-  uint8_t *r = image + (size_t)i * 3 * hw * 2, *g = r + hw * 2, *b = g + hw * 2;
-  for (size_t p = 0; p < hw; p++, rgb += 3) {
-    put16(r + 2 * p, l0[rgb[0]]);
-    put16(g + 2 * p, l1[rgb[1]]);
-    put16(b + 2 * p, l2[rgb[2]]);
-  }
-}
-
 /* Read and decode sample idx into rgb. A failure of the moment (out of
  * descriptors or memory, an I/O error) is tried again after a pause; only
  * the file's own faults are returned as such (BFEED_EDATASET...). why
@@ -293,7 +267,7 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
   const batch_spec *s = job->spec;
   size_t slot = (size_t)s->opts.size * s->opts.size * 3;
   if (grow(&w->sel, &w->sel_cap, (size_t)B * sizeof *w->sel) < 0 ||
-      (dataset_has_images(s->ds) && grow(&w->rgb, &w->rgb_cap, slot * B) < 0)) {
+      (dataset_has_images(s->ds) && (grow(&w->rgb, &w->rgb_cap, slot * B) < 0 || grow(&w->flip, &w->flip_cap, B) < 0))) {
     job->rc = BFEED_ENOMEM;
     snprintf(job->err, sizeof job->err, "out of memory for a batch of %u samples", B);
     return job->rc;
@@ -312,6 +286,7 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
       return job->rc;
     }
     w->sel[i] = (uint32_t)idx;
+    w->flip[i] = (uint8_t)w->scratch.flip;
   }
   return 0;
 }
@@ -331,7 +306,9 @@ static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uin
   const uint32_t *sel = w->sel;
   if (L->image && !skip) {
     size_t slot = (size_t)s->opts.size * s->opts.size * 3;
-    for (uint32_t i = 0; i < B; i++) put_image(s, w->rgb + slot * i, AT(L->image), i);
+    for (uint32_t i = 0; i < B; i++)
+      tobf16_image(w->rgb + slot * i, (int)s->opts.size, w->flip[i], s->opts.layout == BFEED_LAYOUT_NHWC,
+                   s->lut, AT(L->image) + slot * 2 * i);
   }
   if (L->tokens) batch_text_put_tokens(s, sel, B, (uint32_t)L->tokens->shape[1], AT(L->tokens));
   if (L->pooled) batch_text_put_pooled(s, sel, B, w->f32, AT(L->pooled));
@@ -449,12 +426,13 @@ done:
 }
 
 void batch_worker_free(batch_worker *w) {
-  scratch_count(w->file_cap + w->rgb_cap + w->raw_cap + w->sel_cap + w->f32_cap, 0);
+  scratch_count(w->file_cap + w->rgb_cap + w->raw_cap + w->sel_cap + w->flip_cap + w->f32_cap, 0);
   sample_scratch_free(&w->scratch);
   free(w->file);
   free(w->rgb);
   free(w->raw);
   free(w->sel);
+  free(w->flip);
   free(w->f32);
   ZSTD_freeCCtx(w->zc);
   memset(w, 0, sizeof *w);

@@ -91,6 +91,8 @@ typedef struct batch_worker {
   size_t file_cap, rgb_cap, raw_cap;
   uint32_t *sel;             /* the batch's dataset indices */
   size_t sel_cap;
+  uint8_t *flip;             /* per image: still to be mirrored (codec none, zstd) */
+  size_t flip_cap;
   float *f32;                /* pooling sums, unaligned feature rows */
   size_t f32_cap;
   ZSTD_CCtx *zc;

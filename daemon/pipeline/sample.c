@@ -23,6 +23,7 @@ typedef struct plan {
   int out_w, out_h;       /* it is resized to this */
   int wx, wy;             /* and size x size is kept from here */
   int flip;
+  int eval;               /* the clip is the whole image: Pillow's draft rule */
 } plan;
 
 enum { BUF_RESIZE = 0, BUF_WEIGHTS = 1 };
@@ -61,24 +62,38 @@ int sample_dct_scale(int src_w, int src_h, int out_w, int out_h) {
   return 8;
 }
 
+/* Eval's scale is the one Pillow's JpegImageFile.draft(mode, (out_w,
+ * out_h)) picks, so that Image.draft + resize + crop is the oracle, bit for
+ * bit: the largest s in 8, 4, 2, 1 with s <= min(src_w // out_w, src_h //
+ * out_h), decoded at 1/s (= (8/s)/8); that is, DCT scaling whenever the
+ * resized image is at most half the source in both directions. */
+int sample_draft_scale(int src_w, int src_h, int out_w, int out_h) {
+  int q = src_w / out_w < src_h / out_h ? src_w / out_w : src_h / out_h;
+  for (int s = 8; s > 1; s /= 2)
+    if (q >= s)
+      return 8 / s;
+  return 8;
+}
+
 /* One axis of the plan in the grid of the image scaled by m/8: the clip
- * [c0, c1) becomes the source pixels [*lo, *lo + in_size) that overlap it,
+ * [c0, c1) becomes the source pixels [first, first + in_size) that overlap it,
  * and the filter box is its exact (fractional) position within them. At
- * m = 8 this is Pillow resizing img.crop(): box (0, c1 - c0). */
-static void axis_init(resize_axis *a, void *mem, int c0, int c1, int scaled_len, int m,
-                      int out_size, int out0, int size, int *lo) {
+ * m = 8 this is Pillow resizing img.crop(): box (0, c1 - c0). Eval's clip
+ * is the whole scaled image (0, scaled_len), as Pillow resizes a drafted
+ * image, not the fractional image of the full size. */
+typedef struct axis_box {
+  int first, in_size;
+  double in0, in1;
+} axis_box;
+
+static axis_box axis_box_of(const plan *pl, int c0, int c1, int scaled_len, int m) {
+  if (pl->eval)
+    return (axis_box){0, scaled_len, 0.0, scaled_len};
   int first = (int)((int64_t)c0 * m / 8);
   int end = (int)(((int64_t)c1 * m + 7) / 8);
   if (end > scaled_len)
     end = scaled_len;
-  double in0 = c0 * (m / 8.0) - first;
-  double in1 = c1 * (m / 8.0) - first;
-  resize_axis_init(a, mem, end - first, in0, in1, out_size, out0, size);
-  *lo = first;
-}
-
-static size_t axis_bytes(int c0, int c1, int m, int out_size, int size) {
-  return resize_axis_size(c0 * (m / 8.0), c1 * (m / 8.0), out_size, size);
+  return (axis_box){first, end - first, c0 * (m / 8.0) - first, c1 * (m / 8.0) - first};
 }
 
 static void mirror(uint8_t *img, int size) {
@@ -103,24 +118,26 @@ static int oom(char *err, size_t errlen) {
 static int run_plan(sample_scratch *s, const image_decode_info *info, const plan *pl,
                     const sample_params *p, uint8_t *out, char *err, size_t errlen) {
   int size = p->size;
-  int m = p->allow_dct_scale && info->scalable
-              ? sample_dct_scale(pl->cx1 - pl->cx0, pl->cy1 - pl->cy0, pl->out_w, pl->out_h)
-              : 8;
+  int m = 8;
+  if (p->allow_dct_scale && info->scalable)
+    m = (pl->eval ? sample_draft_scale : sample_dct_scale)(pl->cx1 - pl->cx0, pl->cy1 - pl->cy0,
+                                                            pl->out_w, pl->out_h);
   int rc = image_decode_start(s->dec, m, err, errlen);
   if (rc != 0)
     return rc;
   int sw, sh;
   image_decode_scaled_size(info, m, &sw, &sh);
 
-  size_t hbytes = axis_bytes(pl->cx0, pl->cx1, m, pl->out_w, size);
-  size_t vbytes = axis_bytes(pl->cy0, pl->cy1, m, pl->out_h, size);
+  axis_box hb = axis_box_of(pl, pl->cx0, pl->cx1, sw, m), vb = axis_box_of(pl, pl->cy0, pl->cy1, sh, m);
+  size_t hbytes = resize_axis_size(hb.in0, hb.in1, pl->out_w, size);
+  size_t vbytes = resize_axis_size(vb.in0, vb.in1, pl->out_h, size);
   uint8_t *weights = reserve(s, BUF_WEIGHTS, hbytes + vbytes);
   if (!weights)
     return oom(err, errlen);
   resize_axis h, v;
-  int xlo, ylo;
-  axis_init(&h, weights, pl->cx0, pl->cx1, sw, m, pl->out_w, pl->wx, size, &xlo);
-  axis_init(&v, weights + hbytes, pl->cy0, pl->cy1, sh, m, pl->out_h, pl->wy, size, &ylo);
+  resize_axis_init(&h, weights, hb.in_size, hb.in0, hb.in1, pl->out_w, pl->wx, size);
+  resize_axis_init(&v, weights + hbytes, vb.in_size, vb.in0, vb.in1, pl->out_h, pl->wy, size);
+  int xlo = hb.first, ylo = vb.first;
 
   const uint8_t *pixels;
   size_t stride;
@@ -132,7 +149,8 @@ static int run_plan(sample_scratch *s, const image_decode_info *info, const plan
   if (rc != 0)
     return rc;
   resize_rgb8(&h, &v, pixels, stride, out, (size_t)size * 3, tmp);
-  if (pl->flip)
+  s->flip = pl->flip && p->defer_flip; /* batch.c mirrors while it casts (tobf16.h) */
+  if (pl->flip && !p->defer_flip)
     mirror(out, size);
   return 0;
 }
@@ -149,7 +167,7 @@ static int crop_plan(const image_decode_info *info, const transform_crop *c, int
       c->width > info->width - c->left || c->height > info->height - c->top)
     return BFEED_EINTERNAL;
   *pl = (plan){c->left, c->top, c->left + c->width, c->top + c->height, size, size, 0, 0,
-               c->flip};
+               c->flip, 0};
   return 0;
 }
 
@@ -157,7 +175,7 @@ static int eval_plan(const image_decode_info *info, const transform_eval *e, int
   if (size < 1 || e->left < 0 || e->top < 0 || e->resized_w < 1 || e->resized_h < 1 ||
       size > e->resized_w - e->left || size > e->resized_h - e->top)
     return BFEED_EINTERNAL;
-  *pl = (plan){0, 0, info->width, info->height, e->resized_w, e->resized_h, e->left, e->top, 0};
+  *pl = (plan){0, 0, info->width, info->height, e->resized_w, e->resized_h, e->left, e->top, 0, 1};
   return 0;
 }
 

@@ -3,8 +3,9 @@
  * Called by batch.c (a worker making a batch) and the tests' dump and bench tools.
  *
  * Decodes through image_decode.h to the pixels of Pillow's convert("RGB"):
- * a JPEG decoding only the rows and columns the crop needs and letting the
- * IDCT scale down (M/8) when the crop is much larger than the output, a PNG
+ * a JPEG decoding only the rows and columns the crop (or eval's centre
+ * window) needs and letting the IDCT scale down (M/8) when the crop is much
+ * larger than the output (eval: exactly when Pillow's Image.draft would), a PNG
  * keeping only the rows it needs, a WebP whole; then resamples with
  * Pillow's bilinear+antialias filter (the same coefficients and 8-bit
  * fixed-point arithmetic as Pillow's Resample.c), and mirrors.
@@ -25,6 +26,7 @@ typedef struct sample_params {
   enum sample_mode mode;
   int allow_dct_scale; /* 1 (default): let the IDCT shrink large crops */
   uint64_t max_pixels; /* larger images are refused from their header; 0 = no limit */
+  int defer_flip;      /* 1: leave a train flip to the caller (scratch.flip) instead of mirroring */
 } sample_params;
 
 /* Per-thread scratch memory reused across samples (grows as needed, so a
@@ -35,6 +37,7 @@ typedef struct sample_scratch {
   uint8_t *buf[2];  /* resize scratch, filter weights */
   size_t cap[2];
   struct image_decoder *dec; /* holds the decoded pixels; created on first use */
+  int flip; /* with defer_flip: whether the last sample's pixels still need mirroring */
 } sample_scratch;
 void sample_scratch_free(sample_scratch *s);
 
@@ -64,5 +67,14 @@ int sample_load_eval(const uint8_t *buf, size_t len, const char *name, const sam
  * smallest that leaves at least twice the output pixels in each direction,
  * so Pillow's antialiasing filter still does the final reduction. */
 int sample_dct_scale(int src_w, int src_h, int out_w, int out_h);
+
+/* Eval's IDCT scale (M of M/8), for a whole src_w x src_h image resized to
+ * out_w x out_h: the scale Pillow's Image.draft("RGB", (out_w, out_h))
+ * gives, 1/s for the largest s in 8, 4, 2, 1 with s <= min(src_w / out_w,
+ * src_h / out_h) (integer quotients); 8 when the output is more than half
+ * the source in either direction. The scaled image (ceil(src_w / s) x
+ * ceil(src_h / s)) is then resized to out_w x out_h whole, as Pillow
+ * resizes the drafted image. */
+int sample_draft_scale(int src_w, int src_h, int out_w, int out_h);
 
 #endif

@@ -5,8 +5,11 @@ Pillow and numpy: Image.open(f).convert("RGB"), then for eval
 Resize(round(size*256/224)) + CenterCrop(size), and for train
 img.crop(box).resize((size, size), BILINEAR) and a left-right transpose.
 
-Without IDCT scaling the output must equal Pillow's bit for bit. With it
-(large crops), the mean absolute error per image must stay <= 1.5 levels.
+Eval must equal Pillow's bit for bit, with and without IDCT scaling: with
+it, the reference is Pillow after Image.draft("RGB", (rw, rh)), which picks
+the same libjpeg scale as the daemon (oracle_util.pillow_eval). Train
+without IDCT scaling must equal Pillow's bit for bit; with it (large
+crops), the mean absolute error per image must stay <= 1.5 levels.
 Corrupt, truncated and non-JPEG input must give an error that names the
 problem. Pillow and numpy are required: their absence is a failure.
 
@@ -22,8 +25,11 @@ import tempfile
 import numpy as np
 from PIL import Image
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from oracle_util import eval_geometry, pillow_eval  # noqa: E402
+
 MAE_LIMIT = 1.5
-EVAL_SIZES = (224, 160)
+EVAL_SIZES = (224, 160, 64, 32)  # 1/1, 1/2, 1/4 and 1/8 on ImageNet sizes
 
 
 class Dump:
@@ -50,15 +56,6 @@ class Dump:
         self.p.stdin.close()
         if self.p.wait() != 0:
             raise RuntimeError("sample_dump exited with %d" % self.p.returncode)
-
-
-def eval_geometry(w, h, size):
-    """torchvision Resize(round(size*256/224)) + CenterCrop(size)."""
-    r = int(round(size * 256 / 224))
-    short, long_ = (w, h) if w <= h else (h, w)
-    new_short, new_long = r, int(r * long_ / short)
-    rw, rh = (new_short, new_long) if w <= h else (new_long, new_short)
-    return rw, rh, int(round((rw - size) / 2.0)), int(round((rh - size) / 2.0))
 
 
 def dct_scale(src_w, src_h, out_w, out_h):
@@ -139,19 +136,18 @@ def check_image(dump, rep, path, rnd, scalable=True):
 
     def exact_for(dct, sw, sh, ow, oh):
         return not dct or not scalable or dct_scale(sw, sh, ow, oh) == 8
+    # Eval is exact either way: with dct=1 against Pillow after Image.draft.
     for size in EVAL_SIZES:
         rw, rh, left, top = eval_geometry(w, h, size)
-        ref = np.asarray(img.resize((rw, rh), Image.BILINEAR).crop((left, top, left + size, top + size)))
         for dct in (0, 1):
+            ref = pillow_eval(path, size, draft=dct == 1)
             got = dump.ask("eval %d %d %d %d %d %d %s" % (size, dct, rw, rh, left, top, path))
-            rep.compare("%s eval %d dct=%d" % (name, size, dct), got, ref, exact_for(dct, w, h, rw, rh))
+            rep.compare("%s eval %d dct=%d" % (name, size, dct), got, ref, True)
     # sample_load itself: eval geometry from transform_eval_params, train crops
     # and flips from the generator.
     for dct in (0, 1):
-        rw, rh, left, top = eval_geometry(w, h, 224)
-        ref = np.asarray(img.resize((rw, rh), Image.BILINEAR).crop((left, top, left + 224, top + 224)))
         got = dump.ask("load 224 %d eval 1 0 %s" % (dct, path))
-        rep.compare("%s load eval dct=%d" % (name, dct), got, ref, exact_for(dct, w, h, rw, rh))
+        rep.compare("%s load eval dct=%d" % (name, dct), got, pillow_eval(path, 224, draft=dct == 1), True)
         for index in range(3):
             got = dump.ask("load 224 %d train 5 %d %s" % (dct, index, path))
             if isinstance(got, str):

@@ -6,6 +6,7 @@
  * (Image.open(f).convert("RGB")) on the fixtures; partial and scaled decodes
  * are checked against full decodes of the same image.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "test_files.h"
 
 #include "bfeed_types.h"
 #include "jpeg_decode.h"
@@ -36,19 +39,12 @@ static const fixture fixtures[] = {
 };
 #define NFIX (sizeof(fixtures) / sizeof(fixtures[0]))
 
-static uint8_t *load(const char *name, size_t *len) {
+static uint8_t *load(const char *dir, const char *name, size_t *len) {
   char path[1024];
-  snprintf(path, sizeof(path), "%s/%s", BFEED_IMAGE_FIXTURES, name);
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc((size_t)n);
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  *len = 0;
+  uint8_t *buf = test_files_read(path, len);
   assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
   return buf;
 }
 
@@ -90,7 +86,7 @@ static void test_header_and_pillow_pixels(void **state) {
   for (size_t i = 0; i < NFIX; i++) {
     const fixture *f = &fixtures[i];
     size_t len;
-    uint8_t *buf = load(f->name, &len);
+    uint8_t *buf = load(BFEED_IMAGE_FIXTURES, f->name, &len);
     jpeg_decode_info info;
     char err[128];
     assert_int_equal(jpeg_decode_header(d, buf, len, &info, err, sizeof(err)), 0);
@@ -113,39 +109,77 @@ static void test_header_and_pillow_pixels(void **state) {
 }
 
 /* Cropped columns and skipped rows must give the full decode's pixels, also
- * at iMCU-aligned offsets where the crop edge falls on a block edge. */
-static void test_region_equals_full(void **state) {
+ * at iMCU-aligned offsets where the crop edge falls on a block edge, at
+ * every scale (eval's centre window at 1/2, 1/4, 1/8 included). */
+static void check_regions(jdec *d, const uint8_t *buf, size_t len) {
   static const int regions[][4] = {{0, 1, 0, 1},    {16, 48, 16, 48}, {17, 90, 33, 34},
                                    {32, 106, 0, 150}, {0, 106, 149, 150}, {105, 106, 8, 150},
-                                   {48, 64, 64, 80}};
+                                   {48, 64, 64, 80}, {9, 97, 13, 137}};
+  for (int m = 1; m <= 8; m++) {
+    int w, h;
+    uint8_t *full = decode_full(d, buf, len, m, &w, &h);
+    for (size_t r = 0; r < sizeof(regions) / sizeof(regions[0]); r++) {
+      int x0 = regions[r][0] * w / 106, x1 = regions[r][1] * w / 106;
+      int y0 = regions[r][2] * h / 150, y1 = regions[r][3] * h / 150;
+      if (x1 <= x0)
+        x1 = x0 + 1;
+      if (y1 <= y0)
+        y1 = y0 + 1;
+      char err[128];
+      uint8_t *part = decode(d, buf, len, m, x0, x1, y0, y1, err);
+      assert_non_null(part);
+      for (int y = y0; y < y1; y++)
+        for (int x = x0; x < x1; x++)
+          assert_memory_equal(part + ((size_t)(y - y0) * (x1 - x0) + x - x0) * 4,
+                              full + ((size_t)y * w + x) * 4, 3);
+      free(part);
+    }
+    free(full);
+  }
+}
+
+static void test_region_equals_full(void **state) {
   jdec *d = jpeg_decode_new();
   for (size_t i = 0; i < NFIX; i++) {
     size_t len;
-    uint8_t *buf = load(fixtures[i].name, &len);
-    for (int m = 1; m <= 8; m++) {
-      int w, h;
-      uint8_t *full = decode_full(d, buf, len, m, &w, &h);
-      for (size_t r = 0; r < sizeof(regions) / sizeof(regions[0]); r++) {
-        int x0 = regions[r][0] * w / 106, x1 = regions[r][1] * w / 106;
-        int y0 = regions[r][2] * h / 150, y1 = regions[r][3] * h / 150;
-        if (x1 <= x0)
-          x1 = x0 + 1;
-        if (y1 <= y0)
-          y1 = y0 + 1;
-        char err[128];
-        uint8_t *part = decode(d, buf, len, m, x0, x1, y0, y1, err);
-        assert_non_null(part);
-        for (int y = y0; y < y1; y++)
-          for (int x = x0; x < x1; x++)
-            assert_memory_equal(part + ((size_t)(y - y0) * (x1 - x0) + x - x0) * 4,
-                                full + ((size_t)y * w + x) * 4, 3);
-        free(part);
-      }
-      free(full);
-    }
+    uint8_t *buf = load(BFEED_IMAGE_FIXTURES, fixtures[i].name, &len);
+    check_regions(d, buf, len);
     free(buf);
   }
   jpeg_decode_free(d);
+}
+
+/* The same over the team's ImageNet sample when it is there (grayscale,
+ * CMYK, progressive, odd sizes, 4:2:0 and 4:4:4 among them). */
+static void test_region_equals_full_imagenet(void **state) {
+  DIR *top = opendir(BFEED_IMAGENET);
+  if (!top) {
+    print_message("no %s: skipped\n", BFEED_IMAGENET);
+    return;
+  }
+  jdec *d = jpeg_decode_new();
+  int n = 0;
+  struct dirent *c;
+  while ((c = readdir(top))) {
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/%s", BFEED_IMAGENET, c->d_name);
+    DIR *sub = c->d_name[0] == '.' ? NULL : opendir(dir);
+    struct dirent *f;
+    while (sub && (f = readdir(sub))) {
+      if (f->d_name[0] == '.')
+        continue;
+      size_t len;
+      uint8_t *buf = load(dir, f->d_name, &len);
+      check_regions(d, buf, len);
+      free(buf);
+      n++;
+    }
+    if (sub)
+      closedir(sub);
+  }
+  closedir(top);
+  jpeg_decode_free(d);
+  print_message("%d images of %s\n", n, BFEED_IMAGENET);
 }
 
 static void expect_error(jdec *d, const uint8_t *buf, size_t len, const char *want) {
@@ -164,7 +198,7 @@ static void expect_error(jdec *d, const uint8_t *buf, size_t len, const char *wa
 
 static void test_errors(void **state) {
   size_t len;
-  uint8_t *good = load(fixtures[1].name, &len);
+  uint8_t *good = load(BFEED_IMAGE_FIXTURES, fixtures[1].name, &len);
   jdec *d = jpeg_decode_new();
 
   uint8_t junk[4096];
@@ -220,7 +254,7 @@ static size_t strip_dqt(const uint8_t *buf, size_t len, uint8_t *out) {
  * fuzz_image: a batch then depended on the worker). */
 static void test_no_tables_from_the_previous_image(void **state) {
   size_t len;
-  uint8_t *good = load(fixtures[1].name, &len);
+  uint8_t *good = load(BFEED_IMAGE_FIXTURES, fixtures[1].name, &len);
   uint8_t *bare = malloc(len);
   assert_non_null(bare);
   size_t n = strip_dqt(good, len, bare);
@@ -241,9 +275,9 @@ static void test_no_tables_from_the_previous_image(void **state) {
 
 static void test_sample_rejects(void **state) {
   size_t len;
-  uint8_t *good = load(fixtures[2].name, &len); /* 106 x 150 */
+  uint8_t *good = load(BFEED_IMAGE_FIXTURES, fixtures[2].name, &len); /* 106 x 150 */
   sample_scratch s = {0};
-  sample_params p = {32, SAMPLE_TRAIN, 1, 0};
+  sample_params p = {32, SAMPLE_TRAIN, 1, 0, 0};
   uint8_t out[32 * 32 * 3];
   char err[128];
 
@@ -271,6 +305,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_header_and_pillow_pixels),
       cmocka_unit_test(test_region_equals_full),
+      cmocka_unit_test(test_region_equals_full_imagenet),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_sample_rejects),
       cmocka_unit_test(test_no_tables_from_the_previous_image),

@@ -35,7 +35,7 @@ from fetch_oracle import bf16_to_f32, finish, reference  # noqa: E402
 from format_oracle import png_bytes  # noqa: E402
 from oracle_util import Daemon  # noqa: E402
 
-SIZE = 64  # small enough that no JPEG here is decoded at a reduced IDCT scale
+SIZE = 64  # the JPEGs here are decoded at 1/2 and 1/4 (Pillow's draft, in reference)
 
 
 def save(img, fmt, **opts):

@@ -1,0 +1,188 @@
+/*
+ * tobf16.c -- see tobf16.h.
+ *
+ * The vector paths take P pixels of a row at a time (8 for AVX2, 16 for
+ * AVX-512): their 3P bytes are loaded as 16-byte registers, and each of the
+ * three output vectors (a channel's P values for NCHW, the next P of the
+ * interleaved 3P for NHWC) is picked out of them with byte shuffles whose
+ * masks encode layout and flip. The picked bytes, widened and offset by
+ * 256 * channel, index a 32-bit copy of the table through one gather; the
+ * results are narrowed to 16 bits and stored. A flip reads the chunk that
+ * mirrors the output's and reverses it in the masks, so every path reads
+ * each byte once and writes each output once. Pixels left over at the end of
+ * a row go through the scalar code.
+ */
+#include "tobf16.h"
+
+#include <string.h>
+
+/* Byte-shuffle masks and table offsets for P pixels: output vector j, lane
+ * i takes byte mask[j][k][i] of source register k (0x80: none) plus
+ * add[j][i]. */
+typedef struct tobf16_plan {
+  uint8_t mask[3][3][16];
+  int32_t add[3][16];
+} tobf16_plan;
+
+static void tobf16_plan_make(tobf16_plan *pl, int P, int nhwc, int flip) {
+  memset(pl->mask, 0x80, sizeof pl->mask);
+  memset(pl->add, 0, sizeof pl->add);
+  for (int j = 0; j < 3; j++)
+    for (int i = 0; i < P; i++) {
+      int e = j * P + i; /* NHWC: the e-th value of the chunk's interleaved run */
+      int p = nhwc ? e / 3 : i, c = nhwc ? e % 3 : j;
+      int b = 3 * (flip ? P - 1 - p : p) + c;
+      pl->mask[j][b / 16][i] = (uint8_t)(b % 16);
+      pl->add[j][i] = 256 * c;
+    }
+}
+
+static inline void tobf16_put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+
+/* Where output value (c, y, x) goes, in values. */
+static inline size_t tobf16_at(int size, int nhwc, int c, int y, int x) {
+  size_t px = (size_t)y * size + x;
+  return nhwc ? px * 3 + c : (size_t)c * size * size + px;
+}
+
+/* Outputs [x0, x1) of row y, one value at a time: the reference. */
+static void tobf16_span(const uint8_t *rgb, int size, int y, int x0, int x1, int flip, int nhwc,
+                        const uint16_t lut[3][256], uint8_t *dst) {
+  const uint8_t *row = rgb + (size_t)y * size * 3;
+  for (int x = x0; x < x1; x++) {
+    const uint8_t *px = row + 3 * (size_t)(flip ? size - 1 - x : x);
+    for (int c = 0; c < 3; c++)
+      tobf16_put16(dst + 2 * tobf16_at(size, nhwc, c, y, x), lut[c][px[c]]);
+  }
+}
+
+static void tobf16_scalar(const uint8_t *rgb, int size, int flip, int nhwc, const uint16_t lut[3][256],
+                          uint8_t *dst) {
+  for (int y = 0; y < size; y++)
+    tobf16_span(rgb, size, y, 0, size, flip, nhwc, lut, dst);
+}
+
+/* Where a chunk's output vector j starts, in values. */
+static inline size_t tobf16_chunk_at(int size, int nhwc, int j, int y, int x, int P) {
+  return nhwc ? tobf16_at(size, 1, 0, y, x) + (size_t)j * P : tobf16_at(size, 0, j, y, x);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TOBF16_X86 1
+
+/* The row loop of a vector path: CHUNK(src, j, out) writes output vector j
+ * of the P pixels starting at source pixel src to out. */
+#define TOBF16_ROWS(P, CHUNK)                                                                  \
+  for (int y = 0; y < size; y++) {                                                             \
+    const uint8_t *row = rgb + (size_t)y * size * 3;                                           \
+    int x = 0;                                                                                 \
+    for (; x + (P) <= size; x += (P)) {                                                        \
+      const uint8_t *src = row + 3 * (size_t)(flip ? size - x - (P) : x);                       \
+      for (int j = 0; j < 3; j++)                                                              \
+        CHUNK(src, j, dst + 2 * tobf16_chunk_at(size, nhwc, j, y, x, (P)));                    \
+    }                                                                                          \
+    tobf16_span(rgb, size, y, x, size, flip, nhwc, lut, dst);                                  \
+  }
+
+__attribute__((target("avx2"), always_inline)) static inline void
+tobf16_chunk_avx2(const tobf16_plan *pl, const uint32_t *tbl, const uint8_t *src, int j, uint8_t *out) {
+  __m128i r0 = _mm_loadu_si128((const __m128i *)src);
+  __m128i r1 = _mm_loadl_epi64((const __m128i *)(src + 16)); /* 24 bytes, no more */
+  __m128i idx = _mm_or_si128(_mm_shuffle_epi8(r0, _mm_loadu_si128((const __m128i *)pl->mask[j][0])),
+                             _mm_shuffle_epi8(r1, _mm_loadu_si128((const __m128i *)pl->mask[j][1])));
+  __m256i v = _mm256_add_epi32(_mm256_cvtepu8_epi32(idx), _mm256_loadu_si256((const __m256i *)pl->add[j]));
+  __m256i g = _mm256_i32gather_epi32((const int *)tbl, v, 4);
+  __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1));
+  _mm_storeu_si128((__m128i *)out, w);
+}
+
+__attribute__((target("avx2"))) static void tobf16_avx2(const uint8_t *rgb, int size, int flip, int nhwc,
+                                                        const uint16_t lut[3][256], const uint32_t *tbl,
+                                                        uint8_t *dst) {
+  tobf16_plan pl;
+  tobf16_plan_make(&pl, 8, nhwc, flip);
+#define TOBF16_CHUNK_AVX2(src, j, out) tobf16_chunk_avx2(&pl, tbl, src, j, out)
+  TOBF16_ROWS(8, TOBF16_CHUNK_AVX2)
+#undef TOBF16_CHUNK_AVX2
+}
+
+__attribute__((target("avx512f,avx2"), always_inline)) static inline void
+tobf16_chunk_avx512(const tobf16_plan *pl, const uint32_t *tbl, const uint8_t *src, int j, uint8_t *out) {
+  __m128i idx = _mm_setzero_si128();
+  for (int k = 0; k < 3; k++)
+    idx = _mm_or_si128(idx, _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(src + 16 * k)),
+                                             _mm_loadu_si128((const __m128i *)pl->mask[j][k])));
+  __m512i v = _mm512_add_epi32(_mm512_cvtepu8_epi32(idx), _mm512_loadu_si512(pl->add[j]));
+  __m512i g = _mm512_i32gather_epi32(v, tbl, 4);
+  _mm256_storeu_si256((__m256i *)out, _mm512_cvtepi32_epi16(g));
+}
+
+__attribute__((target("avx512f,avx2"))) static void tobf16_avx512(const uint8_t *rgb, int size, int flip,
+                                                                  int nhwc, const uint16_t lut[3][256],
+                                                                  const uint32_t *tbl, uint8_t *dst) {
+  tobf16_plan pl;
+  tobf16_plan_make(&pl, 16, nhwc, flip);
+#define TOBF16_CHUNK_AVX512(src, j, out) tobf16_chunk_avx512(&pl, tbl, src, j, out)
+  TOBF16_ROWS(16, TOBF16_CHUNK_AVX512)
+#undef TOBF16_CHUNK_AVX512
+}
+#endif
+
+int tobf16_supported(enum tobf16_path path) {
+  switch (path) {
+  case TOBF16_SCALAR:
+    return 1;
+#ifdef TOBF16_X86
+  case TOBF16_AVX2:
+    return __builtin_cpu_supports("avx2");
+  case TOBF16_AVX512:
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+#endif
+  default:
+    return 0;
+  }
+}
+
+const char *tobf16_path_name(enum tobf16_path path) {
+  static const char *const names[TOBF16_NPATHS] = {"scalar", "avx2", "avx512"};
+  return (unsigned)path < TOBF16_NPATHS ? names[path] : "?";
+}
+
+void tobf16_image_path(enum tobf16_path path, const uint8_t *rgb, int size, int flip, int nhwc,
+                       const uint16_t lut[3][256], uint8_t *dst) {
+#ifdef TOBF16_X86
+  if (path != TOBF16_SCALAR) {
+    /* 32-bit entries: what a gather reads, without reading past the table. */
+    uint32_t tbl[3 * 256];
+    for (int i = 0; i < 3 * 256; i++)
+      tbl[i] = lut[i / 256][i % 256];
+    if (path == TOBF16_AVX512)
+      tobf16_avx512(rgb, size, flip, nhwc, lut, tbl, dst);
+    else
+      tobf16_avx2(rgb, size, flip, nhwc, lut, tbl, dst);
+    return;
+  }
+#else
+  (void)path;
+#endif
+  tobf16_scalar(rgb, size, flip, nhwc, lut, dst);
+}
+
+void tobf16_image(const uint8_t *rgb, int size, int flip, int nhwc, const uint16_t lut[3][256], uint8_t *dst) {
+  static int best = -1; /* racing threads all store the same value */
+  int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
+  if (b < 0) {
+    b = TOBF16_SCALAR;
+    for (int p = TOBF16_NPATHS - 1; p > TOBF16_SCALAR; p--)
+      if (tobf16_supported((enum tobf16_path)p)) {
+        b = p;
+        break;
+      }
+    __atomic_store_n(&best, b, __ATOMIC_RELAXED);
+  }
+  tobf16_image_path((enum tobf16_path)b, rgb, size, flip, nhwc, lut, dst);
+}
