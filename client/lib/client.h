@@ -224,6 +224,8 @@ int pool_member_connect(const pool *p, const char *ep, bfeed_client **out, bfeed
 /* Resolve p->addr again (c->mu held): 0, or -1 keeping the old list. */
 int pool_refresh(pool *p);
 int pool_has(const pool *p, const char *ep);
+/* Whether any endpoint is TCP (c->mu held or no stream yet). */
+int pool_any_tcp(const pool *p);
 void pool_free(pool *p);
 
 /* fanout.c: the public stream calls on a pool client's stream. */

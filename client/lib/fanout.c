@@ -374,11 +374,6 @@ int fanout_open(bfeed_client *c, bfeed_stream *s, bfeed_error *err) {
   f->retry = calloc(f->window, sizeof *f->retry);
   f->req = malloc(sizeof *f->req);
   if (!f->slot || !f->retry || !f->req) return common_err(err, BFEED_ENOMEM, "out of memory");
-  if (s->open.opts.codec == BFEED_CODEC_AUTO) {
-    s->open.opts.codec = BFEED_CODEC_NONE;
-    for (size_t i = 0; i < f->p->n; i++)
-      if (strncmp(f->p->ep[i], "unix:", 5) != 0) s->open.opts.codec = BFEED_CODEC_U8;
-  }
   for (size_t i = 0; i < f->p->n; i++)
     if (fan_member_init(f, f->p->ep[i]) < 0) return common_err(err, BFEED_ENOMEM, "out of memory");
   int rc = fan_open_members(f, err);
@@ -521,6 +516,8 @@ int fanout_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count,
     char name[32];
     snprintf(name, sizeof name, "member%zu_batches", i);
     rc = fan_count(s, out, max, count, name, f->m[i].served);
+    snprintf(name, sizeof name, "member%zu_live", i);
+    if (rc == 0) rc = fan_count(s, out, max, count, name, (uint64_t)f->m[i].live);
   }
   if (rc < 0) rc = common_err(err, rc, "out of memory for counter names");
   conn_leave(c);

@@ -143,6 +143,12 @@ int pool_has(const pool *p, const char *ep) {
   return 0;
 }
 
+int pool_any_tcp(const pool *p) {
+  for (size_t i = 0; i < p->n; i++)
+    if (strncmp(p->ep[i], "unix:", 5) != 0) return 1;
+  return 0;
+}
+
 void pool_free(pool *p) {
   if (!p) return;
   free(p->ep);

@@ -122,8 +122,8 @@ BFEED_API int bfeed_stream_open(bfeed_client *c, const char *dataset, const bfee
     return common_err(err, BFEED_EINVAL, "dataset name must be 1..%zu bytes", sizeof s->open.dataset - 1);
   }
   s->open.opts = *o;
-  if (o->codec == BFEED_CODEC_AUTO && !c->pool)
-    s->open.opts.codec = c->where.kind == ADDR_TCP ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
+  if (o->codec == BFEED_CODEC_AUTO) /* one codec for all of a pool's members: the same bytes from each */
+    s->open.opts.codec = (c->pool ? pool_any_tcp(c->pool) : c->where.kind == ADDR_TCP) ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
   if (msg_opts_check(&s->open.opts, why, sizeof why) < 0) {
     free(s);
     return common_err(err, BFEED_EINVAL, "%s", why);
