@@ -250,12 +250,7 @@ static void sel_expect_refusal(const char *addr, int select, const uint64_t e[2]
   assert_int_equal(got, code);
   if (!strstr(msg, needle)) fail_msg("'%s' does not say '%s'", msg, needle);
   /* The connection lives on: a STATS_REQ of the connection is answered. */
-  frame_header h;
-  uint8_t *p;
-  assert_int_equal(itest_raw_send(fd, FRAME_STATS_REQ, 0, NULL, 0), 0);
-  assert_int_equal(itest_raw_expect(fd, FRAME_STATS, &h, &p), 0);
-  free(p);
-  close(fd);
+  suite_raw_answers_then_close(fd, 0);
 }
 
 static void test_on_demand_refuses_bad_entries(void **state) {
@@ -297,12 +292,7 @@ static void test_on_demand_bound_without_reading(void **state) {
   sel_all(d->unix_addr, all, &bpe);
   sel_run_free(all);
   free(all);
-  frame_header h;
-  uint8_t *p;
-  assert_int_equal(itest_raw_send(fd, FRAME_STATS_REQ, 0, NULL, 0), 0);
-  assert_int_equal(itest_raw_expect(fd, FRAME_STATS, &h, &p), 0);
-  free(p);
-  close(fd);
+  suite_raw_answers_then_close(fd, 0);
   suite_stop(d);
 }
 
