@@ -482,10 +482,15 @@ int fanout_wait(bfeed_stream *s, int timeout_ms) {
   return ready;
 }
 
-/* Add value to the counter called name in out (c->mu held). */
+/* Add value to the counter called name in out (c->mu held); the stream's
+ * shape (samples_per_epoch, ...) is each member's, not a sum. */
 static int fan_count(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count, const char *name, uint64_t v) {
+  int shape = strstr(name, "_per_epoch") != NULL;
   for (size_t i = 0; i < *count; i++)
-    if (strcmp(out[i].name, name) == 0) return out[i].value += v, 0;
+    if (strcmp(out[i].name, name) == 0) {
+      out[i].value = shape ? (v > out[i].value ? v : out[i].value) : out[i].value + v;
+      return 0;
+    }
   if (*count == max) return 0;
   if (!(out[*count].name = stream_name(s, name))) return BFEED_ENOMEM;
   out[(*count)++].value = v;
