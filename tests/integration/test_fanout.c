@@ -4,7 +4,9 @@
  * and byte for byte, while a daemon is killed (-9) mid-epoch and started
  * again (it rejoins and serves again); a daemon serving another dataset
  * under the same name is refused naming its endpoint; a daemon stopped
- * most of the time (SIGSTOP/SIGCONT) serves clearly less than its third.
+ * most of the time (SIGSTOP/SIGCONT) serves clearly less than its third;
+ * one stopped for good is dropped after stall_timeout and rejoins when
+ * continued.
  *
  * The oracle is one daemon's stream with the same options, itself checked
  * against the files by test_stream.c. Nothing here asserts a time.
@@ -197,11 +199,59 @@ static void test_fanout_throttled(void **state) {
   itest_run_free(&got);
 }
 
+static int fan_member2_live(void *arg) {
+  uint64_t b[FAN_N], l[FAN_N];
+  fan_members(arg, b, l);
+  return l[2] == 1;
+}
+
+/* A daemon stopped (SIGSTOP) with batches asked of it: after stall_timeout
+ * it is dropped and the others serve its positions; continued, it rejoins. */
+static void test_fanout_stall(void **state) {
+  suite *s = *state;
+  for (int i = 0; i < FAN_N; i++) fan_start(s, i, s->demo_arg);
+  bfeed_stream_opts o;
+  fan_opts(&o, 2);
+  itest_run ref = {0}, got = {0};
+  suite_fetch(fan_d[0].unix_addr, "demo", &o, 0, &ref);
+  char addr[512];
+  fan_addr(addr, sizeof addr);
+  bfeed_connect_opts co;
+  bfeed_connect_opts_init(&co);
+  co.stall_timeout = 0.5;
+  bfeed_client *c;
+  bfeed_error err = {0};
+  SUITE_OK(bfeed_connect2(addr, &co, &c, &err), err);
+  bfeed_stream *st = suite_open(c, "demo", &o);
+  uint64_t b[FAN_N], l[FAN_N];
+  bfeed_batch *bt;
+  int rc;
+  while ((rc = bfeed_stream_next(st, &bt, &err)) == 0) {
+    rec_push(&got, bt);
+    bfeed_batch_release(bt);
+    if (got.n == 5) kill(fan_d[2].pid, SIGSTOP);
+    if (got.n == 20) {
+      fan_members(st, b, l);
+      assert_int_equal(l[2], 0); /* dropped: it sent nothing for longer than the deadline */
+      kill(fan_d[2].pid, SIGCONT);
+      assert_int_equal(itest_poll(fan_member2_live, st, 30000, 20), 1);
+      printf("fanout: batch 20: the stopped daemon was dropped, continued, and rejoined\n");
+    }
+  }
+  if (rc != BFEED_EEOF) fail_msg("the fan-out stream failed after %zu batches: %s", got.n, err.message);
+  suite_assert_runs_equal(&ref, &got);
+  bfeed_stream_close(st);
+  bfeed_close(c);
+  itest_run_free(&ref);
+  itest_run_free(&got);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_fanout_failover, fan_teardown),
       cmocka_unit_test_teardown(test_fanout_mismatch, fan_teardown),
       cmocka_unit_test_teardown(test_fanout_throttled, fan_teardown),
+      cmocka_unit_test_teardown(test_fanout_stall, fan_teardown),
   };
   return SUITE_RUN("fanout", tests);
 }
