@@ -258,6 +258,14 @@ static void fan_sleep(fan *f, uint64_t ms) {
   while (!f->closing && fan_now() < until) pthread_cond_timedwait(&f->s->c->cv, &f->s->c->mu, &ts);
 }
 
+/* Wait for news (a batch, a member's change) or ms at most (c->mu held):
+ * the caller looks again either way. */
+static void fan_wait(fan *f, uint64_t ms) {
+  uint64_t until = fan_now() + ms * 1000000u;
+  struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u), .tv_nsec = (long)(until % 1000000000u)};
+  if (!f->closing) pthread_cond_timedwait(&f->s->c->cv, &f->s->c->mu, &ts);
+}
+
 static void *fan_member_main(void *arg) {
   fan_member *m = arg;
   fan *f = m->f;
@@ -450,7 +458,7 @@ int fanout_next(bfeed_stream *s, bfeed_batch **out, bfeed_error *err) {
   while (rc == 0 && !fan_ready(f) && f->next < f->total) {
     fan_check(f);
     if ((rc = fan_failed(f, err)) < 0) break;
-    fan_sleep(f, 50);
+    fan_wait(f, 50);
   }
   if (rc == 0 && fan_ready(f)) {
     fan_slot *sl = &f->slot[f->next % f->window];
@@ -475,7 +483,7 @@ int fanout_wait(bfeed_stream *s, int timeout_ms) {
   while (!(ready = fan_ready(f) || f->next >= f->total || fan_failed(f, NULL) < 0) &&
          (timeout_ms < 0 || fan_now() < until)) {
     fan_check(f);
-    fan_sleep(f, 20);
+    fan_wait(f, 20);
   }
   conn_leave(c);
   pthread_mutex_unlock(&c->mu);
