@@ -75,26 +75,51 @@ static void rec_push(itest_run *run, bfeed_batch *b) {
   assert_int_equal(itest_rec_from_batch(b, &run->b[run->n++]), 0);
 }
 
-static void test_fanout_failover(void **state) {
-  suite *s = *state;
+/* The stream's next batch, appended to run: 0 or next's error. */
+static int fan_take(bfeed_stream *st, itest_run *run, bfeed_error *err) {
+  bfeed_batch *b;
+  int rc = bfeed_stream_next(st, &b, err);
+  if (rc == 0) rec_push(run, b), bfeed_batch_release(b);
+  return rc;
+}
+
+/* Three daemons serving "demo", the reference (daemon 0 alone) in ref, and
+ * a fan-out stream over the three with co (NULL: the defaults). */
+static bfeed_stream *fan_begin(suite *s, uint64_t epochs, const bfeed_connect_opts *co, itest_run *ref,
+                               bfeed_client **c) {
   for (int i = 0; i < FAN_N; i++) fan_start(s, i, s->demo_arg);
   bfeed_stream_opts o;
-  fan_opts(&o, 3);
-  itest_run ref = {0}, got = {0};
-  suite_fetch(fan_d[0].unix_addr, "demo", &o, 0, &ref);
+  fan_opts(&o, epochs);
+  suite_fetch(fan_d[0].unix_addr, "demo", &o, 0, ref);
   char addr[512];
   fan_addr(addr, sizeof addr);
-  bfeed_client *c = suite_connect(addr);
-  assert_int_equal(bfeed_client_endpoints(c), FAN_N);
-  bfeed_stream *st = suite_open(c, "demo", &o);
+  bfeed_error err = {0};
+  SUITE_OK(bfeed_connect2(addr, co, c, &err), err);
+  assert_int_equal(bfeed_client_endpoints(*c), FAN_N);
+  return suite_open(*c, "demo", &o);
+}
+
+/* The stream has ended as one daemon's would: exactly ref. */
+static void fan_finish(bfeed_stream *st, bfeed_client *c, int rc, const bfeed_error *err, itest_run *ref,
+                       itest_run *got) {
+  if (rc != BFEED_EEOF) fail_msg("the fan-out stream failed after %zu batches: %s", got->n, err->message);
+  suite_assert_runs_equal(ref, got); /* every (epoch, index, bytes), in order, once */
+  bfeed_stream_close(st);
+  bfeed_close(c);
+  itest_run_free(ref);
+  itest_run_free(got);
+}
+
+static void test_fanout_failover(void **state) {
+  suite *s = *state;
+  itest_run ref = {0}, got = {0};
+  bfeed_client *c;
+  bfeed_stream *st = fan_begin(s, 3, NULL, &ref, &c);
   uint64_t b[FAN_N], l[FAN_N], at_restart = 0;
   size_t kill_at = ref.n / 4, restart_at = ref.n / 3;
-  bfeed_batch *bt;
   bfeed_error err = {0};
   int rc;
-  while ((rc = bfeed_stream_next(st, &bt, &err)) == 0) {
-    rec_push(&got, bt);
-    bfeed_batch_release(bt);
+  while ((rc = fan_take(st, &got, &err)) == 0) {
     if (got.n == kill_at) {
       fan_members(st, b, l);
       printf("fanout: batch %zu (epoch %llu index %llu): SIGKILL %s; served so far %llu/%llu/%llu\n", got.n,
@@ -111,16 +136,11 @@ static void test_fanout_failover(void **state) {
              fan_d[1].unix_addr, (unsigned long long)b[0], (unsigned long long)b[1], (unsigned long long)b[2]);
     }
   }
-  if (rc != BFEED_EEOF) fail_msg("the fan-out stream failed after %zu batches: %s", got.n, err.message);
   fan_members(st, b, l);
   printf("fanout: %zu batches (reference %zu); per member %llu/%llu/%llu\n", got.n, ref.n, (unsigned long long)b[0],
          (unsigned long long)b[1], (unsigned long long)b[2]);
-  suite_assert_runs_equal(&ref, &got); /* every (epoch, index, bytes), in order, once */
-  assert_true(b[1] > at_restart);     /* the restarted daemon served again */
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  itest_run_free(&ref);
-  itest_run_free(&got);
+  assert_true(b[1] > at_restart); /* the restarted daemon served again */
+  fan_finish(st, c, rc, &err, &ref, &got);
 }
 
 static void test_fanout_mismatch(void **state) {
@@ -165,38 +185,24 @@ static void *throttle_main(void *arg) {
 
 static void test_fanout_throttled(void **state) {
   suite *s = *state;
-  for (int i = 0; i < FAN_N; i++) fan_start(s, i, s->demo_arg);
-  bfeed_stream_opts o;
-  fan_opts(&o, 4);
   itest_run ref = {0}, got = {0};
-  suite_fetch(fan_d[0].unix_addr, "demo", &o, 0, &ref);
-  char addr[512];
-  fan_addr(addr, sizeof addr);
-  bfeed_client *c = suite_connect(addr);
-  bfeed_stream *st = suite_open(c, "demo", &o);
+  bfeed_client *c;
+  bfeed_stream *st = fan_begin(s, 4, NULL, &ref, &c);
   throttle t = {.pid = fan_d[2].pid};
   pthread_t th;
   assert_int_equal(pthread_create(&th, NULL, throttle_main, &t), 0);
-  bfeed_batch *bt;
   bfeed_error err = {0};
   int rc;
-  while ((rc = bfeed_stream_next(st, &bt, &err)) == 0) {
-    rec_push(&got, bt);
-    bfeed_batch_release(bt);
+  while ((rc = fan_take(st, &got, &err)) == 0) {
   }
   atomic_store(&t.stop, 1);
   pthread_join(th, NULL);
-  if (rc != BFEED_EEOF) fail_msg("the fan-out stream failed after %zu batches: %s", got.n, err.message);
   uint64_t b[FAN_N], l[FAN_N];
   fan_members(st, b, l);
   printf("fanout: throttled member 2 served %llu of %zu (others %llu, %llu)\n", (unsigned long long)b[2], got.n,
          (unsigned long long)b[0], (unsigned long long)b[1]);
-  suite_assert_runs_equal(&ref, &got);
   assert_true(b[2] * 4 < got.n); /* clearly less than its third */
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  itest_run_free(&ref);
-  itest_run_free(&got);
+  fan_finish(st, c, rc, &err, &ref, &got);
 }
 
 static int fan_member2_live(void *arg) {
@@ -209,26 +215,16 @@ static int fan_member2_live(void *arg) {
  * it is dropped and the others serve its positions; continued, it rejoins. */
 static void test_fanout_stall(void **state) {
   suite *s = *state;
-  for (int i = 0; i < FAN_N; i++) fan_start(s, i, s->demo_arg);
-  bfeed_stream_opts o;
-  fan_opts(&o, 2);
   itest_run ref = {0}, got = {0};
-  suite_fetch(fan_d[0].unix_addr, "demo", &o, 0, &ref);
-  char addr[512];
-  fan_addr(addr, sizeof addr);
   bfeed_connect_opts co;
   bfeed_connect_opts_init(&co);
   co.stall_timeout = 0.5;
   bfeed_client *c;
-  bfeed_error err = {0};
-  SUITE_OK(bfeed_connect2(addr, &co, &c, &err), err);
-  bfeed_stream *st = suite_open(c, "demo", &o);
+  bfeed_stream *st = fan_begin(s, 2, &co, &ref, &c);
   uint64_t b[FAN_N], l[FAN_N];
-  bfeed_batch *bt;
+  bfeed_error err = {0};
   int rc;
-  while ((rc = bfeed_stream_next(st, &bt, &err)) == 0) {
-    rec_push(&got, bt);
-    bfeed_batch_release(bt);
+  while ((rc = fan_take(st, &got, &err)) == 0) {
     if (got.n == 5) kill(fan_d[2].pid, SIGSTOP);
     if (got.n == 20) {
       fan_members(st, b, l);
@@ -238,12 +234,7 @@ static void test_fanout_stall(void **state) {
       printf("fanout: batch 20: the stopped daemon was dropped, continued, and rejoined\n");
     }
   }
-  if (rc != BFEED_EEOF) fail_msg("the fan-out stream failed after %zu batches: %s", got.n, err.message);
-  suite_assert_runs_equal(&ref, &got);
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  itest_run_free(&ref);
-  itest_run_free(&got);
+  fan_finish(st, c, rc, &err, &ref, &got);
 }
 
 int main(void) {
