@@ -162,7 +162,8 @@ BFEED_API int bfeed_connect2(const char *addr, const bfeed_connect_opts *o, bfee
 BFEED_API void bfeed_close(bfeed_client *c);
 
 /* How many times the client has connected again after losing its
- * connection (whether or not the try succeeded in the end). */
+ * connection (whether or not the try succeeded in the end). Several
+ * daemons: how many times a dropped member rejoined a stream. */
 BFEED_API uint64_t bfeed_client_reconnects(bfeed_client *c);
 
 /* The endpoints behind the client's address: 1 for a single one, else the

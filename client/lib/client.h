@@ -221,8 +221,9 @@ int pool_resolve(const char *addr, char (*out)[POOL_ADDR_MAX], size_t max, size_
 int pool_connect(bfeed_client *c, const char *addr, const bfeed_connect_opts *o, bfeed_error *err);
 /* A single-connection client to one member, not reconnecting by itself. */
 int pool_member_connect(const pool *p, const char *ep, bfeed_client **out, bfeed_error *err);
-/* Resolve p->addr again (c->mu held): 0, or -1 keeping the old list. */
-int pool_refresh(pool *p);
+/* Resolve p->addr again (mu, the pool client's c->mu, held; released
+ * while resolving): 0, or -1 keeping the old list. */
+int pool_refresh(pool *p, pthread_mutex_t *mu);
 int pool_has(const pool *p, const char *ep);
 /* Whether any endpoint is TCP (c->mu held or no stream yet). */
 int pool_any_tcp(const pool *p);

@@ -241,7 +241,7 @@ static void fan_member_start(fan *f, const char *addr);
 /* Names resolve afresh (c->mu held): new addresses join; members whose
  * address is gone leave once they have failed (their thread sees gone). */
 static void fan_refresh(fan *f) {
-  if (f->closing || pool_refresh(f->p) < 0) return;
+  if (f->closing || pool_refresh(f->p, &f->s->c->mu) < 0 || f->closing) return;
   for (size_t i = 0; i < f->nm; i++)
     if (!f->m[i].live && !pool_has(f->p, f->m[i].addr)) f->m[i].gone = 1;
   for (size_t j = 0; j < f->p->n; j++) {
@@ -271,6 +271,8 @@ static void *fan_member_main(void *arg) {
   fan *f = m->f;
   bfeed_client *c = f->s->c;
   uint64_t backoff = CLIENT_BACKOFF_FIRST_MS;
+  unsigned seed = (unsigned)(fan_now() ^ (uintptr_t)m); /* jitter: members do not retry in step */
+  int lost = 0; /* it served, then was dropped: its return counts as a reconnect */
   pthread_mutex_lock(&c->mu);
   while (!f->closing && !m->gone) {
     if (!m->mc) {
@@ -283,6 +285,8 @@ static void *fan_member_main(void *arg) {
       pthread_mutex_lock(&c->mu);
       if (rc == 0 && !f->closing) {
         m->mc = mc, m->ms = ms, m->live = 1, m->qlen = m->unsent = 0, m->avg_ns = 0;
+        c->reconnects += (uint64_t)lost;
+        lost = 0;
         f->down_ns = 0;
         backoff = CLIENT_BACKOFF_FIRST_MS;
         fan_pump(f);
@@ -297,7 +301,7 @@ static void *fan_member_main(void *arg) {
       }
       snprintf(m->why, sizeof m->why, "%s", e.message);
       if (!f->p->reconnect) break;
-      fan_sleep(f, backoff / 2 + (uint64_t)rand() % (backoff / 2 + 1));
+      fan_sleep(f, backoff / 2 + (uint64_t)rand_r(&seed) % (backoff / 2 + 1));
       backoff = backoff * 2 < CLIENT_BACKOFF_CAP_MS ? backoff * 2 : CLIENT_BACKOFF_CAP_MS;
       fan_refresh(f);
       continue;
@@ -321,6 +325,7 @@ static void *fan_member_main(void *arg) {
     while (m->users > 0) pthread_cond_wait(&c->cv, &c->mu);
     bfeed_client *mc = m->mc;
     m->mc = NULL, m->ms = NULL;
+    lost = 1;
     pthread_mutex_unlock(&c->mu);
     bfeed_close(mc);
     pthread_mutex_lock(&c->mu);

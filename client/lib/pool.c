@@ -123,11 +123,14 @@ int pool_member_connect(const pool *p, const char *ep, bfeed_client **out, bfeed
   return bfeed_connect2(ep, &o, out, err);
 }
 
-int pool_refresh(pool *p) {
+int pool_refresh(pool *p, pthread_mutex_t *mu) {
   char (*eps)[POOL_ADDR_MAX] = calloc(POOL_MAX, sizeof *eps);
-  size_t n;
+  size_t n = 0;
   if (!eps) return -1;
-  if (pool_resolve(p->addr, eps, POOL_MAX, &n, NULL) < 0 || n == 0) {
+  pthread_mutex_unlock(mu); /* a name server may take its time: the stream goes on meanwhile */
+  int rc = pool_resolve(p->addr, eps, POOL_MAX, &n, NULL);
+  pthread_mutex_lock(mu);
+  if (rc < 0 || n == 0) {
     free(eps);
     return -1;
   }

@@ -140,6 +140,7 @@ static void test_fanout_failover(void **state) {
   printf("fanout: %zu batches (reference %zu); per member %llu/%llu/%llu\n", got.n, ref.n, (unsigned long long)b[0],
          (unsigned long long)b[1], (unsigned long long)b[2]);
   assert_true(b[1] > at_restart); /* the restarted daemon served again */
+  assert_true(bfeed_client_reconnects(c) >= 1);
   fan_finish(st, c, rc, &err, &ref, &got);
 }
 
