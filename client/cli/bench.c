@@ -109,7 +109,7 @@ static double bench_cpu_s(void) {
 }
 
 /* The daemon's CPU seconds so far (its "daemon" group's cpu_us), or -1. */
-static double bench_daemon_cpu_s(bfeed_client *c) {
+static double bench_one_daemon_cpu_s(bfeed_client *c) {
   bfeed_stat_group *g;
   size_t n;
   bfeed_error err;
@@ -120,6 +120,24 @@ static double bench_daemon_cpu_s(bfeed_client *c) {
       if (strcmp(g[i].counters[k].name, "cpu_us") == 0) v = g[i].counters[k].value / 1e6;
   bfeed_daemon_stats_free(g, n);
   return v;
+}
+
+/* The same summed over the daemons behind c (several: one connection to
+ * each, for the question), or -1 when one does not say. */
+static double bench_daemon_cpu_s(bfeed_client *c) {
+  size_t n = bfeed_client_endpoints(c);
+  if (n == 1) return bench_one_daemon_cpu_s(c);
+  double sum = 0;
+  for (size_t i = 0; i < n && sum >= 0; i++) {
+    char ep[256];
+    bfeed_client *m;
+    bfeed_error err;
+    if (bfeed_client_endpoint(c, i, ep, sizeof ep) < 0 || bfeed_connect(ep, &m, &err) < 0) return -1;
+    double v = bench_one_daemon_cpu_s(m);
+    bfeed_close(m);
+    sum = v < 0 ? -1 : sum + v;
+  }
+  return sum;
 }
 
 static void report(const bench_args *b, const bench_result *r) {

@@ -28,7 +28,8 @@ static void usage(FILE *f) {
           "             write a labelled text dataset (fastText lines) with words from VECTORS\n"
           "             to DIR/train.txt and DIR/val.txt\n"
           "  version    print the version (also --version, on every command)\n"
-          "ADDR is unix:PATH or HOST:PORT. Each command takes --help.\n\n%s%s",
+          "ADDR is unix:PATH or HOST:PORT, or several comma-separated (or a name resolving to\n"
+          "several): one stream then fans out over those daemons. Each command takes --help.\n\n%s%s",
           cli_connect_opts_help, cli_stream_opts_help);
 }
 

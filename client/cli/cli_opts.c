@@ -53,24 +53,28 @@ const char cli_connect_opts_help[] =
     "  --token-file FILE       the access token a daemon asks TCP clients for (default:\n"
     "                          the file $BFEED_TOKEN_FILE names, if set)\n"
     "  --no-reconnect          report a lost connection instead of reconnecting\n"
-    "  --reconnect-deadline S  seconds to keep reconnecting and resume the stream (60)\n";
+    "  --reconnect-deadline S  seconds to keep reconnecting and resume the stream (60)\n"
+    "  --stall-timeout S       several daemons: drop one that sends no batch for S s (10)\n";
 
 int cli_connect_opt_takes_value(const char *name) {
-  return strcmp(name, "token-file") == 0 || strcmp(name, "reconnect-deadline") == 0;
+  return strcmp(name, "token-file") == 0 || strcmp(name, "reconnect-deadline") == 0 ||
+         strcmp(name, "stall-timeout") == 0;
 }
 
 int cli_connect_opt(const char *name, const char *value, bfeed_connect_opts *o) {
   if (strcmp(name, "no-reconnect") == 0) return o->reconnect = 0, 1;
   if (strcmp(name, "token-file") == 0) return o->token_file = value, 1;
-  if (strcmp(name, "reconnect-deadline") != 0) return 0;
+  int stall = strcmp(name, "stall-timeout") == 0;
+  if (!stall && strcmp(name, "reconnect-deadline") != 0) return 0;
   char *end;
   errno = 0;
   double s = strtod(value, &end);
   if (!*value || *end || errno || !(s > 0 && s <= 1e7)) {
-    fprintf(stderr, "%s: --reconnect-deadline %s: expected seconds, more than 0 and at most 1e7\n", cli_prog, value);
+    fprintf(stderr, "%s: --%s %s: expected seconds, more than 0 and at most 1e7\n", cli_prog, name, value);
     return -1;
   }
-  o->reconnect_deadline = s;
+  if (stall) o->stall_timeout = s;
+  else o->reconnect_deadline = s;
   return 1;
 }
 

@@ -4,6 +4,11 @@
  * Prints the daemon's counters (daemon, per dataset, per open stream) as
  * aligned text, or with --json one JSON object:
  * {"daemon": {...}, "datasets": {"name": {...}}, "streams": {"id": {...}}}.
+ *
+ * An address naming several daemons (a list, or a name resolving to
+ * several) prints each daemon's report under its endpoint, then the sum of
+ * their "daemon" counters; with --json {"endpoints": {"ADDR": {...}, ...},
+ * "total": {...}}.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,7 +22,7 @@ static int stats_takes_value(const char *name, void *ctx) {
   return strcmp(name, "connect") == 0 || cli_connect_opt_takes_value(name);
 }
 
-static void print_json(const bfeed_stat_group *g, size_t n) {
+static void print_json_obj(const bfeed_stat_group *g, size_t n) {
   static const char *const kinds[] = {"daemon", "dataset", "stream"};
   static const char *const keys[] = {"daemon", "datasets", "streams"};
   printf("{");
@@ -41,7 +46,7 @@ static void print_json(const bfeed_stat_group *g, size_t n) {
     }
     printf("}");
   }
-  printf("}\n");
+  printf("}");
 }
 
 static void print_text(const bfeed_stat_group *g, size_t n) {
@@ -52,9 +57,75 @@ static void print_text(const bfeed_stat_group *g, size_t n) {
   }
 }
 
+/* The sum of the daemons' "daemon" counters, by name. */
+#define STATS_MAX_TOTAL 256
+typedef struct stats_total {
+  char name[STATS_MAX_TOTAL][64];
+  unsigned long long value[STATS_MAX_TOTAL];
+  size_t n;
+} stats_total;
+
+static void stats_add(stats_total *t, const bfeed_stat_group *g, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(g[i].kind, "daemon") != 0) continue;
+    for (size_t c = 0; c < g[i].ncounters; c++) {
+      size_t k = 0;
+      while (k < t->n && strcmp(t->name[k], g[i].counters[c].name) != 0) k++;
+      if (k == t->n && t->n == STATS_MAX_TOTAL) continue;
+      if (k == t->n) snprintf(t->name[t->n++], sizeof t->name[0], "%s", g[i].counters[c].name);
+      t->value[k] += g[i].counters[c].value;
+    }
+  }
+}
+
+/* One daemon's report: 0, or 1 with the reason on stderr. */
+static int stats_one(const char *addr, const bfeed_connect_opts *co, int json, int first, stats_total *t) {
+  bfeed_client *c;
+  bfeed_error err;
+  bfeed_stat_group *g;
+  size_t n;
+  int rc = bfeed_connect2(addr, co, &c, &err);
+  if (rc == 0) {
+    rc = bfeed_daemon_stats(c, &g, &n, &err);
+    bfeed_close(c);
+  }
+  if (rc < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;
+  if (json && t) printf("%s", first ? "" : ", "), cli_json_str(stdout, addr), printf(": ");
+  if (json) print_json_obj(g, n);
+  else {
+    if (t) printf("== %s\n", addr);
+    print_text(g, n);
+  }
+  if (t) stats_add(t, g, n);
+  bfeed_daemon_stats_free(g, n);
+  return 0;
+}
+
+/* Each daemon behind a pool address, then the total. */
+static int stats_pool(bfeed_client *pc, const bfeed_connect_opts *co, int json) {
+  static stats_total t;
+  int bad = 0;
+  size_t n = bfeed_client_endpoints(pc);
+  if (json) printf("{\"endpoints\": {");
+  for (size_t i = 0; i < n; i++) {
+    char ep[256];
+    if (bfeed_client_endpoint(pc, i, ep, sizeof ep) == 0) bad |= stats_one(ep, co, json, i == 0, &t);
+  }
+  if (json) printf("}, \"total\": {");
+  else printf("== total of %zu daemons\ndaemon total\n", n);
+  for (size_t k = 0; k < t.n; k++) {
+    if (json) printf("%s", k ? ", " : ""), cli_json_str(stdout, t.name[k]), printf(": %llu", t.value[k]);
+    else printf("  %-22s %llu\n", t.name[k], t.value[k]);
+  }
+  if (json) printf("}}\n");
+  return bad;
+}
+
 static const char stats_usage[] =
-    "usage: bfeed stats --connect ADDR [--json]\n"
+    "usage: bfeed stats --connect ADDR[,ADDR...] [--json]\n"
     "Prints the daemon's counters: the daemon's, each dataset's and each open stream's.\n"
+    "Several daemons (a list, or a name resolving to several): each under its endpoint,\n"
+    "then the total of their daemon counters.\n"
     "  --json                  one JSON object: {\"daemon\": {...}, \"datasets\": {...}, \"streams\": {...}}\n";
 
 int cmd_stats(int argc, char **argv) {
@@ -75,14 +146,14 @@ int cmd_stats(int argc, char **argv) {
   if (!connect) return fprintf(stderr, "bfeed stats: --connect ADDR is required\n"), 2;
   bfeed_client *c;
   bfeed_error err;
-  bfeed_stat_group *g;
-  size_t n;
   if (bfeed_connect2(connect, &co, &c, &err) < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;
-  int rc = bfeed_daemon_stats(c, &g, &n, &err);
+  int rc;
+  if (bfeed_client_endpoints(c) > 1) {
+    rc = stats_pool(c, &co, json);
+  } else {
+    rc = stats_one(connect, &co, json, 1, NULL);
+    if (json && rc == 0) printf("\n");
+  }
   bfeed_close(c);
-  if (rc < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;
-  if (json) print_json(g, n);
-  else print_text(g, n);
-  bfeed_daemon_stats_free(g, n);
-  return 0;
+  return rc;
 }

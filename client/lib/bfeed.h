@@ -34,6 +34,30 @@
  * Errors that another try would not cure (an unknown dataset, a refused
  * option or token) are reported at once.
  *
+ * Several daemons: an address may name several endpoints, comma-separated
+ * ("10.0.0.5:7070,10.0.0.6:7070,unix:/run/bfeed/bfeedd.sock"), or a DNS
+ * name that resolves to several addresses (a Kubernetes headless Service;
+ * one address family: IPv4 when the name has any). Each is a member, and
+ * every stream fans out over them: it opens an on-demand sub-stream on each
+ * member (its own connection per member and stream), checks that all
+ * report the same shape and dataset fingerprint (else BFEED_EDATASET naming
+ * both endpoints), and asks each for batch positions, the next one from
+ * the member expected to finish it first (its outstanding requests times
+ * its average time per batch), so a slow host gets proportionally less.
+ * The window is the stream's: at most `window` batches in flight or
+ * waiting across all members. bfeed_stream_next returns exactly the
+ * batches, order and bytes one daemon would. A member whose connection
+ * fails, or that has had requests outstanding without a batch for
+ * stall_timeout seconds, is dropped and its positions asked of the others;
+ * a head-of-line batch outstanding for over 4x its member's average (and
+ * 1 s) is asked of a second member too. Every batch reaches the caller
+ * once (a second copy is dropped). A dropped member is retried in the
+ * background with backoff, names resolved again (new addresses join), and
+ * rejoins when it answers; when every member has been gone for
+ * reconnect_deadline seconds, next returns the error. bfeed_stream_stats
+ * sums the members' counters and adds member<i>_batches, how many batches
+ * each served. A single endpoint is one connection, as described above.
+ *
  * Thread safety: a bfeed_client may be shared by threads; each bfeed_stream
  * must be used by one thread at a time (different streams of one client may
  * be used from different threads at once). A bfeed_batch is independent of
@@ -115,6 +139,9 @@ typedef struct bfeed_connect_opts {
    * bfeed_connect2, not kept; sent again on every reconnect. */
   const char *token;
   const char *token_file;
+  /* Several endpoints only: seconds a member may have requests outstanding
+   * without sending a batch before it is dropped (10; > 0). */
+  double stall_timeout;
 } bfeed_connect_opts;
 BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o);
 
@@ -135,8 +162,17 @@ BFEED_API int bfeed_connect2(const char *addr, const bfeed_connect_opts *o, bfee
 BFEED_API void bfeed_close(bfeed_client *c);
 
 /* How many times the client has connected again after losing its
- * connection (whether or not the try succeeded in the end). */
+ * connection (whether or not the try succeeded in the end). Several
+ * daemons: how many times a dropped member rejoined a stream. */
 BFEED_API uint64_t bfeed_client_reconnects(bfeed_client *c);
+
+/* The endpoints behind the client's address: 1 for a single one, else the
+ * members (names resolved; see "Several daemons"). bfeed_client_endpoint
+ * copies the i-th ("unix:/p" or "host:port") into buf[cap]: 0, or
+ * BFEED_EINVAL past the last. Connect to one with bfeed_connect to ask it
+ * for bfeed_daemon_stats. */
+BFEED_API size_t bfeed_client_endpoints(bfeed_client *c);
+BFEED_API int bfeed_client_endpoint(bfeed_client *c, size_t i, char *buf, size_t cap);
 
 /* Protocol version agreed with the daemon, and the daemon's name/version. */
 BFEED_API uint32_t bfeed_client_version(const bfeed_client *c);

@@ -11,6 +11,11 @@
  *   stats.c   the daemon-wide report (bfeed_daemon_stats)
  *   common.c  errors and the public vocabulary calls (bfeed_strerror, ...)
  *   options.c stream options set by name (bfeed_stream_opts_set), for bindings
+ *   pool.c    several endpoints behind one address: splitting, resolving
+ *             names, the pool client bfeed_connect2 makes of them
+ *   fanout.c  a pool client's streams: on-demand sub-streams on every member,
+ *             positions assigned by speed, reordered, failed or stalled
+ *             members dropped and rejoined, every batch handed out once
  *
  * Locking: c->mu guards the stream list, every stream's state and queue,
  * the connection's death, closing, busy and gen; c->wmu serialises writers
@@ -65,8 +70,24 @@ typedef struct stream_pos {
   uint64_t epoch, index;
 } stream_pos;
 
+typedef struct fan fan;
+
+/* pool.c: the endpoints of a pool client (c->pool; NULL for one endpoint). */
+#define POOL_MAX 32 /* members of one pool (fanout.c keeps them in a bit mask) */
+#define POOL_ADDR_MAX 256
+typedef struct pool {
+  char addr[1024];            /* as given: re-resolved when a member fails */
+  char (*ep)[POOL_ADDR_MAX];  /* the endpoints it stands for now */
+  size_t n;
+  int reconnect;
+  double deadline_s, stall_s;
+  char token[MSG_TOKEN_MAX];
+} pool;
+
 struct bfeed_stream {
   bfeed_client *c;
+  fan *fan; /* a pool client's stream (fanout.c): none of the rest is used but info and names */
+  uint64_t fingerprint; /* OPEN_OK's, 0 when the daemon sent none */
   uint32_t id;
   msg_open open; /* what the caller asked for: reopened from it */
   /* under c->mu */
@@ -90,6 +111,7 @@ struct bfeed_stream {
 };
 
 struct bfeed_client {
+  pool *pool; /* several endpoints: streams fan out (fanout.c); no socket, no reader */
   int fd;
   freader in; /* the handshake's, then the reader thread's */
   char addr[256];
@@ -182,6 +204,37 @@ stream_pos stream_pos_after(stream_pos p, uint64_t bpe);
 int stream_reset(bfeed_stream *s);
 /* c->mu held: the OPEN that resumes s where its caller stands, appended to w. */
 int stream_frame_open(bfeed_stream *s, wbuf *w, bfeed_error *err);
+
+/* The stream's copy of a counter name, kept until it is closed (c->mu
+ * held); NULL when out of memory or names. */
+const char *stream_name(bfeed_stream *s, const char *name);
+
+/* conn.c: shut the socket down, so that the reader ends the connection. */
+void conn_abort(bfeed_client *c);
+
+/* pool.c */
+/* Split addr at commas and resolve names: the endpoints into out[max]. */
+int pool_resolve(const char *addr, char (*out)[POOL_ADDR_MAX], size_t max, size_t *n, bfeed_error *err);
+/* For bfeed_connect2 (options applied to c): 1 when addr names several
+ * endpoints (c->pool made, one of them answered), 0 for one endpoint (the
+ * single connection), or the error. */
+int pool_connect(bfeed_client *c, const char *addr, const bfeed_connect_opts *o, bfeed_error *err);
+/* A single-connection client to one member, not reconnecting by itself. */
+int pool_member_connect(const pool *p, const char *ep, bfeed_client **out, bfeed_error *err);
+/* Resolve p->addr again (mu, the pool client's c->mu, held; released
+ * while resolving): 0, or -1 keeping the old list. */
+int pool_refresh(pool *p, pthread_mutex_t *mu);
+int pool_has(const pool *p, const char *ep);
+/* Whether any endpoint is TCP (c->mu held or no stream yet). */
+int pool_any_tcp(const pool *p);
+void pool_free(pool *p);
+
+/* fanout.c: the public stream calls on a pool client's stream. */
+int fanout_open(bfeed_client *c, bfeed_stream *s, bfeed_error *err); /* s->open filled, s not linked */
+int fanout_next(bfeed_stream *s, bfeed_batch **out, bfeed_error *err);
+int fanout_wait(bfeed_stream *s, int timeout_ms);
+int fanout_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count, bfeed_error *err);
+void fanout_free(bfeed_stream *s); /* c->mu not held; stops the members and frees s */
 
 /* batch.c: a batch from a verified BATCH payload at mem + pad (mem from
  * c->cache, taken over by the batch, also on failure). */

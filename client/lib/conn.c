@@ -207,6 +207,12 @@ static int conn_handshake(bfeed_client *c, bfeed_error *err) {
   return 0;
 }
 
+void conn_abort(bfeed_client *c) {
+  pthread_mutex_lock(&c->fdmu);
+  if (c->fd >= 0) shutdown(c->fd, SHUT_RDWR);
+  pthread_mutex_unlock(&c->fdmu);
+}
+
 void conn_drop_locked(bfeed_client *c) {
   pthread_mutex_lock(&c->fdmu);
   if (c->fd >= 0) {
@@ -237,6 +243,7 @@ BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o) {
   memset(o, 0, sizeof *o);
   o->reconnect = 1;
   o->reconnect_deadline = 60;
+  o->stall_timeout = 10;
 }
 
 /* The token in a file (proto/token.c: the rule bfeedd reads its
@@ -254,6 +261,9 @@ static int conn_opts_apply(bfeed_client *c, const bfeed_connect_opts *o, bfeed_e
   if (!(o->reconnect_deadline > 0 && o->reconnect_deadline <= 1e7))
     return common_err(err, BFEED_EINVAL, "reconnect_deadline %g: expected seconds, more than 0 and at most 1e7",
                       o->reconnect_deadline);
+  if (!(o->stall_timeout > 0 && o->stall_timeout <= 1e7))
+    return common_err(err, BFEED_EINVAL, "stall_timeout %g: expected seconds, more than 0 and at most 1e7",
+                      o->stall_timeout);
   c->reconnect = o->reconnect != 0;
   c->deadline_ns = (uint64_t)(o->reconnect_deadline * 1e9);
   const char *env = getenv("BFEED_TOKEN_FILE");
@@ -289,12 +299,27 @@ BFEED_API int bfeed_connect2(const char *addr, const bfeed_connect_opts *o, bfee
   pthread_mutex_init(&c->wmu, NULL);
   pthread_mutex_init(&c->fdmu, NULL);
   pthread_mutex_init(&c->stats_mu, NULL);
-  int rc;
+  int rc = 0;
+  if (addr && strlen(addr) < sizeof c->pool->addr && strchr(addr, ',') && (rc = conn_opts_apply(c, o, err)) == 0 &&
+      (rc = pool_connect(c, addr, o, err)) == 1) { /* several endpoints: no socket of its own */
+    snprintf(c->addr, sizeof c->addr, "%.*s", (int)sizeof c->addr - 1, addr);
+    *out = c;
+    return 0;
+  }
+  if (rc < 0) {
+    bfeed_close(c);
+    return rc;
+  }
   if (!addr || strlen(addr) >= sizeof c->addr || addr_parse(addr, &c->where, why, sizeof why) < 0)
     rc = common_err(err, BFEED_EINVAL, "%s",
                     !addr ? "no address given" : strlen(addr) >= sizeof c->addr ? "address too long" : why);
   else
     rc = conn_opts_apply(c, o, err);
+  if (rc == 0 && (rc = pool_connect(c, addr, o, err)) == 1) { /* a name standing for several daemons */
+    snprintf(c->addr, sizeof c->addr, "%s", addr);
+    *out = c;
+    return 0;
+  }
   if (rc == 0) {
     snprintf(c->addr, sizeof c->addr, "%s", addr);
     rc = conn_establish(c, CLIENT_ATTEMPT_MAX_MS, err);
@@ -337,6 +362,7 @@ BFEED_API void bfeed_close(bfeed_client *c) {
   pthread_mutex_destroy(&c->fdmu);
   pthread_mutex_destroy(&c->stats_mu);
   free(c->report);
+  pool_free(c->pool);
   freader_free(&c->in);
   bufpool_unref(c->cache);
   free(c);

@@ -49,6 +49,7 @@ static void reader_open_ok(bfeed_client *c, bfeed_stream *s, const msg_open_ok *
     i->batches_per_epoch = ok->batches_per_epoch;
     i->classes = ok->classes;
     s->have_info = 1;
+    s->fingerprint = ok->fingerprint;
     /* Opened at the position after an epoch's last batch: the daemon
      * serves the next epoch's first, and so the stream expects it. */
     if (s->next.index >= i->batches_per_epoch && i->batches_per_epoch)
@@ -128,7 +129,10 @@ static int reader_control(bfeed_client *c, const frame_header *h, const uint8_t 
 static void reader_queue(bfeed_client *c, uint32_t stream, bfeed_batch *b) {
   pthread_mutex_lock(&c->mu);
   bfeed_stream *s = stream_find(c, stream);
-  if (s && s->state == 1 && b->epoch == s->queued.epoch && b->index == s->queued.index) {
+  /* An on-demand stream serves what it was asked for (fanout.c checks). */
+  int due = s && (s->open.opts.select == BFEED_SELECT_ON_DEMAND ||
+                  (b->epoch == s->queued.epoch && b->index == s->queued.index));
+  if (s && s->state == 1 && due) {
     if (s->tail) s->tail->next = b;
     else s->head = b;
     s->tail = b;

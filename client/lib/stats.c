@@ -41,6 +41,9 @@ static int stats_fetch(bfeed_client *c, uint8_t **p, size_t *len, bfeed_error *e
 BFEED_API int bfeed_daemon_stats(bfeed_client *c, bfeed_stat_group **out, size_t *nout, bfeed_error *err) {
   *out = NULL;
   *nout = 0;
+  if (c->pool)
+    return common_err(err, BFEED_EINVAL,
+                      "%.200s names several daemons: ask each (bfeed_client_endpoint, then bfeed_connect)", c->addr);
   uint8_t *p = NULL;
   size_t len = 0;
   int rc = conn_lock_enter(c, err);

@@ -27,6 +27,7 @@ static void stream_drop_queue(bfeed_stream *s) {
 }
 
 void stream_free(bfeed_stream *s) {
+  if (s->fan) fanout_free(s);
   stream_drop_queue(s);
   for (size_t i = 0; i < s->nnames; i++) free(s->names[i]);
   free(s);
@@ -121,14 +122,28 @@ BFEED_API int bfeed_stream_open(bfeed_client *c, const char *dataset, const bfee
     return common_err(err, BFEED_EINVAL, "dataset name must be 1..%zu bytes", sizeof s->open.dataset - 1);
   }
   s->open.opts = *o;
-  if (o->codec == BFEED_CODEC_AUTO)
-    s->open.opts.codec = c->where.kind == ADDR_TCP ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
+  if (o->codec == BFEED_CODEC_AUTO) /* one codec for all of a pool's members: the same bytes from each */
+    s->open.opts.codec = (c->pool ? pool_any_tcp(c->pool) : c->where.kind == ADDR_TCP) ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
   if (msg_opts_check(&s->open.opts, why, sizeof why) < 0) {
     free(s);
     return common_err(err, BFEED_EINVAL, "%s", why);
   }
   snprintf(s->open.dataset, sizeof s->open.dataset, "%s", dataset);
   s->c = c;
+  if (c->pool) { /* several daemons: the stream fans out */
+    int rc = fanout_open(c, s, err);
+    if (rc < 0) {
+      stream_free(s);
+      return rc;
+    }
+    pthread_mutex_lock(&c->mu);
+    s->id = ++c->next_id;
+    s->next_stream = c->streams;
+    c->streams = s;
+    pthread_mutex_unlock(&c->mu);
+    *out = s;
+    return 0;
+  }
   s->next = s->queued = (stream_pos){o->epoch, o->batch_index};
   int rc = conn_lock_enter(c, err);
   if (rc < 0) {
@@ -160,6 +175,7 @@ BFEED_API int bfeed_stream_get_info(const bfeed_stream *s, bfeed_stream_info *in
 }
 
 BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error *err) {
+  if (s->fan) return fanout_next(s, out, err);
   bfeed_client *c = s->c;
   *out = NULL;
   int rc = conn_lock_enter(c, err);
@@ -191,6 +207,7 @@ BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error 
 }
 
 BFEED_API int bfeed_stream_wait(bfeed_stream *s, int timeout_ms) {
+  if (s->fan) return fanout_wait(s, timeout_ms);
   bfeed_client *c = s->c;
   struct timespec until;
   clock_gettime(CLOCK_MONOTONIC, &until); /* c->cv's clock (conn.c) */
@@ -207,9 +224,7 @@ BFEED_API int bfeed_stream_wait(bfeed_stream *s, int timeout_ms) {
   return ready;
 }
 
-/* The stream's copy of a counter name, made once and kept until it is
- * closed (c->mu held); NULL when out of memory or names. */
-static const char *stream_name(bfeed_stream *s, const char *name) {
+const char *stream_name(bfeed_stream *s, const char *name) {
   for (size_t i = 0; i < s->nnames; i++)
     if (strcmp(s->names[i], name) == 0) return s->names[i];
   if (s->nnames == CLIENT_MAX_NAMES || !(s->names[s->nnames] = strdup(name))) return NULL;
@@ -242,6 +257,7 @@ static int stream_stats_once(bfeed_stream *s, bfeed_error *err) {
 }
 
 BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count, bfeed_error *err) {
+  if (s->fan) return fanout_stats(s, out, max, count, err);
   bfeed_client *c = s->c;
   *count = 0;
   int rc = conn_lock_enter(c, err);
@@ -263,7 +279,7 @@ BFEED_API void bfeed_stream_close(bfeed_stream *s) {
   if (!s) return;
   bfeed_client *c = s->c;
   if (conn_lock_enter(c, NULL) < 0) return; /* bfeed_close has begun: it frees s */
-  int send = !c->dead && s->open_gen == c->gen;
+  int send = !s->fan && !c->dead && s->open_gen == c->gen;
   uint64_t gen = c->gen;
   stream_unlink(c, s);
   pthread_mutex_unlock(&c->mu);

@@ -79,10 +79,13 @@ static PyObject *module_option_names(PyObject *m, PyObject *unused) {
 
 static PyMethodDef module_methods[] = {
     {"connect", (PyCFunction)(void (*)(void))pyclient_connect, METH_VARARGS | METH_KEYWORDS,
-     "connect(addr, *, reconnect=True, reconnect_deadline=60.0, token=None, token_file=None) -> Client:\n"
+     "connect(addr, *, reconnect=True, reconnect_deadline=60.0, token=None, token_file=None,\n"
+     "        stall_timeout=10.0) -> Client:\n"
      "connect to bfeedd at 'unix:/path' or 'host:port'. After a lost connection the client reconnects\n"
      "for up to reconnect_deadline seconds and its streams resume exactly; token (or the first line of\n"
-     "token_file, default: the file $BFEED_TOKEN_FILE names) is the access token a daemon may ask for."},
+     "token_file, default: the file $BFEED_TOKEN_FILE names) is the access token a daemon may ask for.\n"
+     "Several daemons ('A,B,C', or a name resolving to several): each stream fans out over them,\n"
+     "exactly one daemon's batches; one silent for stall_timeout seconds is dropped and retried."},
     {"strerror", module_strerror, METH_O, "strerror(code) -> the name and meaning of a BFEED_E* code."},
     {"option_names", module_option_names, METH_NOARGS, "option_names() -> the stream options, as the CLI spells them."},
     {NULL, NULL, 0, NULL}};

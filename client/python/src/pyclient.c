@@ -12,19 +12,21 @@ static int pyclient_check(pyclient *self) {
 }
 
 /* connect(addr, *, reconnect=True, reconnect_deadline=60.0, token=None,
- * token_file=None): bfeed_connect_opts by keyword; None keeps a default. */
+ * token_file=None, stall_timeout=10.0): bfeed_connect_opts by keyword;
+ * None keeps a default. addr may name several daemons ("A,B,C"). */
 PyObject *pyclient_connect(PyObject *module, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"addr", "reconnect", "reconnect_deadline", "token", "token_file", NULL};
+  static char *kw[] = {"addr", "reconnect", "reconnect_deadline", "token", "token_file", "stall_timeout", NULL};
   const char *addr, *token = NULL;
-  PyObject *reconnect = Py_None, *deadline = Py_None, *token_file = NULL;
+  PyObject *reconnect = Py_None, *deadline = Py_None, *token_file = NULL, *stall = Py_None;
   bfeed_connect_opts co;
   bfeed_connect_opts_init(&co);
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOzO&:connect", kw, &addr, &reconnect, &deadline, &token,
-                                   PyUnicode_FSConverter, &token_file))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOzO&O:connect", kw, &addr, &reconnect, &deadline, &token,
+                                   PyUnicode_FSConverter, &token_file, &stall))
     return NULL;
   if (reconnect != Py_None && (co.reconnect = PyObject_IsTrue(reconnect)) < 0) goto fail;
   if (deadline != Py_None && (co.reconnect_deadline = PyFloat_AsDouble(deadline)) == -1.0 && PyErr_Occurred())
     goto fail;
+  if (stall != Py_None && (co.stall_timeout = PyFloat_AsDouble(stall)) == -1.0 && PyErr_Occurred()) goto fail;
   co.token = token;
   co.token_file = token_file ? PyBytes_AS_STRING(token_file) : NULL;
   bfeed_client *c;
