@@ -115,6 +115,12 @@ typedef struct bfeed_connect_opts {
    * bfeed_connect2, not kept; sent again on every reconnect. */
   const char *token;
   const char *token_file;
+  /* 1 (default): on a unix: address, ask the daemon to put batches in a
+   * shared-memory ring the client maps (no socket copies; the batch's
+   * tensors point into it until it is released; a daemon that cannot
+   * serves over the socket); 0: always the socket. The environment
+   * variable BFEED_SHM=0 turns it off too. TCP never uses it. */
+  int shm;
 } bfeed_connect_opts;
 BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o);
 

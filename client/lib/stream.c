@@ -21,13 +21,15 @@ static void stream_drop_queue(bfeed_stream *s) {
   while (s->head) {
     bfeed_batch *b = s->head;
     s->head = b->next;
-    batch_free(b);
+    batch_drop(b);
   }
   s->tail = NULL;
 }
 
 void stream_free(bfeed_stream *s) {
   stream_drop_queue(s);
+  shm_forget(s->shm); /* no locks held here: shm.c's order */
+  shm_unref(s->shm);
   for (size_t i = 0; i < s->nnames; i++) free(s->names[i]);
   free(s);
 }
@@ -123,6 +125,8 @@ BFEED_API int bfeed_stream_open(bfeed_client *c, const char *dataset, const bfee
   s->open.opts = *o;
   if (o->codec == BFEED_CODEC_AUTO)
     s->open.opts.codec = c->where.kind == ADDR_TCP ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
+  /* Shared memory only where descriptors can travel; TCP never asks. */
+  s->open.opts.transport = c->shm && c->where.kind == ADDR_UNIX ? BFEED_TRANSPORT_SHM : BFEED_TRANSPORT_SOCKET;
   if (msg_opts_check(&s->open.opts, why, sizeof why) < 0) {
     free(s);
     return common_err(err, BFEED_EINVAL, "%s", why);
@@ -181,7 +185,9 @@ BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error 
    * fails the connection is gone: the batch in hand is still good, and the
    * reader thread reconnects, or the next call reports why the connection
    * ended (the daemon's own error when it sent one, such as ESHUTDOWN). */
-  if (b && conn_send(c, gen, FRAME_ACK, s->id, conn_enc_u64, &consumed, NULL) == BFEED_EIO && !c->reconnect)
+  /* A shared-memory batch is acked when released (shm.c): its slot is
+   * the caller's until then. */
+  if (b && !b->shm && conn_send(c, gen, FRAME_ACK, s->id, conn_enc_u64, &consumed, NULL) == BFEED_EIO && !c->reconnect)
     conn_mark_dead(c, BFEED_ECLOSED, "the connection to the daemon is closed");
   pthread_mutex_lock(&c->mu);
   conn_leave(c);

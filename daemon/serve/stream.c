@@ -6,6 +6,8 @@
 #include <string.h>
 #include <uv.h>
 
+#include "shm_ring.h"
+
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
 
 static uint64_t stream_serials; /* loop thread only */
@@ -32,16 +34,43 @@ struct stream {
   uint64_t queued;      /* bytes of its batches in the connection's write queue */
   unsigned inflight;
   int failed, end_sent;
+  shm_ring *ring;    /* a shared-memory stream's ring (PROTOCOL.md "Shared memory"), else NULL */
+  int ring_sent;     /* SHM_RING is queued */
   /* counters */
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
+  uint64_t kernel_copy_bytes, shm_batches; /* batch bytes through the socket; batches through the ring */
 };
 
 uint32_t stream_id(const stream *st) { return st->id; }
 
 void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.max_pixels = max_pixels; }
 
-int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
+/* A client on a Unix socket that asks for shared memory gets a ring of
+ * `window` slots, each the stream's largest batch, 64-byte aligned; its
+ * batches travel raw (codec none) whatever codec it asked for. Over TCP
+ * the option is ignored: the socket is the fallback. 0, or ELIMIT when the
+ * ring does not fit max_memory, or the error making it. */
+static int stream_open_ring(stream *st, conn *c, char *err, size_t errlen) {
+  uint32_t slots = st->spec.opts.window;
+  uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
+  if (slot_size == 0) slot_size = 64;
+  if (!conn_budget_admits(c, slots * slot_size))
+    return snprintf(err, errlen, "a shared-memory ring of %u x %llu bytes does not fit this daemon's max_memory now: "
+                    "lower the window or the batch, or use the socket (bfeed --no-shm)",
+                    slots, (unsigned long long)slot_size),
+           BFEED_ELIMIT;
+  if (!(st->ring = shm_ring_new(slots, slot_size, err, errlen))) return BFEED_EIO;
+  /* A batch's pooled buffer holds only its BATCH_SHM frame now. */
+  st->frame_bytes = FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4;
+  return 0;
+}
+
+int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *opts, workers *pool,
                 bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err, size_t errlen) {
+  bfeed_stream_opts shm_opts = *opts, *o = &shm_opts;
+  int shm = o->transport == BFEED_TRANSPORT_SHM && !conn_is_tcp(c);
+  if (shm) o->codec = BFEED_CODEC_NONE;
+  o->transport = shm ? BFEED_TRANSPORT_SHM : BFEED_TRANSPORT_SOCKET;
   int rc = msg_opts_check(o, err, errlen);
   if (rc == 0) rc = batch_spec_check(ds, o, err, errlen);
   if (rc < 0) return rc;
@@ -83,6 +112,13 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   st->start_epoch = start_epoch;
   st->start_batch = start_batch;
   st->end_seq = o->epochs && o->epochs <= UINT64_MAX / bpe ? o->epochs * bpe - o->batch_index : UINT64_MAX;
+  if (shm && (rc = stream_open_ring(st, c, err, errlen)) < 0) {
+    stats->streams--;
+    epoch_cache_free(&st->orders);
+    dataset_unref(st->spec.ds);
+    free(st);
+    return rc;
+  }
   info->samples = n;
   info->batches_per_epoch = bpe;
   info->classes = (uint32_t)ds->nclasses;
@@ -131,6 +167,11 @@ static void pump(stream *st) {
     uint64_t left = st->shard_samples - job->first;
     job->count = left < st->spec.opts.batch ? (uint32_t)left : st->spec.opts.batch;
     job->owner = st;
+    if (st->ring) { /* free: seq - window was released (acked) */
+      job->shm_index = (uint32_t)(job->seq % shm_ring_slots(st->ring));
+      job->shm_slot = shm_ring_slot(st->ring, job->shm_index);
+      job->shm_slot_size = shm_ring_slot_size(st->ring);
+    }
     st->inflight++;
     st->submitted_ns[st->next_seq % READY_SLOTS] = uv_hrtime();
     st->next_seq++;
@@ -151,6 +192,8 @@ static void deliver(stream *st) {
     st->batches++;
     st->raw_bytes += job->raw_bytes;
     st->wire_bytes += job->frame.len;
+    if (st->ring) st->shm_batches++;
+    else st->kernel_copy_bytes += job->frame.len;
     ds_stats *d = st->stats;
     d->samples += job->count;
     d->batches++;
@@ -175,6 +218,17 @@ static void deliver(stream *st) {
 /* deliver() too: a stream with nothing to serve (resumed at the end of its
  * last epoch) ends at once. */
 void stream_start(stream *st) {
+  if (st->ring && !st->ring_sent && st->conn) { /* right after OPEN_OK, before any batch */
+    msg_shm_ring r = {.slots = shm_ring_slots(st->ring), .slot_size = shm_ring_slot_size(st->ring)};
+    r.size = r.slots * r.slot_size;
+    wbuf w;
+    wbuf_init(&w);
+    size_t at = msg_begin(&w);
+    msg_shm_ring_encode(&w, &r);
+    msg_finish(&w, at, FRAME_SHM_RING, st->id);
+    st->ring_sent = 1;
+    conn_send_frame_fd(st->conn, &w, shm_ring_fd(st->ring));
+  }
   pump(st);
   deliver(st);
 }
@@ -211,6 +265,7 @@ static void stream_free(stream *st) {
   for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
   epoch_cache_free(&st->orders);
   dataset_unref(st->spec.ds);
+  shm_ring_free(st->ring);
   free(st);
 }
 
@@ -265,6 +320,8 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"unacked", st->sent_seq - st->acked},
       {"samples_per_epoch", st->shard_samples},
       {"batches_per_epoch", st->bpe},
+      {"kernel_copy_bytes", st->kernel_copy_bytes},
+      {"shm_batches", st->shm_batches},
   };
   size_t n = 0;
   for (; n < sizeof v / sizeof v[0] && n < max; n++) {
