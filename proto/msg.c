@@ -550,3 +550,23 @@ int msg_batch_shm_decode(const void *p, size_t n, const msg_shm_ring *ring, msg_
   m->data = NULL;
   return 0;
 }
+
+void msg_ack_encode(wbuf *w, const msg_ack *m) {
+  wbuf_u64(w, m->consumed);
+  if (!m->nreleased) return; /* the plain ACK */
+  wbuf_u32(w, m->nreleased);
+  for (uint32_t i = 0; i < m->nreleased; i++) wbuf_u64(w, m->released[i]);
+}
+
+int msg_ack_decode(const void *p, size_t n, msg_ack *m, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  m->consumed = rbuf_u64(&r);
+  m->nreleased = n == 8 ? 0 : rbuf_u32(&r);
+  if (r.failed) return *why = "ACK truncated", BFEED_EPROTO;
+  if (n > 8 && (m->nreleased == 0 || m->nreleased > MSG_ACK_MAX_RELEASED))
+    return *why = "ACK's released count out of range", BFEED_EPROTO;
+  if (rbuf_left(&r) != 8 * (size_t)m->nreleased) return *why = "ACK's released list has the wrong length", BFEED_EPROTO;
+  for (uint32_t i = 0; i < m->nreleased; i++) m->released[i] = rbuf_u64(&r);
+  return 0;
+}

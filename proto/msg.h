@@ -173,5 +173,17 @@ size_t msg_batch_shm_size(const msg_batch *m);
 void msg_batch_shm_encode(wbuf *w, const msg_batch *m, uint32_t slot);
 int msg_batch_shm_decode(const void *p, size_t n, const msg_shm_ring *ring, msg_batch *m, uint32_t *slot,
                          const char **why);
+/* ACK on a shared-memory stream: `consumed` as in every ACK, then
+ * optionally u32 count (1..64) and count x u64: the seqs of BATCH_SHM
+ * batches the caller has released, whose slots the daemon may reuse. A
+ * plain 8-byte ACK has none. */
+#define MSG_ACK_MAX_RELEASED 64
+typedef struct msg_ack {
+  uint64_t consumed;
+  uint32_t nreleased;
+  uint64_t released[MSG_ACK_MAX_RELEASED];
+} msg_ack;
+void msg_ack_encode(wbuf *w, const msg_ack *m);
+int msg_ack_decode(const void *p, size_t n, msg_ack *m, const char **why);
 
 #endif

@@ -185,12 +185,14 @@ int shm_batch_decode(const shm_track *t, const uint8_t *p, size_t n, msg_batch *
 void shm_ref(shm_track *t);
 /* A decoded BATCH_SHM into b: its tensors in the slot, a reference held. */
 int shm_batch(shm_track *t, const msg_batch *m, uint32_t slot, bfeed_batch *b, char *why, size_t cap);
-/* Batch seq was released: its reference dropped; with ack, the released
- * prefix that grew is ACKed (no c->mu or c->wmu held then); without, only
- * the reference goes (any lock may be held). */
+/* Batch seq was released: its reference dropped; with ack, the daemon is
+ * told its slot is free (no c->mu or c->wmu held then); without, only the
+ * reference goes (any lock may be held). */
 void shm_release(shm_track *t, uint64_t seq, int ack);
 /* No more ACKs (the stream or client is closing); no c->mu or c->wmu held. */
 void shm_forget(shm_track *t);
+/* The stream's count of batches taken, which every release's ACK repeats. */
+void shm_consumed(shm_track *t, uint64_t consumed);
 void shm_unref(shm_track *t);
 
 /* reader.c: the thread that owns the socket's read side after the handshake. */

@@ -175,6 +175,7 @@ BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error 
     if (!s->head) s->tail = NULL;
     b->next = NULL;
     s->consumed++;
+    shm_consumed(s->shm, s->consumed); /* repeated by releases (shm.c) */
     s->next = stream_pos_after((stream_pos){b->epoch, b->index}, s->info.batches_per_epoch);
   }
   uint64_t consumed = s->consumed, gen = c->gen;
@@ -185,9 +186,7 @@ BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error 
    * fails the connection is gone: the batch in hand is still good, and the
    * reader thread reconnects, or the next call reports why the connection
    * ended (the daemon's own error when it sent one, such as ESHUTDOWN). */
-  /* A shared-memory batch is acked when released (shm.c): its slot is
-   * the caller's until then. */
-  if (b && !b->shm && conn_send(c, gen, FRAME_ACK, s->id, conn_enc_u64, &consumed, NULL) == BFEED_EIO && !c->reconnect)
+  if (b && conn_send(c, gen, FRAME_ACK, s->id, conn_enc_u64, &consumed, NULL) == BFEED_EIO && !c->reconnect)
     conn_mark_dead(c, BFEED_ECLOSED, "the connection to the daemon is closed");
   pthread_mutex_lock(&c->mu);
   conn_leave(c);

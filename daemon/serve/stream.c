@@ -36,6 +36,8 @@ struct stream {
   int failed, end_sent;
   shm_ring *ring;    /* a shared-memory stream's ring (PROTOCOL.md "Shared memory"), else NULL */
   int ring_sent;     /* SHM_RING is queued */
+  uint64_t slot_busy;           /* bit i: slot i holds a batch scheduled, sent or held by the caller */
+  uint64_t slot_seq[MSG_SHM_MAX_SLOTS]; /* the batch in each busy slot */
   /* counters */
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
   uint64_t kernel_copy_bytes, shm_batches; /* batch bytes through the socket; batches through the ring */
@@ -48,17 +50,18 @@ void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.ma
 /* A client on a Unix socket that asks for shared memory gets a ring of
  * `window` slots, each the stream's largest batch, 64-byte aligned; its
  * batches travel raw (codec none) whatever codec it asked for. Over TCP
- * the option is ignored: the socket is the fallback. 0, or ELIMIT when the
- * ring does not fit max_memory, or the error making it. */
+ * the option is ignored, and so it is when the ring does not fit
+ * max_memory now (a stream beside clients that do not read must still be
+ * served): the socket is the fallback, and the client takes what comes. */
 static int stream_open_ring(stream *st, conn *c, char *err, size_t errlen) {
   uint32_t slots = st->spec.opts.window;
   uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
   if (slot_size == 0) slot_size = 64;
-  if (!conn_budget_admits(c, slots * slot_size))
-    return snprintf(err, errlen, "a shared-memory ring of %u x %llu bytes does not fit this daemon's max_memory now: "
-                    "lower the window or the batch, or use the socket (bfeed --no-shm)",
-                    slots, (unsigned long long)slot_size),
-           BFEED_ELIMIT;
+  if (!conn_budget_admits(c, slots * slot_size)) {
+    log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
+             "served over the socket", st->id, slots, (unsigned long long)slot_size);
+    return 0;
+  }
   if (!(st->ring = shm_ring_new(slots, slot_size, err, errlen))) return BFEED_EIO;
   /* A batch's pooled buffer holds only its BATCH_SHM frame now. */
   st->frame_bytes = FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4;
@@ -147,6 +150,38 @@ uint64_t stream_held_bytes(const stream *st) { return (st->next_seq - st->sent_s
 
 uint64_t stream_serial(const stream *st) { return st->serial; }
 
+/* A shared-memory stream's batch goes to a free slot; when the caller
+ * still holds every slot's batch (it may keep batches as long as it
+ * likes), the batch travels over the socket instead, so holding batches
+ * never stalls the stream. */
+static void stream_take_slot(stream *st, batch_job *job) {
+  uint32_t slots = st->ring ? shm_ring_slots(st->ring) : 0;
+  for (uint32_t i = 0; i < slots; i++) {
+    if (st->slot_busy >> i & 1) continue;
+    st->slot_busy |= 1ull << i;
+    st->slot_seq[i] = job->seq;
+    job->shm_index = i;
+    job->shm_slot = shm_ring_slot(st->ring, i);
+    job->shm_slot_size = shm_ring_slot_size(st->ring);
+    return;
+  }
+}
+
+/* A job that will not be sent (shed, failed) gives its slot back. */
+static void stream_put_slot(stream *st, const batch_job *job) {
+  if (job->shm_slot) st->slot_busy &= ~(1ull << job->shm_index);
+}
+
+int stream_release(stream *st, uint64_t seq) {
+  uint32_t slots = st->ring ? shm_ring_slots(st->ring) : 0;
+  for (uint32_t i = 0; i < slots; i++)
+    if ((st->slot_busy >> i & 1) && st->slot_seq[i] == seq && seq < st->sent_seq) {
+      st->slot_busy &= ~(1ull << i);
+      return 0;
+    }
+  return BFEED_EPROTO;
+}
+
 static void pump(stream *st) {
   uint32_t window = st->spec.opts.window;
   while (st->conn && !st->failed && st->next_seq < st->end_seq && st->next_seq < st->acked + window &&
@@ -167,11 +202,7 @@ static void pump(stream *st) {
     uint64_t left = st->shard_samples - job->first;
     job->count = left < st->spec.opts.batch ? (uint32_t)left : st->spec.opts.batch;
     job->owner = st;
-    if (st->ring) { /* free: seq - window was released (acked) */
-      job->shm_index = (uint32_t)(job->seq % shm_ring_slots(st->ring));
-      job->shm_slot = shm_ring_slot(st->ring, job->shm_index);
-      job->shm_slot_size = shm_ring_slot_size(st->ring);
-    }
+    stream_take_slot(st, job);
     st->inflight++;
     st->submitted_ns[st->next_seq % READY_SLOTS] = uv_hrtime();
     st->next_seq++;
@@ -246,6 +277,7 @@ uint64_t stream_shed(stream *st, uint64_t keep) {
          (job = st->ready[(st->next_seq - 1) % READY_SLOTS]) != NULL) {
     st->ready[(st->next_seq - 1) % READY_SLOTS] = NULL;
     st->next_seq--; /* made again, byte for byte, when its turn comes */
+    stream_put_slot(st, job);
     freed += job->buf_cap;
     batch_job_free(job);
   }

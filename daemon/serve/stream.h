@@ -35,6 +35,9 @@ void stream_start(stream *st);
 /* The client has consumed `consumed` batches in all; 0 or BFEED_EPROTO if
  * that is more than were sent. */
 int stream_ack(stream *st, uint64_t consumed);
+/* A shared-memory stream's client released batch seq: its slot is free.
+ * 0, or BFEED_EPROTO if seq holds no slot it was sent in. */
+int stream_release(stream *st, uint64_t seq);
 /* Detach from the connection and free once no job is in flight. */
 void stream_close(stream *st);
 /* A job of this stream finished (from the workers' callback). */

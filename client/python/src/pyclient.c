@@ -12,17 +12,19 @@ static int pyclient_check(pyclient *self) {
 }
 
 /* connect(addr, *, reconnect=True, reconnect_deadline=60.0, token=None,
- * token_file=None): bfeed_connect_opts by keyword; None keeps a default. */
+ * token_file=None, shm=True): bfeed_connect_opts by keyword; None keeps a
+ * default. */
 PyObject *pyclient_connect(PyObject *module, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"addr", "reconnect", "reconnect_deadline", "token", "token_file", NULL};
+  static char *kw[] = {"addr", "reconnect", "reconnect_deadline", "token", "token_file", "shm", NULL};
   const char *addr, *token = NULL;
-  PyObject *reconnect = Py_None, *deadline = Py_None, *token_file = NULL;
+  PyObject *reconnect = Py_None, *deadline = Py_None, *token_file = NULL, *shm = Py_None;
   bfeed_connect_opts co;
   bfeed_connect_opts_init(&co);
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOzO&:connect", kw, &addr, &reconnect, &deadline, &token,
-                                   PyUnicode_FSConverter, &token_file))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOzO&O:connect", kw, &addr, &reconnect, &deadline, &token,
+                                   PyUnicode_FSConverter, &token_file, &shm))
     return NULL;
   if (reconnect != Py_None && (co.reconnect = PyObject_IsTrue(reconnect)) < 0) goto fail;
+  if (shm != Py_None && (co.shm = PyObject_IsTrue(shm)) < 0) goto fail;
   if (deadline != Py_None && (co.reconnect_deadline = PyFloat_AsDouble(deadline)) == -1.0 && PyErr_Occurred())
     goto fail;
   co.token = token;

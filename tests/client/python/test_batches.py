@@ -157,7 +157,8 @@ def test_u8_codec_equals_none(daemon, codec, opts):
     every tensor (names, dtypes, shapes, bytes) as codec none has it, at
     about half the wire bytes (plus the table), still 64-byte aligned."""
     def run(c):
-        with bfeed.connect(daemon.addr) as cl, cl.stream("fx", batch=3, size=40, epochs=2, codec=c,
+        # the socket: a shared-memory stream carries every codec raw (PROTOCOL.md)
+        with bfeed.connect(daemon.addr, shm=False) as cl, cl.stream("fx", batch=3, size=40, epochs=2, codec=c,
                                                           keep_partial=True, **opts) as s:
             out = []
             for b in s:
