@@ -48,13 +48,16 @@ uint32_t stream_id(const stream *st) { return st->id; }
 void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.max_pixels = max_pixels; }
 
 /* A client on a Unix socket that asks for shared memory gets a ring of
- * `window` slots, each the stream's largest batch, 64-byte aligned; its
+ * window + 2 slots, each the stream's largest batch, 64-byte aligned; its
  * batches travel raw (codec none) whatever codec it asked for. Over TCP
  * the option is ignored, and so it is when the ring does not fit
  * max_memory now (a stream beside clients that do not read must still be
  * served): the socket is the fallback, and the client takes what comes. */
 static int stream_open_ring(stream *st, conn *c, char *err, size_t errlen) {
-  uint32_t slots = st->spec.opts.window;
+  /* window + 2: the batch a caller holds while it asks for the next (a
+   * for-loop's variable), and one more, so that a steady reader never
+   * finds every slot held and sees its batches fall back to the socket. */
+  uint32_t slots = st->spec.opts.window + 2 < MSG_SHM_MAX_SLOTS ? st->spec.opts.window + 2 : MSG_SHM_MAX_SLOTS;
   uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
   if (slot_size == 0) slot_size = 64;
   if (!conn_budget_admits(c, slots * slot_size)) {
@@ -223,7 +226,7 @@ static void deliver(stream *st) {
     st->batches++;
     st->raw_bytes += job->raw_bytes;
     st->wire_bytes += job->frame.len;
-    if (st->ring) st->shm_batches++;
+    if (job->shm_slot) st->shm_batches++;
     else st->kernel_copy_bytes += job->frame.len;
     ds_stats *d = st->stats;
     d->samples += job->count;
