@@ -186,8 +186,10 @@ def test_shm_equals_socket(daemon):
         return out, counters
     got, shm_ctr = run(True)
     ref, sock_ctr = run(False)
-    assert shm_ctr["shm_batches"] > 0 and shm_ctr["kernel_copy_bytes"] == 0
-    assert sock_ctr["shm_batches"] == 0 and sock_ctr["kernel_copy_bytes"] > 0
+    # every batch is kept here, so once all slots are held the rest come
+    # over the socket (PROTOCOL.md "Shared memory"): both kinds are checked
+    assert 0 < shm_ctr["shm_batches"] < len(got)
+    assert sock_ctr["shm_batches"] == 0 and 0 < shm_ctr["kernel_copy_bytes"] < sock_ctr["kernel_copy_bytes"]
     assert len(got) == len(ref) > 2
     for (e1, i1, x1, y1), (e2, i2, x2, y2) in zip(got, ref):
         assert (e1, i1) == (e2, i2)
