@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fingerprint.h"
 #include "msg.h"
 #include "stream.h"
 
@@ -97,6 +98,7 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   rc = stream_open(&st, c, id, ds, &m.opts, s->pool, s->buffers, stats, s->log, &ok, err, sizeof err);
   if (rc < 0) return conn_send_error(c, id, rc, "%s", err);
   stream_set_max_pixels(st, s->limits.max_pixels);
+  ok.fingerprint = fingerprint_stream(ds->fingerprint, &m.opts, s->limits.max_pixels);
   c->streams[c->nstreams++] = st;
   conn_streams_changed(c);
   log_info(s->log, "client %u: stream %u on %s: batch %u, size %u, %s, seed %llu, epoch %llu batch %llu", c->id,
@@ -119,6 +121,16 @@ static void on_ack(conn *c, uint32_t id, int i, const uint8_t *p, size_t n) {
     if (stream_release(c->streams[i], a.released[k]) < 0)
       return conn_fail(c, BFEED_EPROTO, "stream %u: ACK releases batch %llu, which holds no shared-memory slot", id,
                        (unsigned long long)a.released[k]);
+}
+
+/* Malformed or not, REQUEST is judged like ACK: a broken frame ends the
+ * connection, one for a stream already gone is ignored. */
+static void on_request(conn *c, int i, const uint8_t *p, size_t n) {
+  msg_request m; /* 16 KiB, on the loop thread's stack */
+  const char *why;
+  int rc = msg_request_decode(p, n, &m, &why);
+  if (rc < 0) return conn_fail(c, rc, "%s", why);
+  if (i >= 0) stream_request(c->streams[i], &m);
 }
 
 static void on_stats_req(conn *c, uint32_t id, int i) {
@@ -154,6 +166,7 @@ void dispatch_frame(conn *c, const frame_header *h, const uint8_t *p) {
       }
       return;
     case FRAME_STATS_REQ: return on_stats_req(c, h->stream, i);
+    case FRAME_REQUEST: return on_request(c, i, p, h->length);
     default:
       return conn_fail(c, BFEED_EPROTO, "unexpected %s frame from a client", frame_type_name(h->type));
   }

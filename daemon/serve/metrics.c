@@ -180,13 +180,36 @@ static void respond(http_conn *hc, const char *status, const char *ctype, const 
   if (uv_write(&hc->wr, (uv_stream_t *)&hc->tcp, &b, 1, on_http_written) < 0) http_close(hc);
 }
 
+/* /readyz: 0 when every dataset can serve and the daemon is not stopping,
+ * else the first reason, one line, in why. */
+static int metrics_ready(server *s, char *why, size_t cap) {
+  if (s->stopping) return snprintf(why, cap, "shutting down\n"), -1;
+  for (size_t i = 0; i < s->ndatasets; i++) {
+    char err[MSG_ERROR_MAX];
+    if (dataset_ready(s->datasets[i], err, sizeof err) != 0) {
+      for (char *c = err; *c; c++)
+        if (*c == '\n' || *c == '\r') *c = ' ';
+      return snprintf(why, cap, "%s\n", err), -1;
+    }
+  }
+  return 0;
+}
+
 static void handle_request(http_conn *hc) {
   static const char text[] = "text/plain; charset=utf-8";
-  char method[16], path[256];
+  char method[16], path[256], why[MSG_ERROR_MAX + 2];
   if (sscanf(hc->req, "%15s %255s", method, path) != 2) return respond(hc, "400 Bad Request", text, "bad request\n", 12);
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
     return respond(hc, "405 Method Not Allowed", text, "only GET\n", 9);
-  if (strcmp(path, "/metrics") != 0) return respond(hc, "404 Not Found", text, "try /metrics\n", 13);
+  int head = strcmp(method, "HEAD") == 0;
+  /* Liveness: the loop answered, so the daemon is not wedged. */
+  if (strcmp(path, "/healthz") == 0) return respond(hc, "200 OK", text, "ok\n", head ? 0 : 3);
+  if (strcmp(path, "/readyz") == 0) {
+    if (metrics_ready(hc->s, why, sizeof why) == 0) return respond(hc, "200 OK", text, "ready\n", head ? 0 : 6);
+    return respond(hc, "503 Service Unavailable", text, why, head ? 0 : strlen(why));
+  }
+  if (strcmp(path, "/metrics") != 0)
+    return respond(hc, "404 Not Found", text, "try /metrics, /healthz or /readyz\n", 34);
   wbuf body;
   wbuf_init(&body);
   metrics_render(hc->s, &body);

@@ -7,6 +7,7 @@
 #include <uv.h>
 
 #include "shm_ring.h"
+#include "select.h"
 
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
 
@@ -20,7 +21,7 @@ struct stream {
   const logger *log;
   int shuffle;
   uint64_t shard_samples, bpe;
-  uint64_t start_epoch, start_batch;
+  select_plan sel;   /* which batch each seq is (select.h) */
   uint64_t next_seq; /* next batch to schedule */
   uint64_t sent_seq; /* next batch to send */
   uint64_t acked;    /* batches the client has consumed */
@@ -80,8 +81,6 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   int rc = msg_opts_check(o, err, errlen);
   if (rc == 0) rc = batch_spec_check(ds, o, err, errlen);
   if (rc < 0) return rc;
-  if (o->select != BFEED_SELECT_ALL) /* the subsets are the next step (issue 14) */
-    return snprintf(err, errlen, "select (residue, on-demand) is not served by this daemon yet"), BFEED_EINVAL;
   uint64_t n = epoch_shard_size(ds->nsamples, o->shard_count);
   uint64_t bpe = o->keep_partial ? (n + o->batch - 1) / o->batch : n / o->batch;
   if (bpe == 0)
@@ -101,7 +100,10 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
                     (unsigned long long)o->batch_index, (unsigned long long)bpe, (unsigned long long)bpe),
            BFEED_EINVAL;
   stream *st = calloc(1, sizeof *st);
-  if (!st) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+  if (!st || select_init(&st->sel, o, bpe, start_epoch, start_batch, &st->end_seq) < 0) {
+    if (st) select_free(&st->sel), free(st);
+    return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+  }
   st->conn = c;
   st->id = id;
   batch_spec_init(&st->spec, dataset_ref(ds), o, id, log, buffers);
@@ -115,12 +117,10 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   epoch_cache_init(&st->orders, &st->spec, st->shuffle);
   st->shard_samples = n;
   st->bpe = bpe;
-  st->start_epoch = start_epoch;
-  st->start_batch = start_batch;
-  st->end_seq = o->epochs && o->epochs <= UINT64_MAX / bpe ? o->epochs * bpe - o->batch_index : UINT64_MAX;
   if (shm && (rc = stream_open_ring(st, c, err, errlen)) < 0) {
     stats->streams--;
     epoch_cache_free(&st->orders);
+    select_free(&st->sel);
     dataset_unref(st->spec.ds);
     free(st);
     return rc;
@@ -128,7 +128,7 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   info->samples = n;
   info->batches_per_epoch = bpe;
   info->classes = (uint32_t)ds->nclasses;
-  info->fingerprint = 0; /* not computed yet: clients treat 0 as unknown */
+  info->fingerprint = 0; /* dispatch.c fills it in: it knows the daemon's limits */
   *out = st;
   return 0;
 }
@@ -189,7 +189,6 @@ static void pump(stream *st) {
   uint32_t window = st->spec.opts.window;
   while (st->conn && !st->failed && st->next_seq < st->end_seq && st->next_seq < st->acked + window &&
          memory_allows(st)) {
-    uint64_t abs = st->start_batch + st->next_seq;
     batch_job *job = calloc(1, sizeof *job);
     if (!job) {
       fail(st, BFEED_ENOMEM, "out of memory scheduling a batch");
@@ -198,8 +197,7 @@ static void pump(stream *st) {
     job->spec = &st->spec;
     job->orders = &st->orders;
     job->pool = st->spec.pool;
-    job->epoch = st->start_epoch + abs / st->bpe;
-    job->index = abs % st->bpe;
+    select_at(&st->sel, st->next_seq, &job->epoch, &job->index);
     job->seq = st->next_seq;
     job->first = (uint32_t)(job->index * st->spec.opts.batch);
     uint64_t left = st->shard_samples - job->first;
@@ -238,7 +236,9 @@ static void deliver(stream *st) {
     st->queued += job->buf_cap;
     conn_send_frame(st->conn, &job->frame, job);
   }
-  if (st->conn && !st->failed && st->sent_seq == st->end_seq && !st->end_sent) {
+  /* An on-demand stream has served all it was asked for so far, not all it will be. */
+  if (st->conn && !st->failed && st->sent_seq == st->end_seq && !st->end_sent &&
+      st->sel.kind != BFEED_SELECT_ON_DEMAND) {
     wbuf w;
     wbuf_init(&w);
     size_t at = msg_begin(&w);
@@ -296,7 +296,17 @@ int stream_ack(stream *st, uint64_t consumed) {
   return 0;
 }
 
+void stream_request(stream *st, const msg_request *m) {
+  char err[MSG_ERROR_MAX];
+  if (st->failed) return; /* the client has been told; what it asked after does not matter */
+  int rc = select_request(&st->sel, m, st->acked, st->spec.opts.window, err, sizeof err);
+  if (rc < 0) return fail(st, rc, err);
+  st->end_seq = st->sel.requested;
+  pump(st);
+}
+
 static void stream_free(stream *st) {
+  select_free(&st->sel);
   for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
   epoch_cache_free(&st->orders);
   dataset_unref(st->spec.ds);
@@ -357,9 +367,10 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"batches_per_epoch", st->bpe},
       {"kernel_copy_bytes", st->kernel_copy_bytes},
       {"shm_batches", st->shm_batches},
+      {"requested", st->sel.requested}, /* on-demand streams only: the last entry */
   };
-  size_t n = 0;
-  for (; n < sizeof v / sizeof v[0] && n < max; n++) {
+  size_t n = 0, count = sizeof v / sizeof v[0] - (st->sel.kind != BFEED_SELECT_ON_DEMAND);
+  for (; n < count && n < max; n++) {
     snprintf(out[n].name, sizeof out[n].name, "%s", v[n].name);
     out[n].value = v[n].value;
   }

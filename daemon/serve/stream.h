@@ -2,8 +2,9 @@
  * stream.h -- one client's stream of batches on one dataset: schedule, reorder, send.
  * Called by dispatch.c (open, ack, close), conn.c and budget.c (start again), server.c (finished jobs).
  *
- * Batch number seq (counted from the open) is batch (seq + start batch) of
- * the epochs from the start epoch on. The stream keeps at most `window`
+ * Batch number seq (counted from the open) is, with select all, batch
+ * (seq + start batch) of the epochs from the start epoch on; select.h says
+ * which it is for the subsets. The stream keeps at most `window`
  * batches between what the client has acknowledged consuming and what it
  * has scheduled, so a slow client costs bounded memory; workers finish out
  * of order and the stream sends in order. Loop thread only.
@@ -38,6 +39,10 @@ int stream_ack(stream *st, uint64_t consumed);
 /* A shared-memory stream's client released batch seq: its slot is free.
  * 0, or BFEED_EPROTO if seq holds no slot it was sent in. */
 int stream_release(stream *st, uint64_t seq);
+/* REQUEST on an on-demand stream: serve m's batches after those asked for
+ * before. A REQUEST the stream cannot take (select.h) fails the stream
+ * with an ERROR on it. */
+void stream_request(stream *st, const msg_request *m);
 /* Detach from the connection and free once no job is in flight. */
 void stream_close(stream *st);
 /* A job of this stream finished (from the workers' callback). */

@@ -14,6 +14,7 @@
 #include "bfeed_types.h"
 #include "dataset_impl.h"
 #include "dataset_shards.h"
+#include "fingerprint.h"
 #include "folder.h"
 #include "errtext.h"
 
@@ -281,6 +282,7 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
     dataset_free(d);
     return NULL;
   }
+  d->fingerprint = fingerprint_dataset(d, &k);
   return d;
 }
 

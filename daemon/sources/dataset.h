@@ -77,6 +77,7 @@ typedef struct dataset {
    * only once dataset_ready() has returned 0. */
   struct dataset_shards *shards;
   int has_images; /* tfrecord, tar: samples carry an image */
+  uint64_t fingerprint; /* of what decides its bytes, at load (fingerprint.h); 0: unknown */
 } dataset;
 
 static inline int dataset_has_images(const dataset *d) {

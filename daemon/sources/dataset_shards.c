@@ -193,6 +193,11 @@ static int dataset_shards_string(const dataset_keys *k, const char *key, const c
   return v && v[0] && !*out ? BFEED_ENOMEM : 0;
 }
 
+const char *const *dataset_shards_files(const dataset *d, size_t *n) {
+  *n = d->shards ? d->shards->nfiles : 0;
+  return d->shards ? (const char *const *)d->shards->files : NULL;
+}
+
 const char *const dataset_tfrecord_keys[] = {"image_key", "label_key", "label_offset", "features_key", "cache_dir", NULL};
 const char *const dataset_tar_keys[] = {"label_ext", "label_offset", "cache_dir", NULL};
 

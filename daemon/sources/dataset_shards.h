@@ -35,6 +35,8 @@ int dataset_shards_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, 
 void dataset_shards_name(const dataset *d, size_t i, char *out, size_t n);
 /* Records or members left out when the shards were indexed. */
 uint64_t dataset_shards_skipped(const dataset *d);
+/* The shard files, in sample order (listed at load, before indexing). */
+const char *const *dataset_shards_files(const dataset *d, size_t *n);
 /* Stops the indexing threads and frees; d's arrays are freed by dataset.c. */
 void dataset_shards_free(dataset_shards *s);
 

@@ -104,10 +104,8 @@ static void test_two_latest_kept(void **state) {
   epoch_order *remade = epoch_cache_get(&f->cache, 0);
   check_order(remade, 0);
   assert_memory_equal(remade->idx, e0->idx, (size_t)e0->n * sizeof e0->idx[0]);
-  epoch_order_unref(remade);
-  epoch_order_unref(e0);
-  epoch_order_unref(e1);
-  epoch_order_unref(e2);
+  epoch_order *held[] = {remade, e0, e1, e2};
+  for (size_t i = 0; i < sizeof held / sizeof held[0]; i++) epoch_order_unref(held[i]);
 }
 
 /* Unshuffled, the shard's positions in dataset order. */

@@ -154,6 +154,16 @@ int suite_raw_hello(const char *addr) {
   return fd;
 }
 
+void suite_raw_answers_then_close(int fd, uint32_t stream) {
+  frame_header h;
+  uint8_t *p;
+  assert_int_equal(itest_raw_send(fd, FRAME_STATS_REQ, stream, NULL, 0), 0);
+  assert_int_equal(itest_raw_expect(fd, FRAME_STATS, &h, &p), 0);
+  assert_int_equal(h.stream, stream);
+  free(p);
+  close(fd);
+}
+
 int suite_raw_open(const char *addr, const bfeed_stream_opts *o) {
   int fd = suite_raw_hello(addr);
   assert_int_equal(itest_raw_open(fd, 1, "demo", o), 0);

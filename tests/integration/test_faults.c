@@ -145,8 +145,8 @@ static void faults_expect_timeout(int fd, const char *what) {
 
 static void test_handshake_timeout(void **state) {
   suite *s = *state;
-  const char *const args[] = {"--handshake-timeout", "1", "--max-clients", "2", NULL};
-  itest_daemon *d = suite_start_with(s, 0, "handshake", 1, 0, args, NULL);
+  itest_daemon *d = suite_start_with(s, 0, "handshake", 1, 0,
+                                     (const char *const[]){"--handshake-timeout", "1", "--max-clients", "2", NULL}, NULL);
   /* Silent sockets fill every client slot. (The start's probe connection
    * may still hold a slot: the daemon accepts every waiting connection
    * before it reads the probe's end. A silent socket answered at once was
@@ -195,8 +195,7 @@ static void test_handshake_timeout(void **state) {
 
 static void test_idle_timeout(void **state) {
   suite *s = *state;
-  const char *const args[] = {"--idle-timeout", "1", NULL};
-  itest_daemon *d = suite_start_with(s, 0, "idle", 1, 0, args, NULL);
+  itest_daemon *d = suite_start_with(s, 0, "idle", 1, 0, (const char *const[]){"--idle-timeout", "1", NULL}, NULL);
   int idle = suite_raw_hello(d->unix_addr);
   /* A connection with a stream is busy, even if it reads nothing for a
    * while: it is still there after twice the idle time. */
@@ -207,13 +206,7 @@ static void test_idle_timeout(void **state) {
   faults_expect_timeout(idle, "a connection without streams");
   close(idle);
   itest_sleep_ms(1000);
-  assert_int_equal(itest_raw_send(busy, FRAME_STATS_REQ, 1, NULL, 0), 0);
-  frame_header h;
-  uint8_t *p;
-  assert_int_equal(itest_raw_expect(busy, FRAME_STATS, &h, &p), 0);
-  assert_int_equal(h.stream, 1);
-  free(p);
-  close(busy);
+  suite_raw_answers_then_close(busy, 1);
   suite_stop(d);
 }
 
@@ -275,8 +268,7 @@ static void test_control_flood(void **state) {
  * The agent string is logged escaped. */
 static void test_duplicate_id_and_agent(void **state) {
   suite *s = *state;
-  const char *const args[] = {"--log-level", "debug", NULL};
-  itest_daemon *d = suite_start_with(s, 0, "dup", 1, 0, args, NULL);
+  itest_daemon *d = suite_start_with(s, 0, "dup", 1, 0, (const char *const[]){"--log-level", "debug", NULL}, NULL);
   int fd = itest_raw_connect(d->unix_addr);
   assert_true(fd >= 0);
   char msg[256];
@@ -333,8 +325,7 @@ static void test_npy_rewritten(void **state) {
   snprintf(path, sizeof path, "%s/f.npy", s->root);
   faults_write_npy(path, 64, 1024, 64);
   snprintf(arg, sizeof arg, "feats=npy:%s", path);
-  const char *const args[] = {"--dataset", arg, NULL};
-  itest_daemon *d = suite_start_with(s, 0, "npy", 1, 0, args, NULL);
+  itest_daemon *d = suite_start_with(s, 0, "npy", 1, 0, (const char *const[]){"--dataset", arg, NULL}, NULL);
   bfeed_stream_opts o;
   suite_eval_opts(&o, 1);
   o.window = 1;
@@ -396,8 +387,7 @@ static void test_slow_reload(void **state) {
   snprintf(fifo, sizeof fifo, "%s/slow.fifo", s->root);
   assert_int_equal(mkfifo(fifo, 0600), 0);
   assert_int_equal(itest_write_file(conf, "[bfeedd]\n", 9), 0);
-  const char *const args[] = {"--config", conf, NULL};
-  itest_daemon *d = suite_start_with(s, 0, "reload", 1, 0, args, NULL);
+  itest_daemon *d = suite_start_with(s, 0, "reload", 1, 0, (const char *const[]){"--config", conf, NULL}, NULL);
   bfeed_stream_opts o;
   suite_train_opts(&o, 4, 0);
   bfeed_client *c = suite_connect(d->unix_addr);
@@ -412,12 +402,7 @@ static void test_slow_reload(void **state) {
   /* The loop serves: a new connection, a request (a blocked loop would
    * leave them unanswered: the raw reads time out in 10 s), the stream. */
   int fd = suite_raw_hello(d->unix_addr);
-  assert_int_equal(itest_raw_send(fd, FRAME_STATS_REQ, 0, NULL, 0), 0);
-  frame_header h;
-  uint8_t *p;
-  assert_int_equal(itest_raw_expect(fd, FRAME_STATS, &h, &p), 0);
-  free(p);
-  close(fd);
+  suite_raw_answers_then_close(fd, 0);
   for (int i = 0; i < 10; i++) bfeed_batch_release(suite_next(st));
   assert_false(itest_daemon_log_has(d, "reload refused"));
 
@@ -450,8 +435,7 @@ static void test_dangling_symlinks(void **state) {
   snprintf(path, sizeof path, "%s/loop.jpg", dir);
   assert_int_equal(symlink("loop.jpg", path), 0);
   snprintf(arg, sizeof arg, "links=%s/links", s->root);
-  const char *const args[] = {"--dataset", arg, NULL};
-  itest_daemon *d = suite_start_with(s, 0, "links", 1, 0, args, NULL);
+  itest_daemon *d = suite_start_with(s, 0, "links", 1, 0, (const char *const[]){"--dataset", arg, NULL}, NULL);
   assert_true(itest_daemon_log_has(d, "dataset links: 1 samples"));
   assert_true(itest_daemon_log_has(d, "gone.jpg: No such file or directory (a symlink to nothing)"));
   assert_true(itest_daemon_log_has(d, "loop.jpg: Too many levels of symbolic links (a symlink loop)"));

@@ -9,6 +9,9 @@ bfeedd and bfeed-train accept, so that they do not rot as options change.
     the client port is the one `listen` opens, the data volume is mounted
     read-only, limits are set, the config is mounted where --config reads;
   * the Service is headless and selects the pods;
+  * bfeedd run with that configuration answers the probes as documented:
+    /healthz 200 "ok", /readyz 200 "ready", and 503 with a one-line reason
+    while a dataset cannot serve (here a tar shard whose index fails);
   * the Slurm script is valid bash and every flag it gives bfeedd and
     bfeed-train is one their --help lists.
 
@@ -17,9 +20,13 @@ usage: test_deploy.py BUILD_DIR
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.error
+import urllib.request
 
 import yaml
 
@@ -70,6 +77,7 @@ def test_kubernetes():
         f.write(local)
     r = run([os.path.join(BIN, "bfeedd"), "--check-config", path])
     check(r.returncode == 0, f"the ConfigMap's bfeedd.conf passes --check-config ({(r.stdout + r.stderr).strip()[-300:]!r})")
+    test_probes_answer(local, keys)
 
     pod = by_kind["Deployment"]["spec"]["template"]
     c = pod["spec"]["containers"][0]
@@ -101,6 +109,77 @@ def test_kubernetes():
     check(svc.get("clusterIP") == "None", "the Service is headless (its name resolves to every pod)")
     check(all(labels.get(k) == v for k, v in svc["selector"].items()), "the Service selects the pods")
     check({p["targetPort"] for p in svc["ports"]} <= set(ports), "its ports are the pod's")
+
+
+def http_get(url):
+    """(status, body) of a GET, or (None, reason) when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError as e:
+        return None, str(e)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def with_daemon(conf, what):
+    """Run bfeedd on conf (its metrics on a free local port, clients on a
+    Unix socket) and call what(base_url) once /healthz answers."""
+    port = free_port()
+    conf = re.sub(r"(?m)^(\s*)listen\s*=.*$", r"\1listen = unix:" + os.path.join(TMP, "bfeedd.sock"), conf)
+    conf = re.sub(r"(?m)^(\s*)metrics_listen\s*=.*$", r"\1metrics_listen = 127.0.0.1:%d" % port, conf)
+    path = os.path.join(TMP, "probe.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    log = open(os.path.join(TMP, "probe.log"), "w+")
+    p = subprocess.Popen([os.path.join(BIN, "bfeedd"), "--config", path], stdout=log, stderr=subprocess.STDOUT)
+    base = "http://127.0.0.1:%d" % port
+    try:
+        deadline = time.time() + 30
+        while http_get(base + "/healthz")[0] is None and p.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        log.seek(0)
+        check(http_get(base + "/healthz") == (200, "ok\n"), f"/healthz answers 200 ok ({log.read()[-500:]!r})")
+        what(base)
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+        log.close()
+
+
+def test_probes_answer(conf, keys):
+    # The metrics port the probes ask is the one the daemon opens: the
+    # ConfigMap's metrics_listen (checked against the pod's port above).
+    def ready(base):
+        # Image folders load before the daemon listens: ready at once.
+        check(http_get(base + "/readyz") == (200, "ready\n"), "/readyz answers 200 ready with every dataset loaded")
+        status, _ = http_get(base + "/nothing")
+        check(status == 404, f"other paths are 404 ({status})")
+
+    with_daemon(conf, ready)
+    # A tar dataset whose only shard is not a tar: its index fails, and
+    # /readyz says so, on one line, for as long as the daemon runs.
+    os.makedirs(os.path.join(TMP, "broken"), exist_ok=True)
+    with open(os.path.join(TMP, "broken", "a.tar"), "wb") as f:
+        f.write(b"this is not a tar archive\n" * 40)
+    broken = conf + "\n[dataset broken]\nkind = tar\npath = %s\n" % os.path.join(TMP, "broken", "*.tar")
+
+    def not_ready(base):
+        deadline = time.time() + 30
+        status, body = http_get(base + "/readyz")
+        while status == 503 and "being indexed" in body and time.time() < deadline:
+            time.sleep(0.1)
+            status, body = http_get(base + "/readyz")
+        check(status == 503 and "broken" in body and body.endswith("\n") and body.count("\n") == 1,
+              f"/readyz answers 503 and one line naming the dataset that cannot serve ({status}, {body!r})")
+
+    with_daemon(broken, not_ready)
 
 
 def help_flags(binary):
