@@ -102,7 +102,10 @@ static int shm_next(int fd, const msg_shm_ring *ring, const uint8_t *base, msg_b
   const char *why;
   for (;;) {
     assert_int_equal(itest_raw_recv(fd, &h, p), 0);
-    if (h.type == FRAME_END) return 0;
+    if (h.type == FRAME_END) {
+      free(*p);
+      return 0;
+    }
     if (h.type == FRAME_BATCH) {
       assert_int_equal(msg_batch_decode(*p, h.length, FRAME_MAX_PAYLOAD, m, &why), 0);
       *slot = -1;
