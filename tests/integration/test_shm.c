@@ -183,11 +183,16 @@ static void shm_equals_socket(const char *addr, const bfeed_stream_opts *o) {
   close(b);
 }
 
-static void test_raw_shm_equals_socket(void **state) {
+/* A daemon for the test, and train options of seed `seed` for one epoch. */
+static itest_daemon *shm_daemon(void **state, int workers, uint64_t seed, bfeed_stream_opts *o) {
   suite *s = *state;
-  itest_daemon *d = suite_start(s, 0, "shm", 2, 0);
+  suite_train_opts(o, seed, 1);
+  return suite_start(s, 0, "shm", workers, 0);
+}
+
+static void test_raw_shm_equals_socket(void **state) {
   bfeed_stream_opts o;
-  suite_train_opts(&o, 7, 1);
+  itest_daemon *d = shm_daemon(state, 2, 7, &o);
   o.window = 2;
   shm_equals_socket(d->unix_addr, &o);
   suite_eval_opts(&o, 1);
@@ -198,10 +203,8 @@ static void test_raw_shm_equals_socket(void **state) {
 
 /* Releasing a batch that holds no slot is a protocol error. */
 static void test_release_beyond_what_was_sent(void **state) {
-  suite *s = *state;
-  itest_daemon *d = suite_start(s, 0, "shm", 1, 0);
   bfeed_stream_opts o;
-  suite_train_opts(&o, 1, 1);
+  itest_daemon *d = shm_daemon(state, 1, 1, &o);
   o.window = 1;
   msg_shm_ring ring;
   const uint8_t *base;
@@ -227,10 +230,8 @@ static void test_release_beyond_what_was_sent(void **state) {
  * which way they came, batches valid after their stream and client are
  * closed, and no descriptor left. */
 static void test_libbfeed_shm(void **state) {
-  suite *s = *state;
-  itest_daemon *d = suite_start(s, 0, "shm", 2, 0);
   bfeed_stream_opts o;
-  suite_train_opts(&o, 3, 1);
+  itest_daemon *d = shm_daemon(state, 2, 3, &o);
   o.codec = BFEED_CODEC_ZSTD; /* a shared-memory stream carries it raw: the same tensors */
   itest_run shm = {0}, sock = {0};
   int fds0 = shm_fd_count();

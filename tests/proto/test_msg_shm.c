@@ -18,11 +18,26 @@
 #include "msg.h"
 #include "tb.h"
 
-/* The payload msg's encoder writes into w (no frame header). */
-static void payload(wbuf *w, const uint8_t **p, size_t *n) {
+/* A frame of `type` whose payload enc writes from m, into w (the caller
+ * frees it); *p, *n: the payload, which must be want's bytes (want NULL:
+ * any). */
+static void encode(wbuf *w, int type, void (*enc)(wbuf *, const void *), const void *m, const tb *want,
+                   const uint8_t **p, size_t *n) {
+  wbuf_init(w);
+  size_t at = msg_begin(w);
+  enc(w, m);
+  assert_int_equal(msg_finish(w, at, type, 1), 0);
   *p = w->data + FRAME_HEADER_SIZE;
   *n = w->len - FRAME_HEADER_SIZE;
+  if (!want) return;
+  assert_int_equal(*n, want->n);
+  assert_memory_equal(*p, want->b, *n);
 }
+
+static void enc_ring(wbuf *w, const void *m) { msg_shm_ring_encode(w, m); }
+static void enc_ack(wbuf *w, const void *m) { msg_ack_encode(w, m); }
+static void enc_open(wbuf *w, const void *m) { msg_open_encode(w, m); }
+static void enc_batch_slot2(wbuf *w, const void *m) { msg_batch_shm_encode(w, m, 2); }
 
 static void test_shm_ring(void **state) {
   (void)state;
@@ -32,15 +47,9 @@ static void test_shm_ring(void **state) {
   tb_u64(&want, 6 * 4096);
   msg_shm_ring r = {.slots = 6, .slot_size = 4096, .size = 6 * 4096}, got;
   wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w);
-  msg_shm_ring_encode(&w, &r);
-  assert_int_equal(msg_finish(&w, at, FRAME_SHM_RING, 1), 0);
   const uint8_t *p;
   size_t n;
-  payload(&w, &p, &n);
-  assert_int_equal(n, want.n);
-  assert_memory_equal(p, want.b, n);
+  encode(&w, FRAME_SHM_RING, enc_ring, &r, &want, &p, &n);
   const char *why;
   assert_int_equal(msg_shm_ring_decode(p, n, &got, &why), 0);
   assert_int_equal(got.slots, 6);
@@ -89,18 +98,12 @@ static void test_batch_shm(void **state) {
   strcpy(m.t[0].name, "x");
   m.t[0].dtype = BFEED_DTYPE_U8, m.t[0].ndim = 1, m.t[0].shape[0] = 100, m.t[0].nbytes = 100;
   wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w);
-  msg_batch_shm_encode(&w, &m, 2);
-  assert_int_equal(msg_finish(&w, at, FRAME_BATCH_SHM, 1), 0);
   const uint8_t *p;
   size_t n;
-  payload(&w, &p, &n);
-  assert_int_equal(n, msg_batch_shm_size(&m));
   tb want = {0};
   shm_batch_bytes(&want, 0, 100, 100, 2);
-  assert_int_equal(n, want.n);
-  assert_memory_equal(p, want.b, n);
+  encode(&w, FRAME_BATCH_SHM, enc_batch_slot2, &m, &want, &p, &n);
+  assert_int_equal(n, msg_batch_shm_size(&m));
   uint32_t slot;
   const char *why;
   assert_int_equal(msg_batch_shm_decode(p, n, &ring, &got, &slot, &why), 0);
@@ -128,20 +131,14 @@ static void test_ack_releases(void **state) {
   (void)state;
   msg_ack a = {.consumed = 9, .nreleased = 2, .released = {5, 7}}, got;
   wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w);
-  msg_ack_encode(&w, &a);
-  assert_int_equal(msg_finish(&w, at, FRAME_ACK, 1), 0);
   const uint8_t *p;
   size_t n;
-  payload(&w, &p, &n);
   tb want = {0};
   tb_u64(&want, 9);
   tb_u32(&want, 2);
   tb_u64(&want, 5);
   tb_u64(&want, 7);
-  assert_int_equal(n, want.n);
-  assert_memory_equal(p, want.b, n);
+  encode(&w, FRAME_ACK, enc_ack, &a, &want, &p, &n);
   const char *why;
   assert_int_equal(msg_ack_decode(p, n, &got, &why), 0);
   assert_int_equal(got.consumed, 9);
@@ -170,11 +167,7 @@ static void test_open_transport(void **state) {
   for (int shm = 0; shm < 2; shm++) {
     m.opts.transport = shm ? BFEED_TRANSPORT_SHM : BFEED_TRANSPORT_SOCKET;
     wbuf w;
-    wbuf_init(&w);
-    size_t at = msg_begin(&w);
-    msg_open_encode(&w, &m);
-    assert_int_equal(msg_finish(&w, at, FRAME_OPEN, 1), 0);
-    payload(&w, &p, &n[shm]);
+    encode(&w, FRAME_OPEN, enc_open, &m, NULL, &p, &n[shm]);
     const char *why;
     assert_int_equal(msg_open_decode(p, n[shm], &got, &why), 0);
     assert_int_equal(got.opts.transport, m.opts.transport);
