@@ -53,8 +53,9 @@ void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.ma
  * batches travel raw (codec none) whatever codec it asked for. Over TCP
  * the option is ignored, and so it is when the ring does not fit
  * max_memory now (a stream beside clients that do not read must still be
- * served): the socket is the fallback, and the client takes what comes. */
-static int stream_open_ring(stream *st, conn *c, char *err, size_t errlen) {
+ * served), or when the ring cannot be made: the socket is the fallback,
+ * and the client takes what comes. */
+static void stream_open_ring(stream *st, conn *c) {
   /* window + 2: the batch a caller holds while it asks for the next (a
    * for-loop's variable), and one more, so that a steady reader never
    * finds every slot held and sees its batches fall back to the socket. */
@@ -64,12 +65,15 @@ static int stream_open_ring(stream *st, conn *c, char *err, size_t errlen) {
   if (!conn_budget_admits(c, slots * slot_size)) {
     log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
              "served over the socket", st->id, slots, (unsigned long long)slot_size);
-    return 0;
+    return;
   }
-  if (!(st->ring = shm_ring_new(slots, slot_size, err, errlen))) return BFEED_EIO;
+  char err[256];
+  if (!(st->ring = shm_ring_new(slots, slot_size, err, sizeof err))) { /* no memfd here (a sandbox?): the socket */
+    log_warn(st->log, "stream %u: %s; served over the socket", st->id, err);
+    return;
+  }
   /* A batch's pooled buffer holds only its BATCH_SHM frame now. */
   st->frame_bytes = FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4;
-  return 0;
 }
 
 int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *opts, workers *pool,
@@ -117,14 +121,7 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   epoch_cache_init(&st->orders, &st->spec, st->shuffle);
   st->shard_samples = n;
   st->bpe = bpe;
-  if (shm && (rc = stream_open_ring(st, c, err, errlen)) < 0) {
-    stats->streams--;
-    epoch_cache_free(&st->orders);
-    select_free(&st->sel);
-    dataset_unref(st->spec.ds);
-    free(st);
-    return rc;
-  }
+  if (shm) stream_open_ring(st, c);
   info->samples = n;
   info->batches_per_epoch = bpe;
   info->classes = (uint32_t)ds->nclasses;
