@@ -97,6 +97,11 @@ typedef enum { BFEED_POOL_NONE = 0, BFEED_POOL_MEAN = 1 } bfeed_pool;
  * stream): ALL; RESIDUE, those whose global number g = epoch * batches per
  * epoch + index has g mod select_mod == select_rem; ON_DEMAND, the ones the
  * client asks for by (epoch, index) (PROTOCOL.md, REQUEST). */
+/* How a stream's batches travel (PROTOCOL.md "Shared memory"): SHM asks
+ * for a shared-memory ring over a Unix socket; a daemon that cannot (TCP,
+ * an older daemon) serves over the socket. */
+typedef enum { BFEED_TRANSPORT_SOCKET = 0, BFEED_TRANSPORT_SHM = 1 } bfeed_transport;
+
 typedef enum { BFEED_SELECT_ALL = 0, BFEED_SELECT_RESIDUE = 1, BFEED_SELECT_ON_DEMAND = 2 } bfeed_select;
 
 /* What a stream serves. Always start from bfeed_stream_opts_init(), which
@@ -135,6 +140,9 @@ typedef struct bfeed_stream_opts {
   bfeed_select select;   /* ALL (default), RESIDUE or ON_DEMAND */
   uint64_t select_mod;   /* RESIDUE: >= 1 (1) */
   uint64_t select_rem;   /* RESIDUE: < select_mod (0) */
+  /* Set by libbfeed from bfeed_connect_opts.shm on Unix sockets; the bytes
+   * of each batch do not change. */
+  bfeed_transport transport; /* SOCKET (default) or SHM */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

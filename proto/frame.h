@@ -47,7 +47,9 @@ enum frame_type {
   FRAME_STATS_REQ = 10, /* client -> daemon: counters, please */
   FRAME_STATS = 11,    /* daemon -> client: counters */
   FRAME_REQUEST = 12,  /* client -> daemon: batches an on-demand stream should serve */
-  FRAME_TYPE_MAX_ = 12
+  FRAME_SHM_RING = 13, /* daemon -> client: a stream's shared-memory ring (the memfd attached) */
+  FRAME_BATCH_SHM = 14, /* daemon -> client: one batch whose tensors are in a ring slot */
+  FRAME_TYPE_MAX_ = 14
 };
 
 typedef struct frame_header {

@@ -39,6 +39,9 @@ enum {
   OPT_SELECT = 20,
   OPT_SELECT_MOD = 21,
   OPT_SELECT_REM = 22,
+  /* Not critical: how the batches travel, never what they hold; a daemon
+   * that does not know it serves over the socket (the fallback). */
+  OPT_TRANSPORT = 23,
 };
 #define C(tag) ((uint16_t)(TLV_CRITICAL | (tag)))
 
@@ -152,6 +155,7 @@ void msg_opts_defaults(bfeed_stream_opts *o) {
   o->select = BFEED_SELECT_ALL;
   o->select_mod = 1;
   o->select_rem = 0;
+  o->transport = BFEED_TRANSPORT_SOCKET;
 }
 
 void msg_open_encode(wbuf *w, const msg_open *m) {
@@ -185,6 +189,7 @@ void msg_open_encode(wbuf *w, const msg_open *m) {
   if (o->select != BFEED_SELECT_ALL) tlv_put_u8(w, C(OPT_SELECT), (uint8_t)o->select);
   if (o->select_mod != 1) tlv_put_u64(w, C(OPT_SELECT_MOD), o->select_mod);
   if (o->select_rem) tlv_put_u64(w, C(OPT_SELECT_REM), o->select_rem);
+  if (o->transport != BFEED_TRANSPORT_SOCKET) tlv_put_u8(w, OPT_TRANSPORT, (uint8_t)o->transport);
 }
 
 static int open_item(const tlv_item *it, msg_open *m, int *have_dataset) {
@@ -219,6 +224,7 @@ static int open_item(const tlv_item *it, msg_open *m, int *have_dataset) {
     case OPT_SELECT: rc = tlv_u8(it, &b); o->select = (bfeed_select)b; return rc;
     case OPT_SELECT_MOD: return tlv_u64(it, &o->select_mod);
     case OPT_SELECT_REM: return tlv_u64(it, &o->select_rem);
+    case OPT_TRANSPORT: rc = tlv_u8(it, &b); o->transport = (bfeed_transport)b; return rc;
     default: return (it->tag & TLV_CRITICAL) ? BFEED_EINVAL : 0;
   }
 }
@@ -276,6 +282,7 @@ int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap) {
   if (o->max_len > MSG_MAX_LEN_LIMIT) BAD("max_len %u out of range 0..%u", o->max_len, MSG_MAX_LEN_LIMIT);
   if (o->bucket > 65536) BAD("bucket %u out of range 0..65536", o->bucket);
   if ((unsigned)o->select > BFEED_SELECT_ON_DEMAND) BAD("unknown select %d", (int)o->select);
+  if ((unsigned)o->transport > BFEED_TRANSPORT_SHM) BAD("unknown transport %d", (int)o->transport);
   if (o->select_mod < 1) BAD("select_mod must be at least 1");
   if (o->select_rem >= o->select_mod)
     BAD("select_rem %llu must be below select_mod %llu", (unsigned long long)o->select_rem,
@@ -456,7 +463,8 @@ void msg_batch_peek(const uint8_t prefix[MSG_BATCH_PREFIX], uint8_t *codec, uint
   *raw_size = m.raw_size;
 }
 
-int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why) {
+/* BATCH's fixed fields and tensor table, checked; m->data is what follows. */
+static int batch_decode_table(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why) {
   rbuf r;
   rbuf_init(&r, p, n);
   batch_prefix_read(&r, m);
@@ -479,6 +487,12 @@ int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, 
   }
   m->data_size = rbuf_left(&r);
   m->data = r.p + r.off;
+  return 0;
+}
+
+int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why) {
+  int rc = batch_decode_table(p, n, raw_limit, m, why);
+  if (rc < 0) return rc;
   if (m->codec == BFEED_CODEC_NONE && m->data_size != m->raw_size)
     return *why = "BATCH data size differs from its raw size", BFEED_EPROTO;
   if (msg_codec_u8(m->codec) && msg_batch_u8_size(m) == 0)
@@ -494,4 +508,65 @@ uint64_t msg_batch_u8_size(const msg_batch *m) {
       t->offset != 0 || (t->shape[1] != 3 && t->shape[3] != 3))
     return 0;
   return MSG_U8_HEAD + t->nbytes / 2 + (m->raw_size - t->nbytes);
+}
+
+/* Shared memory (PROTOCOL.md "Shared memory"). */
+void msg_shm_ring_encode(wbuf *w, const msg_shm_ring *m) {
+  wbuf_u32(w, m->slots);
+  wbuf_u64(w, m->slot_size);
+  wbuf_u64(w, m->size);
+}
+
+int msg_shm_ring_decode(const void *p, size_t n, msg_shm_ring *m, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  m->slots = rbuf_u32(&r);
+  m->slot_size = rbuf_u64(&r);
+  m->size = rbuf_u64(&r);
+  if (r.failed) return *why = "SHM_RING truncated", BFEED_EPROTO;
+  if (m->slots < 1 || m->slots > MSG_SHM_MAX_SLOTS) return *why = "SHM_RING slot count out of range", BFEED_EPROTO;
+  if (m->slot_size == 0 || m->slot_size % 64 || m->slot_size > FRAME_MAX_PAYLOAD)
+    return *why = "SHM_RING slot size out of range or not a multiple of 64", BFEED_EPROTO;
+  if (m->size != m->slots * m->slot_size) return *why = "SHM_RING size is not slots x slot_size", BFEED_EPROTO;
+  return 0;
+}
+
+size_t msg_batch_shm_size(const msg_batch *m) { return msg_batch_head_size(m) + 4; }
+
+void msg_batch_shm_encode(wbuf *w, const msg_batch *m, uint32_t slot) {
+  msg_batch_encode_head(w, m);
+  wbuf_u32(w, slot);
+}
+
+int msg_batch_shm_decode(const void *p, size_t n, const msg_shm_ring *ring, msg_batch *m, uint32_t *slot,
+                         const char **why) {
+  if (n < MSG_BATCH_PREFIX + 4) return *why = "BATCH_SHM truncated", BFEED_EPROTO;
+  int rc = batch_decode_table(p, n - 4, ring->slot_size, m, why);
+  if (rc < 0) return rc == BFEED_ETOOBIG ? (*why = "BATCH_SHM raw size exceeds the slot size", BFEED_EPROTO) : rc;
+  if (m->codec != BFEED_CODEC_NONE) return *why = "BATCH_SHM carries a codec other than none", BFEED_EPROTO;
+  if (m->data_size != 0) return *why = "BATCH_SHM has bytes between its tensor table and its slot", BFEED_EPROTO;
+  *slot = wire_get32((const uint8_t *)p + n - 4);
+  if (*slot >= ring->slots) return *why = "BATCH_SHM slot outside the ring", BFEED_EPROTO;
+  m->data = NULL;
+  return 0;
+}
+
+void msg_ack_encode(wbuf *w, const msg_ack *m) {
+  wbuf_u64(w, m->consumed);
+  if (!m->nreleased) return; /* the plain ACK */
+  wbuf_u32(w, m->nreleased);
+  for (uint32_t i = 0; i < m->nreleased; i++) wbuf_u64(w, m->released[i]);
+}
+
+int msg_ack_decode(const void *p, size_t n, msg_ack *m, const char **why) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  m->consumed = rbuf_u64(&r);
+  m->nreleased = n == 8 ? 0 : rbuf_u32(&r);
+  if (r.failed) return *why = "ACK truncated", BFEED_EPROTO;
+  if (n > 8 && (m->nreleased == 0 || m->nreleased > MSG_ACK_MAX_RELEASED))
+    return *why = "ACK's released count out of range", BFEED_EPROTO;
+  if (rbuf_left(&r) != 8 * (size_t)m->nreleased) return *why = "ACK's released list has the wrong length", BFEED_EPROTO;
+  for (uint32_t i = 0; i < m->nreleased; i++) m->released[i] = rbuf_u64(&r);
+  return 0;
 }

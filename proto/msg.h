@@ -154,4 +154,36 @@ static inline int msg_codec_u8(int codec) { return codec == BFEED_CODEC_U8 || co
  * bf16 image [B,3,H,W] or [B,H,W,3] at offset 0. */
 uint64_t msg_batch_u8_size(const msg_batch *m);
 
+
+/* Shared memory (PROTOCOL.md "Shared memory"). SHM_RING announces a
+ * stream's ring, the memfd riding with it as SCM_RIGHTS: `slots` slots of
+ * `slot_size` bytes (a multiple of 64), `size` = slots x slot_size bytes in
+ * all. BATCH_SHM is BATCH's fixed fields and tensor table (codec none, no
+ * data) then u32 slot: the raw tensors are in that slot. The decoder checks
+ * the slot against the ring and every tensor's extent against slot_size,
+ * so a daemon cannot make a client read outside its mapping. */
+#define MSG_SHM_MAX_SLOTS 64
+typedef struct msg_shm_ring {
+  uint32_t slots;
+  uint64_t slot_size, size;
+} msg_shm_ring;
+void msg_shm_ring_encode(wbuf *w, const msg_shm_ring *m);
+int msg_shm_ring_decode(const void *p, size_t n, msg_shm_ring *m, const char **why);
+size_t msg_batch_shm_size(const msg_batch *m);
+void msg_batch_shm_encode(wbuf *w, const msg_batch *m, uint32_t slot);
+int msg_batch_shm_decode(const void *p, size_t n, const msg_shm_ring *ring, msg_batch *m, uint32_t *slot,
+                         const char **why);
+/* ACK on a shared-memory stream: `consumed` as in every ACK, then
+ * optionally u32 count (1..64) and count x u64: the seqs of BATCH_SHM
+ * batches the caller has released, whose slots the daemon may reuse. A
+ * plain 8-byte ACK has none. */
+#define MSG_ACK_MAX_RELEASED 64
+typedef struct msg_ack {
+  uint64_t consumed;
+  uint32_t nreleased;
+  uint64_t released[MSG_ACK_MAX_RELEASED];
+} msg_ack;
+void msg_ack_encode(wbuf *w, const msg_ack *m);
+int msg_ack_decode(const void *p, size_t n, msg_ack *m, const char **why);
+
 #endif

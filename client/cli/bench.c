@@ -82,6 +82,8 @@ typedef struct bench_result {
   uint64_t all_samples;               /* warmup included: what the CPU times cover */
   double client_cpu_s, daemon_cpu_s;  /* daemon: < 0 when its report has no cpu_us */
   uint64_t reconnects; /* connections lost and made again (the stream resumed exactly) */
+  double kcopy_per_batch; /* batch bytes the daemon wrote to the socket, per batch it sent (0: shared memory) */
+  uint64_t shm_batches;   /* batches that came through the shared-memory ring */
   uint64_t tokens, slots; /* text: tokens served, and token slots of the tokens tensors (B x T) */
   int text;
   double seconds, first_ms, p50, p99;
@@ -169,6 +171,8 @@ static void report(const bench_args *b, const bench_result *r) {
   double per_k = r->all_samples ? 1000.0 / (double)r->all_samples : 0;
   fprintf(h, "  CPU per 1000 samples: client %.3f s, daemon ", r->client_cpu_s * per_k);
   fprintf(h, r->daemon_cpu_s < 0 ? "unknown\n" : "%.3f s\n", r->daemon_cpu_s * per_k);
+  fprintf(h, "  kernel copy bytes per batch: %.0f (%llu batches from shared memory)\n", r->kcopy_per_batch,
+          (unsigned long long)r->shm_batches);
   fprintf(h, "  reconnects: %llu%s\n", (unsigned long long)r->reconnects,
           r->reconnects ? " (the stream resumed where it stood; the waits include the outages)" : "");
   if (!b->json) return;
@@ -181,6 +185,8 @@ static void report(const bench_args *b, const bench_result *r) {
          sps, (unsigned long long)r->wire, (unsigned long long)r->raw, r->p50, r->p99, r->first_ms,
          (unsigned long long)r->skipped, (unsigned long long)r->reconnects);
   printf(",\"client_cpu_s_per_1k\":%.4f", r->client_cpu_s * per_k);
+  printf(",\"kernel_copy_bytes_per_batch\":%.0f,\"shm_batches\":%llu", r->kcopy_per_batch,
+         (unsigned long long)r->shm_batches);
   if (r->daemon_cpu_s >= 0) printf(",\"daemon_cpu_s_per_1k\":%.4f", r->daemon_cpu_s * per_k);
   if (r->text)
     printf(",\"tokens\":%llu,\"tokens_per_s\":%.2f,\"token_slots\":%llu", (unsigned long long)r->tokens, tps,
@@ -258,6 +264,9 @@ int cmd_bench(int argc, char **argv) {
   if (rc == 0 && bfeed_stream_stats(s, ctr, 32, &nctr, &err) < 0)
     fprintf(stderr, "bfeed bench: cannot read the stream's counters: %s\n", err.message);
   r.skipped = counter(ctr, nctr, "skipped");
+  uint64_t sent = counter(ctr, nctr, "batches");
+  r.kcopy_per_batch = sent ? (double)counter(ctr, nctr, "kernel_copy_bytes") / (double)sent : 0;
+  r.shm_batches = counter(ctr, nctr, "shm_batches");
   r.reconnects = bfeed_client_reconnects(c);
   if (r.reconnects) r.daemon_cpu_s = -1; /* the daemon's counter started again with it */
   bfeed_stream_close(s);

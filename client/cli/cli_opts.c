@@ -54,7 +54,9 @@ const char cli_connect_opts_help[] =
     "                          the file $BFEED_TOKEN_FILE names, if set)\n"
     "  --no-reconnect          report a lost connection instead of reconnecting\n"
     "  --reconnect-deadline S  seconds to keep reconnecting and resume the stream (60)\n"
-    "  --stall-timeout S       several daemons: drop one that sends no batch for S s (10)\n";
+    "  --stall-timeout S       several daemons: drop one that sends no batch for S s (10)\n"
+    "  --no-shm                on a unix: address, read batches through the socket, not a\n"
+    "                          shared-memory ring (also: BFEED_SHM=0)\n";
 
 int cli_connect_opt_takes_value(const char *name) {
   return strcmp(name, "token-file") == 0 || strcmp(name, "reconnect-deadline") == 0 ||
@@ -63,6 +65,7 @@ int cli_connect_opt_takes_value(const char *name) {
 
 int cli_connect_opt(const char *name, const char *value, bfeed_connect_opts *o) {
   if (strcmp(name, "no-reconnect") == 0) return o->reconnect = 0, 1;
+  if (strcmp(name, "no-shm") == 0) return o->shm = 0, 1;
   if (strcmp(name, "token-file") == 0) return o->token_file = value, 1;
   int stall = strcmp(name, "stall-timeout") == 0;
   if (!stall && strcmp(name, "reconnect-deadline") != 0) return 0;

@@ -9,12 +9,16 @@
 
 #include "client.h"
 
-void batch_free(bfeed_batch *b) {
+static void batch_dispose(bfeed_batch *b, int ack) {
   if (!b) return;
+  if (b->shm) shm_release(b->shm, b->seq, ack);
   bufpool_put(b->cache, b->mem, b->mem_cap);
   bufpool_unref(b->cache);
   free(b);
 }
+
+void batch_free(bfeed_batch *b) { batch_dispose(b, 1); }
+void batch_drop(bfeed_batch *b) { batch_dispose(b, 0); }
 
 /* buf (pooled) becomes b's tensor memory; the payload is done with. */
 static void batch_adopt(bfeed_client *c, bfeed_batch *b, uint8_t *buf, size_t buf_cap) {
@@ -99,6 +103,36 @@ static int batch_decode_data(bfeed_client *c, const msg_batch *m, bfeed_batch *b
   return rc;
 }
 
+/* The fields every batch takes from its decoded frame. */
+static void batch_fields(bfeed_batch *b, const frame_header *h, const msg_batch *m) {
+  b->epoch = m->epoch;
+  b->index = m->index;
+  b->seq = m->seq;
+  b->ntensors = (int)m->ntensors;
+  memcpy(b->t, m->t, sizeof m->t);
+  b->raw_size = m->raw_size;
+  b->wire_bytes = FRAME_HEADER_SIZE + (size_t)h->length;
+}
+
+int batch_from_shm(bfeed_client *c, shm_track *t, const frame_header *h, const uint8_t *p, bfeed_batch **out,
+                   char *why, size_t cap) {
+  msg_batch m;
+  uint32_t slot;
+  const char *w;
+  int rc = t ? shm_batch_decode(t, p, h->length, &m, &slot, &w) : BFEED_EPROTO;
+  if (rc < 0) return snprintf(why, cap, "%s", t ? w : "BATCH_SHM before its stream's SHM_RING"), rc;
+  bfeed_batch *b = calloc(1, sizeof *b);
+  if (!b) return snprintf(why, cap, "out of memory"), BFEED_ENOMEM;
+  b->cache = bufpool_ref(c->cache);
+  batch_fields(b, h, &m);
+  if ((rc = shm_batch(t, &m, slot, b, why, cap)) < 0) {
+    batch_drop(b);
+    return rc;
+  }
+  *out = b;
+  return 0;
+}
+
 int batch_from_payload(bfeed_client *c, const frame_header *h, uint8_t *mem, size_t mem_cap, size_t pad,
                        bfeed_batch **out, char *why, size_t cap) {
   bfeed_batch *b = calloc(1, sizeof *b);
@@ -117,13 +151,7 @@ int batch_from_payload(bfeed_client *c, const frame_header *h, uint8_t *mem, siz
     batch_free(b);
     return rc;
   }
-  b->epoch = m.epoch;
-  b->index = m.index;
-  b->seq = m.seq;
-  b->ntensors = (int)m.ntensors;
-  memcpy(b->t, m.t, sizeof m.t);
-  b->raw_size = m.raw_size;
-  b->wire_bytes = FRAME_HEADER_SIZE + (size_t)h->length;
+  batch_fields(b, h, &m);
   b->raw = m.data;
   if (m.codec != BFEED_CODEC_NONE && (rc = batch_decode_data(c, &m, b, why, cap)) < 0) {
     batch_free(b);

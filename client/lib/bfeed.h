@@ -142,6 +142,15 @@ typedef struct bfeed_connect_opts {
   /* Several endpoints only: seconds a member may have requests outstanding
    * without sending a batch before it is dropped (10; > 0). */
   double stall_timeout;
+  /* 1 (default): on a unix: address, ask the daemon to put batches in a
+   * shared-memory ring the client maps (no socket copies; the batch's
+   * tensors point into it until it is released; a daemon that cannot
+   * serves over the socket); 0: always the socket. The environment
+   * variable BFEED_SHM=0 turns it off too. TCP never uses it. Releasing
+   * such a batch tells the daemon its slot is free (a small ACK sent from
+   * the releasing thread); a caller may hold batches as long as it likes:
+   * with every slot held, the next batches come over the socket. */
+  int shm;
 } bfeed_connect_opts;
 BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o);
 

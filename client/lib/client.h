@@ -16,6 +16,7 @@
  *   fanout.c  a pool client's streams: on-demand sub-streams on every member,
  *             positions assigned by speed, reordered, failed or stalled
  *             members dropped and rejoined, every batch handed out once
+ *   shm.c     shared-memory streams: the ring mapped, batches in its slots, ACK on release
  *
  * Locking: c->mu guards the stream list, every stream's state and queue,
  * the connection's death, closing, busy and gen; c->wmu serialises writers
@@ -53,6 +54,8 @@
 /* Distinct counter names a stream keeps for bfeed_stream_stats. */
 #define CLIENT_MAX_NAMES (4 * MSG_MAX_COUNTERS)
 
+typedef struct shm_track shm_track;
+
 struct bfeed_batch {
   uint64_t epoch, index, seq;
   int ntensors;
@@ -62,6 +65,7 @@ struct bfeed_batch {
   size_t mem_cap;
   const uint8_t *raw; /* tensors, 64-byte aligned */
   size_t raw_size, wire_bytes;
+  shm_track *shm;     /* a shared-memory batch: raw is in its ring (mem NULL) */
   bfeed_batch *next;
 };
 
@@ -102,6 +106,7 @@ struct bfeed_stream {
   stream_pos queued; /* the batch expected next from the daemon */
   int ended;
   uint64_t consumed; /* batches handed out on this connection (ACK) */
+  shm_track *shm;    /* the ring of a shared-memory stream on this connection, else NULL */
   int stats_ready;
   msg_counter stats[MSG_MAX_COUNTERS];
   size_t nstats;
@@ -118,6 +123,8 @@ struct bfeed_client {
   addr_spec where;
   int reconnect;            /* bfeed_connect_opts.reconnect */
   uint64_t deadline_ns;     /* bfeed_connect_opts.reconnect_deadline */
+  int shm;                  /* ask for shared memory on Unix sockets (bfeed_connect_opts.shm, BFEED_SHM) */
+  int passed_fd;            /* reader: the last descriptor the daemon sent (SCM_RIGHTS), -1 none */
   char token[MSG_TOKEN_MAX]; /* sent in every HELLO; "" for none */
   pthread_t reader;
   int reader_running;
@@ -191,6 +198,25 @@ int reconnect_run(bfeed_client *c, int code, const char *why);
 /* Whether a connection that ended with code may be tried again. */
 int reconnect_transient(int code);
 
+/* shm.c (see its head for the locking) */
+/* Map the ring SHM_RING announced (fd taken over, closed): *out holds the
+ * stream's reference. 0, or EPROTO (unsealed or short memfd) / ENOMEM. */
+int shm_map(bfeed_client *c, uint32_t stream, int fd, const msg_shm_ring *r, shm_track **out, char *why, size_t cap);
+/* Decode a BATCH_SHM payload against t's ring (msg_batch_shm_decode). */
+int shm_batch_decode(const shm_track *t, const uint8_t *p, size_t n, msg_batch *m, uint32_t *slot, const char **why);
+void shm_ref(shm_track *t);
+/* A decoded BATCH_SHM into b: its tensors in the slot, a reference held. */
+int shm_batch(shm_track *t, const msg_batch *m, uint32_t slot, bfeed_batch *b, char *why, size_t cap);
+/* Batch seq was released: its reference dropped; with ack, the daemon is
+ * told its slot is free (no c->mu or c->wmu held then); without, only the
+ * reference goes (any lock may be held). */
+void shm_release(shm_track *t, uint64_t seq, int ack);
+/* No more ACKs (the stream or client is closing); no c->mu or c->wmu held. */
+void shm_forget(shm_track *t);
+/* The stream's count of batches taken, which every release's ACK repeats. */
+void shm_consumed(shm_track *t, uint64_t consumed);
+void shm_unref(shm_track *t);
+
 /* reader.c: the thread that owns the socket's read side after the handshake. */
 void *reader_main(void *arg);
 
@@ -241,5 +267,11 @@ void fanout_free(bfeed_stream *s); /* c->mu not held; stops the members and free
 int batch_from_payload(bfeed_client *c, const frame_header *h, uint8_t *mem, size_t mem_cap, size_t pad,
                        bfeed_batch **out, char *why, size_t cap);
 void batch_free(bfeed_batch *b);
+/* A batch never handed out (dropped from a queue, maybe under c->mu): a
+ * shared-memory one is not acked. */
+void batch_drop(bfeed_batch *b);
+/* A verified BATCH_SHM payload p[n] into a batch in s's ring. */
+int batch_from_shm(bfeed_client *c, shm_track *t, const frame_header *h, const uint8_t *p, bfeed_batch **out,
+                   char *why, size_t cap);
 
 #endif

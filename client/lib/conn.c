@@ -67,13 +67,37 @@ int conn_send(bfeed_client *c, uint64_t gen, int type, uint32_t stream, void (*e
 void conn_enc_u64(wbuf *w, const void *v) { msg_u64_encode(w, *(const uint64_t *)v); }
 static void conn_enc_hello(wbuf *w, const void *m) { msg_hello_encode(w, m); }
 
+/* recv(), keeping a descriptor the daemon attached (SHM_RING's memfd) in
+ * c->passed_fd for the frame that carries it; any before it is closed, so
+ * a daemon cannot pile descriptors up in the client. */
+static ssize_t conn_recv(bfeed_client *c, void *p, size_t n) {
+  union {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(4 * sizeof(int))];
+  } ctl;
+  struct iovec iov = {p, n};
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf};
+  ssize_t r = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+  for (struct cmsghdr *cm = r >= 0 ? CMSG_FIRSTHDR(&mh) : NULL; cm; cm = CMSG_NXTHDR(&mh, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < k; i++) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
+      if (c->passed_fd >= 0) close(c->passed_fd);
+      c->passed_fd = fd;
+    }
+  }
+  return r;
+}
+
 int conn_read_event(bfeed_client *c, char *why, size_t cap) {
   freader *in = &c->in;
   for (;;) {
     size_t n;
     uint8_t *p = freader_want(in, &n);
     if (!p) return snprintf(why, cap, "frame reader misused: %s", in->why), BFEED_EINTERNAL;
-    ssize_t r = recv(c->fd, p, n, 0);
+    ssize_t r = conn_recv(c, p, n);
     if (r < 0 && errno == EINTR) continue;
     if (r == 0 && freader_in_frame(in))
       return snprintf(why, cap, "the daemon closed the connection mid-frame"), BFEED_ECLOSED;
@@ -233,6 +257,8 @@ int conn_establish(bfeed_client *c, int attempt_ms, bfeed_error *err) {
   pthread_mutex_unlock(&c->wmu);
   /* A fresh frame reader: the last connection may have ended mid-frame. */
   freader_free(&c->in);
+  if (c->passed_fd >= 0) close(c->passed_fd); /* the lost connection's */
+  c->passed_fd = -1;
   int rc = freader_init(&c->in, FRAME_MAX_CONTROL) < 0 ? common_err(err, BFEED_ENOMEM, "out of memory")
                                                         : conn_handshake(c, err);
   if (rc == 0) conn_set_timeouts(fd, 0); /* from now on the reader waits as long as batches take */
@@ -244,6 +270,7 @@ BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o) {
   o->reconnect = 1;
   o->reconnect_deadline = 60;
   o->stall_timeout = 10;
+  o->shm = 1;
 }
 
 /* The token in a file (proto/token.c: the rule bfeedd reads its
@@ -266,6 +293,8 @@ static int conn_opts_apply(bfeed_client *c, const bfeed_connect_opts *o, bfeed_e
                       o->stall_timeout);
   c->reconnect = o->reconnect != 0;
   c->deadline_ns = (uint64_t)(o->reconnect_deadline * 1e9);
+  const char *shm_env = getenv("BFEED_SHM");
+  c->shm = o->shm != 0 && !(shm_env && strcmp(shm_env, "0") == 0);
   const char *env = getenv("BFEED_TOKEN_FILE");
   if (o->token && (!*o->token || strlen(o->token) >= sizeof c->token))
     return common_err(err, BFEED_EINVAL, "token: expected 1 to %zu bytes, got %zu", sizeof c->token - 1,
@@ -290,6 +319,7 @@ BFEED_API int bfeed_connect2(const char *addr, const bfeed_connect_opts *o, bfee
     return common_err(err, BFEED_ENOMEM, "out of memory");
   }
   c->fd = -1;
+  c->passed_fd = -1;
   pthread_mutex_init(&c->mu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -350,7 +380,11 @@ BFEED_API void bfeed_close(bfeed_client *c) {
   pthread_mutex_lock(&c->mu);
   while (c->busy > 0) pthread_cond_wait(&c->cv, &c->mu);
   pthread_mutex_unlock(&c->mu);
+  /* A batch released on another thread may be sending its ACK: wait it
+   * out, and no more (shm.c). */
+  for (bfeed_stream *s = c->streams; s; s = s->next_stream) shm_forget(s->shm);
   conn_drop_locked(c); /* nobody else is left to hold wmu */
+  if (c->passed_fd >= 0) close(c->passed_fd);
   while (c->streams) {
     bfeed_stream *s = c->streams;
     c->streams = s->next_stream;

@@ -119,6 +119,7 @@ int pool_member_connect(const pool *p, const char *ep, bfeed_client **out, bfeed
   bfeed_connect_opts o;
   bfeed_connect_opts_init(&o);
   o.reconnect = 0; /* a member that fails is dropped; fanout.c brings it back */
+  o.shm = 0;       /* fanout.c holds members' batches to reorder them: the socket, not a ring of slots */
   if (p->token[0]) o.token = p->token; /* resolved once, for the pool */
   return bfeed_connect2(ep, &o, out, err);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "client.h"
 #include "frame.h"
@@ -148,7 +149,50 @@ static void reader_queue(bfeed_client *c, uint32_t stream, bfeed_batch *b) {
   }
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
-  batch_free(b);
+  batch_drop(b);
+}
+
+/* SHM_RING: map the stream's ring (its memfd came with the frame). The
+ * ring it replaces (a lost connection's) is let go outside c->mu (shm.c). */
+static int reader_shm_ring(bfeed_client *c, const frame_header *h, const uint8_t *p, char *why, size_t cap) {
+  msg_shm_ring r;
+  const char *w;
+  int fd = c->passed_fd, rc = msg_shm_ring_decode(p, h->length, &r, &w);
+  c->passed_fd = -1;
+  if (rc < 0 || fd < 0) {
+    if (fd >= 0) close(fd);
+    return snprintf(why, cap, "%s", rc < 0 ? w : "SHM_RING came without its memfd"), BFEED_EPROTO;
+  }
+  shm_track *t;
+  if ((rc = shm_map(c, h->stream, fd, &r, &t, why, cap)) < 0) return rc;
+  pthread_mutex_lock(&c->mu);
+  bfeed_stream *s = stream_find(c, h->stream);
+  if (s) {
+    shm_track *old = s->shm;
+    s->shm = t;
+    t = old;
+  }
+  pthread_mutex_unlock(&c->mu);
+  shm_forget(t);
+  shm_unref(t);
+  return 0;
+}
+
+/* BATCH_SHM: the batch's tensors are in its stream's ring. */
+static int reader_batch_shm(bfeed_client *c, const frame_header *h, const uint8_t *p, char *why, size_t cap) {
+  pthread_mutex_lock(&c->mu);
+  bfeed_stream *s = stream_find(c, h->stream);
+  shm_track *t = s ? s->shm : NULL;
+  if (t) shm_ref(t);
+  pthread_mutex_unlock(&c->mu);
+  if (!s) return 0; /* closed meanwhile */
+  bfeed_batch *b;
+  int rc = batch_from_shm(c, t, h, p, &b, why, cap);
+  if (t) shm_unref(t);
+  if (rc < 0) return rc;
+  reader_queue(c, h->stream, b);
+  c->lost_ns = 0;
+  return 0;
 }
 
 /* One frame, from its header on: 0, or an error that ends the connection. */
@@ -180,7 +224,10 @@ static int reader_frame(bfeed_client *c, char *why, size_t cap) {
     pthread_mutex_unlock(&c->mu);
     return 0;
   }
-  if (rc == 0) rc = reader_control(c, &h, p, why, cap);
+  if (rc == 0)
+    rc = h.type == FRAME_SHM_RING    ? reader_shm_ring(c, &h, p, why, cap)
+         : h.type == FRAME_BATCH_SHM ? reader_batch_shm(c, &h, p, why, cap)
+                                     : reader_control(c, &h, p, why, cap);
   free(p);
   return rc;
 }

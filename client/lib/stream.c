@@ -21,7 +21,7 @@ static void stream_drop_queue(bfeed_stream *s) {
   while (s->head) {
     bfeed_batch *b = s->head;
     s->head = b->next;
-    batch_free(b);
+    batch_drop(b);
   }
   s->tail = NULL;
 }
@@ -29,6 +29,8 @@ static void stream_drop_queue(bfeed_stream *s) {
 void stream_free(bfeed_stream *s) {
   if (s->fan) fanout_free(s);
   stream_drop_queue(s);
+  shm_forget(s->shm); /* no locks held here: shm.c's order */
+  shm_unref(s->shm);
   for (size_t i = 0; i < s->nnames; i++) free(s->names[i]);
   free(s);
 }
@@ -124,6 +126,10 @@ BFEED_API int bfeed_stream_open(bfeed_client *c, const char *dataset, const bfee
   s->open.opts = *o;
   if (o->codec == BFEED_CODEC_AUTO) /* one codec for all of a pool's members: the same bytes from each */
     s->open.opts.codec = (c->pool ? pool_any_tcp(c->pool) : c->where.kind == ADDR_TCP) ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
+  /* Shared memory only where descriptors can travel; TCP never asks, nor a
+   * pool (its members are clients of their own, on the socket: pool.c). */
+  s->open.opts.transport =
+      c->shm && !c->pool && c->where.kind == ADDR_UNIX ? BFEED_TRANSPORT_SHM : BFEED_TRANSPORT_SOCKET;
   if (msg_opts_check(&s->open.opts, why, sizeof why) < 0) {
     free(s);
     return common_err(err, BFEED_EINVAL, "%s", why);
@@ -187,6 +193,7 @@ BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error 
     if (!s->head) s->tail = NULL;
     b->next = NULL;
     s->consumed++;
+    shm_consumed(s->shm, s->consumed); /* repeated by releases (shm.c) */
     s->next = stream_pos_after((stream_pos){b->epoch, b->index}, s->info.batches_per_epoch);
   }
   uint64_t consumed = s->consumed, gen = c->gen;

@@ -127,6 +127,12 @@ uint64_t batch_frame_estimate(const batch_spec *s) {
   return data + frame_overhead(&L.m) + 63;
 }
 
+uint64_t batch_raw_estimate(const batch_spec *s) {
+  batch_layout L;
+  batch_largest(s, &L);
+  return L.m.raw_size;
+}
+
 /* The largest value in [lo, hi] of the option *field (s->opts.batch or
  * .size) whose largest batch fits one frame, 0 if none: frame size grows
  * with both, so a binary search finds it. */
@@ -342,6 +348,39 @@ static int fill_u8(const batch_spec *s, batch_worker *w, const batch_layout *L, 
   return fill(s, w, L, B, data + MSG_U8_HEAD + pixels, (size_t)L->image->nbytes, err, errlen);
 }
 
+/* A shared-memory stream's batch (PROTOCOL.md "Shared memory"): the raw
+ * tensors straight into the job's ring slot (codec none: the stream
+ * forced it), and a BATCH_SHM frame naming the slot into a small pooled
+ * buffer. */
+static void batch_build_shm(batch_job *job, batch_worker *w, batch_layout *L) {
+  const batch_spec *s = job->spec;
+  msg_batch *m = &L->m;
+  if (m->raw_size > job->shm_slot_size || m->codec != BFEED_CODEC_NONE) {
+    job->rc = BFEED_EINTERNAL;
+    snprintf(job->err, sizeof job->err, "batch of %llu bytes does not fit its %llu-byte shared-memory slot",
+             (unsigned long long)m->raw_size, (unsigned long long)job->shm_slot_size);
+    return;
+  }
+  size_t cap = FRAME_HEADER_SIZE + msg_batch_shm_size(m);
+  job->buf = bufpool_get(job->pool, cap, &job->buf_cap);
+  if (!job->buf) {
+    job->rc = BFEED_ENOMEM;
+    snprintf(job->err, sizeof job->err, "out of memory");
+    return;
+  }
+  fwriter fw;
+  fwriter_init(&fw, job->buf, cap);
+  msg_batch_shm_encode(&fw.w, m, job->shm_index);
+  if ((job->rc = fill(s, w, L, job->count, job->shm_slot, 0, job->err, sizeof job->err)) < 0) return;
+  const char *why;
+  if ((job->rc = fwriter_finish(&fw, FRAME_BATCH_SHM, s->stream_id, &why)) < 0) {
+    snprintf(job->err, sizeof job->err, "BATCH_SHM of %llu bytes: %s", (unsigned long long)m->raw_size, why);
+    return;
+  }
+  job->frame = fw.w;
+  job->raw_bytes = m->raw_size;
+}
+
 void batch_build(batch_job *job, batch_worker *w) {
   const batch_spec *s = job->spec;
   const bfeed_stream_opts *o = &s->opts;
@@ -380,6 +419,10 @@ void batch_build(batch_job *job, batch_worker *w) {
    * them may assume; for zstd the data is built in the worker's buffer and
    * compressed into the frame. */
   int none = m->codec == BFEED_CODEC_NONE;
+  if (job->shm_slot) {
+    batch_build_shm(job, w, &L);
+    goto done;
+  }
   size_t plain = u8 ? msg_batch_u8_size(m) : m->raw_size; /* the data before zstd */
   size_t head = FRAME_HEADER_SIZE + msg_batch_head_size(m);
   size_t cap = head + (zst ? ZSTD_compressBound(plain) : plain);

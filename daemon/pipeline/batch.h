@@ -57,6 +57,8 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
 /* Bytes of the pooled buffer the largest batch of s takes: what a stream
  * counts against max_memory for a batch before it has made one. */
 uint64_t batch_frame_estimate(const batch_spec *s);
+/* Raw tensor bytes of the largest batch of s: a shared-memory slot's size. */
+uint64_t batch_raw_estimate(const batch_spec *s);
 /* Tokens served for sample i (text kinds): its length, capped. */
 static inline uint32_t batch_sample_len(const batch_spec *s, uint32_t i) {
   uint32_t n = textset_len(&s->ds->text, i);
@@ -70,6 +72,9 @@ typedef struct batch_job {
   epoch_order *order;    /* then a reference owned by the job */
   uint64_t epoch, index, seq;
   uint32_t first, count; /* positions [first, first+count) of the order */
+  uint8_t *shm_slot;     /* NULL, or the ring slot the raw tensors go to: job->frame is then a BATCH_SHM */
+  uint64_t shm_slot_size;
+  uint32_t shm_index;    /* the slot's number in its ring */
   /* output */
   wbuf frame;            /* the complete BATCH frame, inside buf (fixed: buf owns it) */
   uint8_t *buf;          /* the pooled buffer holding it */

@@ -4,10 +4,12 @@
 #include "conn_impl.h"
 #include "jpeg_decode.h"
 #include "server.h"
+#include "shm_ring.h"
 #include "stream.h"
 
 uint64_t budget_held(const server *s) {
-  uint64_t held = (s->buffers ? bufpool_idle_bytes(s->buffers) : 0) + jpeg_decode_held() + batch_scratch_bytes();
+  uint64_t held = (s->buffers ? bufpool_idle_bytes(s->buffers) : 0) + jpeg_decode_held() + batch_scratch_bytes() +
+                  shm_ring_bytes();
   for (const conn *c = s->conns; c; c = c->next) {
     held += c->write_queue;
     for (int i = 0; i < c->nstreams; i++) held += stream_held_bytes(c->streams[i]);
@@ -47,6 +49,10 @@ int budget_allows(server *s, uint64_t bytes, uint64_t holding) {
   if (holding + bytes <= budget_share(s) && budget_reclaim(s, bytes, holding)) return 1;
   s->memory_blocked = 1;
   return 0;
+}
+
+int budget_admits(const server *s, uint64_t bytes) {
+  return s->limits.max_memory == 0 || budget_held(s) + bytes <= s->limits.max_memory;
 }
 
 void budget_released(server *s) {

@@ -24,6 +24,9 @@ uint64_t budget_held(const struct server *s);
 /* 1 if `bytes` more fit for a stream holding `holding` (always, when there
  * is no limit); 0 marks the server as having a waiting stream. */
 int budget_allows(struct server *s, uint64_t bytes, uint64_t holding);
+/* 1 if `bytes` more fit max_memory beside what is held now, with no
+ * exception (a shared-memory ring, held for a stream's life). */
+int budget_admits(const struct server *s, uint64_t bytes);
 /* Bytes were freed (a write finished): restart waiting streams. */
 void budget_released(struct server *s);
 

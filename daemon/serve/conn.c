@@ -14,10 +14,12 @@
  */
 #include "conn_impl.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "budget.h"
 #include "dispatch.h"
@@ -32,6 +34,7 @@ typedef struct write_req {
   batch_job *job;
   size_t cost;    /* what it holds: a batch's whole pooled buffer, else len */
   uint64_t owner; /* a batch's stream (stream_serial) */
+  uv_pipe_t *fd_handle; /* the descriptor sent with the frame (conn_send_frame_fd), closed once written */
 } write_req;
 
 static void conn_close(conn *c);
@@ -59,6 +62,7 @@ static void conn_on_write(uv_write_t *req, int status) {
   if (!w->job) c->control_queue -= w->cost;
   if (w->job) batch_job_free(w->job);
   else free(w->buf);
+  if (w->fd_handle) uv_close((uv_handle_t *)w->fd_handle, (uv_close_cb)free);
   free(w);
   for (int i = 0; owner && !c->closing && i < c->nstreams; i++)
     if (stream_serial(c->streams[i]) == owner) stream_written(c->streams[i], cost);
@@ -71,14 +75,17 @@ static void conn_on_write(uv_write_t *req, int status) {
   budget_released(c->s);
 }
 
-void conn_send_frame(conn *c, wbuf *frame, batch_job *job) {
+/* fd_handle (may be NULL): a descriptor to send with the frame. */
+static void conn_queue(conn *c, wbuf *frame, batch_job *job, uv_pipe_t *fd_handle) {
   write_req *w = NULL;
   if (frame->failed || c->closing || c->doomed || !(w = calloc(1, sizeof *w))) {
     if (job) batch_job_free(job);
     else wbuf_free(frame);
+    if (fd_handle) uv_close((uv_handle_t *)fd_handle, (uv_close_cb)free);
     conn_doom(c);
     return;
   }
+  w->fd_handle = fd_handle;
   w->c = c;
   w->job = job;
   w->buf = frame->data;
@@ -87,10 +94,11 @@ void conn_send_frame(conn *c, wbuf *frame, batch_job *job) {
   w->owner = job ? stream_serial(job->owner) : 0;
   if (!job) wbuf_init(frame); /* the request owns the bytes now */
   uv_buf_t b = uv_buf_init((char *)w->buf, (unsigned)w->len);
-  int rc = uv_write(&w->req, &c->h.stream, &b, 1, conn_on_write);
+  int rc = uv_write2(&w->req, &c->h.stream, &b, 1, (uv_stream_t *)fd_handle, conn_on_write);
   if (rc < 0) {
     if (job) batch_job_free(job);
     else free(w->buf);
+    if (fd_handle) uv_close((uv_handle_t *)fd_handle, (uv_close_cb)free);
     free(w);
     conn_doom(c);
     return;
@@ -98,6 +106,32 @@ void conn_send_frame(conn *c, wbuf *frame, batch_job *job) {
   c->write_queue += w->cost;
   if (!job) c->control_queue += w->cost;
 }
+
+void conn_send_frame(conn *c, wbuf *frame, batch_job *job) { conn_queue(c, frame, job, NULL); }
+
+/* libuv sends descriptors only as handles: a duplicate of fd wrapped in a
+ * pipe handle that is never read, closed once the frame is written. */
+void conn_send_frame_fd(conn *c, wbuf *frame, int fd) {
+  uv_pipe_t *p = c->tcp ? NULL : malloc(sizeof *p);
+  int dup_fd = p ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+  if (dup_fd < 0 || uv_pipe_init(c->s->loop, p, 0) < 0) {
+    if (dup_fd >= 0) close(dup_fd);
+    free(p);
+    wbuf_free(frame);
+    conn_doom(c);
+    return;
+  }
+  if (uv_pipe_open(p, dup_fd) < 0) {
+    close(dup_fd);
+    uv_close((uv_handle_t *)p, (uv_close_cb)free);
+    wbuf_free(frame);
+    conn_doom(c);
+    return;
+  }
+  conn_queue(c, frame, NULL, p);
+}
+
+int conn_is_tcp(const conn *c) { return c->tcp; }
 
 static void conn_send_msg_error(conn *c, uint32_t stream, int code, const char *msg) {
   wbuf w;
@@ -118,6 +152,7 @@ void conn_send_error(conn *c, uint32_t stream, int code, const char *fmt, ...) {
 }
 
 int conn_budget_allows(conn *c, uint64_t bytes, uint64_t holding) { return budget_allows(c->s, bytes, holding); }
+int conn_budget_admits(conn *c, uint64_t bytes) { return budget_admits(c->s, bytes); }
 
 /* ------------------------------------------------------------------ */
 /* Streams and timeouts                                                */
@@ -278,6 +313,10 @@ static void conn_on_read(uv_stream_t *sh, ssize_t nread, const uv_buf_t *buf) {
     conn_close(c);
     return;
   }
+  /* The pipe is in IPC mode so that SHM_RING can carry a descriptor;
+   * clients send none, and one that does would pile them up here. */
+  if (!c->tcp && uv_pipe_pending_count(&c->h.pipe) > 0)
+    return conn_fail(c, BFEED_EPROTO, "the client sent a file descriptor; clients send none");
   conn_feed(c, c->rbuf, (size_t)nread);
 }
 
@@ -311,7 +350,7 @@ int conn_accept(server *s, uv_stream_t *ls, int tcp, const char *where) {
   uv_timer_init(s->loop, &c->timer); /* cannot fail */
   c->timer.data = c;
   c->handles_open = 1;
-  int rc = tcp ? uv_tcp_init(s->loop, &c->h.tcp) : uv_pipe_init(s->loop, &c->h.pipe, 0);
+  int rc = tcp ? uv_tcp_init(s->loop, &c->h.tcp) : uv_pipe_init(s->loop, &c->h.pipe, 1); /* ipc: SHM_RING's fd */
   if (rc < 0) {
     log_warn(s->log, "%s: cannot take a client: %s", where, uv_strerror(rc));
     c->closing = 1;

@@ -26,5 +26,13 @@ void conn_send_error(conn *c, uint32_t stream, int code, const char *fmt, ...)
  * daemon's memory budget (budget.h); 0 means wait: the stream is started
  * again when memory is freed. */
 int conn_budget_allows(conn *c, uint64_t bytes, uint64_t holding);
+/* 1 if `bytes` held for as long as a stream lives (a shared-memory ring)
+ * fit max_memory beside what is held now (always, with no limit). */
+int conn_budget_admits(conn *c, uint64_t bytes);
+/* 1 over TCP, 0 over a Unix socket (where file descriptors can travel). */
+int conn_is_tcp(const conn *c);
+/* Queue a control frame with fd attached (SCM_RIGHTS, on the frame's first
+ * byte); fd stays the caller's (a duplicate travels). Unix sockets only. */
+void conn_send_frame_fd(conn *c, wbuf *frame, int fd);
 
 #endif

@@ -110,13 +110,17 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
 }
 
 static void on_ack(conn *c, uint32_t id, int i, const uint8_t *p, size_t n) {
-  uint64_t consumed;
+  msg_ack a;
   const char *why;
-  if (msg_u64_decode(p, n, &consumed, &why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
+  if (msg_ack_decode(p, n, &a, &why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
   if (i < 0) return; /* the stream ended or failed: a late ack is harmless */
-  if (stream_ack(c->streams[i], consumed) < 0)
-    conn_fail(c, BFEED_EPROTO, "stream %u: ACK of %llu batches, more than were sent", id,
-              (unsigned long long)consumed);
+  if (stream_ack(c->streams[i], a.consumed) < 0)
+    return conn_fail(c, BFEED_EPROTO, "stream %u: ACK of %llu batches, more than were sent", id,
+                     (unsigned long long)a.consumed);
+  for (uint32_t k = 0; k < a.nreleased; k++)
+    if (stream_release(c->streams[i], a.released[k]) < 0)
+      return conn_fail(c, BFEED_EPROTO, "stream %u: ACK releases batch %llu, which holds no shared-memory slot", id,
+                       (unsigned long long)a.released[k]);
 }
 
 /* Malformed or not, REQUEST is judged like ACK: a broken frame ends the

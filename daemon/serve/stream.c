@@ -6,6 +6,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "shm_ring.h"
 #include "select.h"
 
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
@@ -34,16 +35,53 @@ struct stream {
   uint64_t queued;      /* bytes of its batches in the connection's write queue */
   unsigned inflight;
   int failed, end_sent;
+  shm_ring *ring;    /* a shared-memory stream's ring (PROTOCOL.md "Shared memory"), else NULL */
+  int ring_sent;     /* SHM_RING is queued */
+  uint64_t slot_busy;           /* bit i: slot i holds a batch scheduled, sent or held by the caller */
+  uint64_t slot_seq[MSG_SHM_MAX_SLOTS]; /* the batch in each busy slot */
   /* counters */
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
+  uint64_t kernel_copy_bytes, shm_batches; /* batch bytes through the socket; batches through the ring */
 };
 
 uint32_t stream_id(const stream *st) { return st->id; }
 
 void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.max_pixels = max_pixels; }
 
-int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *o, workers *pool,
+/* A client on a Unix socket that asks for shared memory gets a ring of
+ * window + 2 slots, each the stream's largest batch, 64-byte aligned; its
+ * batches travel raw (codec none) whatever codec it asked for. Over TCP
+ * the option is ignored, and so it is when the ring does not fit
+ * max_memory now (a stream beside clients that do not read must still be
+ * served), or when the ring cannot be made: the socket is the fallback,
+ * and the client takes what comes. */
+static void stream_open_ring(stream *st, conn *c) {
+  /* window + 2: the batch a caller holds while it asks for the next (a
+   * for-loop's variable), and one more, so that a steady reader never
+   * finds every slot held and sees its batches fall back to the socket. */
+  uint32_t slots = st->spec.opts.window + 2 < MSG_SHM_MAX_SLOTS ? st->spec.opts.window + 2 : MSG_SHM_MAX_SLOTS;
+  uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
+  if (slot_size == 0) slot_size = 64;
+  if (!conn_budget_admits(c, slots * slot_size)) {
+    log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
+             "served over the socket", st->id, slots, (unsigned long long)slot_size);
+    return;
+  }
+  char err[256];
+  if (!(st->ring = shm_ring_new(slots, slot_size, err, sizeof err))) { /* no memfd here (a sandbox?): the socket */
+    log_warn(st->log, "stream %u: %s; served over the socket", st->id, err);
+    return;
+  }
+  /* A batch's pooled buffer holds only its BATCH_SHM frame now. */
+  st->frame_bytes = FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4;
+}
+
+int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *opts, workers *pool,
                 bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err, size_t errlen) {
+  bfeed_stream_opts shm_opts = *opts, *o = &shm_opts;
+  int shm = o->transport == BFEED_TRANSPORT_SHM && !conn_is_tcp(c);
+  if (shm) o->codec = BFEED_CODEC_NONE;
+  o->transport = shm ? BFEED_TRANSPORT_SHM : BFEED_TRANSPORT_SOCKET;
   int rc = msg_opts_check(o, err, errlen);
   if (rc == 0) rc = batch_spec_check(ds, o, err, errlen);
   if (rc < 0) return rc;
@@ -83,6 +121,7 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   epoch_cache_init(&st->orders, &st->spec, st->shuffle);
   st->shard_samples = n;
   st->bpe = bpe;
+  if (shm) stream_open_ring(st, c);
   info->samples = n;
   info->batches_per_epoch = bpe;
   info->classes = (uint32_t)ds->nclasses;
@@ -111,6 +150,38 @@ uint64_t stream_held_bytes(const stream *st) { return (st->next_seq - st->sent_s
 
 uint64_t stream_serial(const stream *st) { return st->serial; }
 
+/* A shared-memory stream's batch goes to a free slot; when the caller
+ * still holds every slot's batch (it may keep batches as long as it
+ * likes), the batch travels over the socket instead, so holding batches
+ * never stalls the stream. */
+static void stream_take_slot(stream *st, batch_job *job) {
+  uint32_t slots = st->ring ? shm_ring_slots(st->ring) : 0;
+  for (uint32_t i = 0; i < slots; i++) {
+    if (st->slot_busy >> i & 1) continue;
+    st->slot_busy |= 1ull << i;
+    st->slot_seq[i] = job->seq;
+    job->shm_index = i;
+    job->shm_slot = shm_ring_slot(st->ring, i);
+    job->shm_slot_size = shm_ring_slot_size(st->ring);
+    return;
+  }
+}
+
+/* A job that will not be sent (shed, failed) gives its slot back. */
+static void stream_put_slot(stream *st, const batch_job *job) {
+  if (job->shm_slot) st->slot_busy &= ~(1ull << job->shm_index);
+}
+
+int stream_release(stream *st, uint64_t seq) {
+  uint32_t slots = st->ring ? shm_ring_slots(st->ring) : 0;
+  for (uint32_t i = 0; i < slots; i++)
+    if ((st->slot_busy >> i & 1) && st->slot_seq[i] == seq && seq < st->sent_seq) {
+      st->slot_busy &= ~(1ull << i);
+      return 0;
+    }
+  return BFEED_EPROTO;
+}
+
 static void pump(stream *st) {
   uint32_t window = st->spec.opts.window;
   while (st->conn && !st->failed && st->next_seq < st->end_seq && st->next_seq < st->acked + window &&
@@ -129,6 +200,7 @@ static void pump(stream *st) {
     uint64_t left = st->shard_samples - job->first;
     job->count = left < st->spec.opts.batch ? (uint32_t)left : st->spec.opts.batch;
     job->owner = st;
+    stream_take_slot(st, job);
     st->inflight++;
     st->submitted_ns[st->next_seq % READY_SLOTS] = uv_hrtime();
     st->next_seq++;
@@ -149,6 +221,8 @@ static void deliver(stream *st) {
     st->batches++;
     st->raw_bytes += job->raw_bytes;
     st->wire_bytes += job->frame.len;
+    if (job->shm_slot) st->shm_batches++;
+    else st->kernel_copy_bytes += job->frame.len;
     ds_stats *d = st->stats;
     d->samples += job->count;
     d->batches++;
@@ -175,6 +249,17 @@ static void deliver(stream *st) {
 /* deliver() too: a stream with nothing to serve (resumed at the end of its
  * last epoch) ends at once. */
 void stream_start(stream *st) {
+  if (st->ring && !st->ring_sent && st->conn) { /* right after OPEN_OK, before any batch */
+    msg_shm_ring r = {.slots = shm_ring_slots(st->ring), .slot_size = shm_ring_slot_size(st->ring)};
+    r.size = r.slots * r.slot_size;
+    wbuf w;
+    wbuf_init(&w);
+    size_t at = msg_begin(&w);
+    msg_shm_ring_encode(&w, &r);
+    msg_finish(&w, at, FRAME_SHM_RING, st->id);
+    st->ring_sent = 1;
+    conn_send_frame_fd(st->conn, &w, shm_ring_fd(st->ring));
+  }
   pump(st);
   deliver(st);
 }
@@ -192,6 +277,7 @@ uint64_t stream_shed(stream *st, uint64_t keep) {
          (job = st->ready[(st->next_seq - 1) % READY_SLOTS]) != NULL) {
     st->ready[(st->next_seq - 1) % READY_SLOTS] = NULL;
     st->next_seq--; /* made again, byte for byte, when its turn comes */
+    stream_put_slot(st, job);
     freed += job->buf_cap;
     batch_job_free(job);
   }
@@ -221,6 +307,7 @@ static void stream_free(stream *st) {
   for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
   epoch_cache_free(&st->orders);
   dataset_unref(st->spec.ds);
+  shm_ring_free(st->ring);
   free(st);
 }
 
@@ -275,6 +362,8 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"unacked", st->sent_seq - st->acked},
       {"samples_per_epoch", st->shard_samples},
       {"batches_per_epoch", st->bpe},
+      {"kernel_copy_bytes", st->kernel_copy_bytes},
+      {"shm_batches", st->shm_batches},
       {"requested", st->sel.requested}, /* on-demand streams only: the last entry */
   };
   size_t n = 0, count = sizeof v / sizeof v[0] - (st->sel.kind != BFEED_SELECT_ON_DEMAND);

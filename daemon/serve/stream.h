@@ -36,6 +36,9 @@ void stream_start(stream *st);
 /* The client has consumed `consumed` batches in all; 0 or BFEED_EPROTO if
  * that is more than were sent. */
 int stream_ack(stream *st, uint64_t consumed);
+/* A shared-memory stream's client released batch seq: its slot is free.
+ * 0, or BFEED_EPROTO if seq holds no slot it was sent in. */
+int stream_release(stream *st, uint64_t seq);
 /* REQUEST on an on-demand stream: serve m's batches after those asked for
  * before. A REQUEST the stream cannot take (select.h) fails the stream
  * with an ERROR on it. */

@@ -330,6 +330,25 @@ static int fuzz_addr(const uint8_t *p, size_t n) {
   return FUZZ_ADDR;
 }
 
+/* The shared-memory messages: what a decoder accepts can never point a
+ * client outside its ring (slot, extents), and the lengths add up. */
+static void fuzz_shm(const uint8_t *p, size_t n) {
+  const char *why;
+  msg_shm_ring r;
+  if (msg_shm_ring_decode(p, n, &r, &why) == 0)
+    CHECK(r.slots >= 1 && r.slots <= MSG_SHM_MAX_SLOTS && r.slot_size % 64 == 0 && r.size == r.slots * r.slot_size);
+  const msg_shm_ring ring = {.slots = 3, .slot_size = 4096, .size = 3 * 4096};
+  msg_batch m;
+  uint32_t slot;
+  if (msg_batch_shm_decode(p, n, &ring, &m, &slot, &why) == 0) {
+    CHECK(slot < ring.slots && m.raw_size <= ring.slot_size && m.codec == BFEED_CODEC_NONE);
+    for (uint32_t i = 0; i < m.ntensors; i++) CHECK(m.t[i].offset + m.t[i].nbytes <= m.raw_size);
+  }
+  msg_ack a;
+  if (msg_ack_decode(p, n, &a, &why) == 0)
+    CHECK(a.nreleased <= MSG_ACK_MAX_RELEASED && n == 8 + (a.nreleased ? 4 + 8 * (size_t)a.nreleased : 0));
+}
+
 int fuzz_proto_one(const uint8_t *data, size_t size) {
   int accepted = 0;
   const uint8_t *p = data;
@@ -343,6 +362,7 @@ int fuzz_proto_one(const uint8_t *data, size_t size) {
     accepted |= fuzz_round_trip(&fuzz_codecs[i], p, n);
   accepted |= fuzz_stats(p, n);
   accepted |= fuzz_batch(p, n);
+  fuzz_shm(p, n);
   accepted |= fuzz_open_tlv(p, n);
   accepted |= fuzz_addr(data, size);
   accepted |= fuzz_freader_one(data, size);

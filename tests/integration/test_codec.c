@@ -133,6 +133,8 @@ static void test_codec_names(void **state) {
 }
 
 int main(void) {
+  /* Codecs are about the socket: a shared-memory stream carries them raw. */
+  setenv("BFEED_SHM", "0", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_codec_names),
       cmocka_unit_test_teardown(test_codecs_equal_none, suite_kill_daemons),

@@ -51,7 +51,7 @@ class Dataset(_data.IterableDataset):
     """Batches of a bfeed stream as dicts of torch tensors; use it with
     DataLoader(ds, batch_size=None). Options are Client.stream's;
     connect_opts, a dict of bfeed.connect's keywords (reconnect,
-    reconnect_deadline, token, token_file)."""
+    reconnect_deadline, token, token_file, shm)."""
 
     def __init__(self, addr, dataset, *, rank=None, world_size=None, connect_opts=None, **opts):
         bad = [k for k in _RESERVED if k in opts]

@@ -12,18 +12,19 @@ static int pyclient_check(pyclient *self) {
 }
 
 /* connect(addr, *, reconnect=True, reconnect_deadline=60.0, token=None,
- * token_file=None, stall_timeout=10.0): bfeed_connect_opts by keyword;
- * None keeps a default. addr may name several daemons ("A,B,C"). */
+ * token_file=None, stall_timeout=10.0, shm=True): bfeed_connect_opts by
+ * keyword; None keeps a default. addr may name several daemons ("A,B,C"). */
 PyObject *pyclient_connect(PyObject *module, PyObject *args, PyObject *kwargs) {
-  static char *kw[] = {"addr", "reconnect", "reconnect_deadline", "token", "token_file", "stall_timeout", NULL};
+  static char *kw[] = {"addr", "reconnect", "reconnect_deadline", "token", "token_file", "stall_timeout", "shm", NULL};
   const char *addr, *token = NULL;
-  PyObject *reconnect = Py_None, *deadline = Py_None, *token_file = NULL, *stall = Py_None;
+  PyObject *reconnect = Py_None, *deadline = Py_None, *token_file = NULL, *stall = Py_None, *shm = Py_None;
   bfeed_connect_opts co;
   bfeed_connect_opts_init(&co);
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOzO&O:connect", kw, &addr, &reconnect, &deadline, &token,
-                                   PyUnicode_FSConverter, &token_file, &stall))
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$OOzO&OO:connect", kw, &addr, &reconnect, &deadline, &token,
+                                   PyUnicode_FSConverter, &token_file, &stall, &shm))
     return NULL;
   if (reconnect != Py_None && (co.reconnect = PyObject_IsTrue(reconnect)) < 0) goto fail;
+  if (shm != Py_None && (co.shm = PyObject_IsTrue(shm)) < 0) goto fail;
   if (deadline != Py_None && (co.reconnect_deadline = PyFloat_AsDouble(deadline)) == -1.0 && PyErr_Occurred())
     goto fail;
   if (stall != Py_None && (co.stall_timeout = PyFloat_AsDouble(stall)) == -1.0 && PyErr_Occurred()) goto fail;

@@ -160,7 +160,8 @@ def test_u8_codec_equals_none(daemon, codec, opts):
     every tensor (names, dtypes, shapes, bytes) as codec none has it, at
     about half the wire bytes (plus the table), still 64-byte aligned."""
     def run(c):
-        with bfeed.connect(daemon.addr) as cl, cl.stream("fx", batch=3, size=40, epochs=2, codec=c,
+        # the socket: a shared-memory stream carries every codec raw (PROTOCOL.md)
+        with bfeed.connect(daemon.addr, shm=False) as cl, cl.stream("fx", batch=3, size=40, epochs=2, codec=c,
                                                           keep_partial=True, **opts) as s:
             out = []
             for b in s:
@@ -174,3 +175,25 @@ def test_u8_codec_equals_none(daemon, codec, opts):
         # a byte instead of two per image value, plus the head and table (PROTOCOL.md)
         u8_wire = wr - len(r[0][3]) // 2 + 1540
         assert wg == u8_wire if codec == "u8" else wg < u8_wire
+
+
+def test_shm_equals_socket(daemon):
+    """On a unix: address batches come from a shared-memory ring (no socket
+    copies): the torch tensors are those the socket brings, and a tensor
+    kept past its stream and client stays valid (the mapping lives while a
+    batch in it does)."""
+    def run(shm):
+        with bfeed.connect(daemon.addr, shm=shm) as c, c.stream("fx", batch=1, size=24, epochs=2, seed=5) as s:
+            out = [(b.epoch, b.index, b.torch("image"), b.torch("label").clone()) for b in s]
+            counters = s.stats()
+        return out, counters
+    got, shm_ctr = run(True)
+    ref, sock_ctr = run(False)
+    # every batch is kept here, so once all slots are held the rest come
+    # over the socket (PROTOCOL.md "Shared memory"): both kinds are checked
+    assert 0 < shm_ctr["shm_batches"] < len(got)
+    assert sock_ctr["shm_batches"] == 0 and 0 < shm_ctr["kernel_copy_bytes"] < sock_ctr["kernel_copy_bytes"]
+    assert len(got) == len(ref) > 2
+    for (e1, i1, x1, y1), (e2, i2, x2, y2) in zip(got, ref):
+        assert (e1, i1) == (e2, i2)
+        assert x1.dtype == torch.bfloat16 and torch.equal(x1, x2) and torch.equal(y1, y2)

@@ -1,0 +1,61 @@
+/* shm_ring.c -- see shm_ring.h */
+#define _GNU_SOURCE
+#include "shm_ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct shm_ring {
+  int fd;
+  uint32_t slots;
+  uint64_t slot_size;
+  uint8_t *base;
+};
+
+static uint64_t shm_ring_total; /* loop thread only */
+
+shm_ring *shm_ring_new(uint32_t slots, uint64_t slot_size, char *err, size_t errlen) {
+  uint64_t size = (uint64_t)slots * slot_size;
+  shm_ring *r = calloc(1, sizeof *r);
+  if (!r) return snprintf(err, errlen, "out of memory"), NULL;
+  r->slots = slots;
+  r->slot_size = slot_size;
+  const char *step = "memfd_create";
+  r->fd = memfd_create("bfeed-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (r->fd >= 0) step = "ftruncate";
+  if (r->fd >= 0 && ftruncate(r->fd, (off_t)size) == 0) step = "F_ADD_SEALS";
+  if (r->fd >= 0 && fcntl(r->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0) step = "mmap";
+  if (strcmp(step, "mmap") == 0) {
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+    if (p != MAP_FAILED) {
+      r->base = p;
+      shm_ring_total += size;
+      return r;
+    }
+  }
+  snprintf(err, errlen, "shared-memory ring of %u slots of %llu bytes: %s: %s", slots, (unsigned long long)slot_size,
+           step, strerror(errno));
+  if (r->fd >= 0) close(r->fd);
+  free(r);
+  return NULL;
+}
+
+void shm_ring_free(shm_ring *r) {
+  if (!r) return;
+  uint64_t size = (uint64_t)r->slots * r->slot_size;
+  munmap(r->base, size);
+  close(r->fd);
+  shm_ring_total -= size;
+  free(r);
+}
+
+int shm_ring_fd(const shm_ring *r) { return r->fd; }
+uint32_t shm_ring_slots(const shm_ring *r) { return r->slots; }
+uint64_t shm_ring_slot_size(const shm_ring *r) { return r->slot_size; }
+uint8_t *shm_ring_slot(const shm_ring *r, uint32_t i) { return r->base + (uint64_t)i * r->slot_size; }
+uint64_t shm_ring_bytes(void) { return shm_ring_total; }
