@@ -135,26 +135,16 @@ int msg_hello_ok_decode(const void *p, size_t n, msg_hello_ok *m, const char **w
 void msg_opts_defaults(bfeed_stream_opts *o) {
   static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
   static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
+  /* Zero first, padding included (callers compare whole structs): seed,
+   * epoch, batch_index, shard_index, keep_partial, epochs, max_len,
+   * fixed_len, bucket and select_rem default to 0. */
   memset(o, 0, sizeof *o);
-  o->batch = 64;
-  o->size = 224;
-  o->mode = BFEED_MODE_TRAIN;
-  o->layout = BFEED_LAYOUT_NCHW;
+  o->batch = 64, o->size = 224, o->mode = BFEED_MODE_TRAIN, o->layout = BFEED_LAYOUT_NCHW;
   o->normalize = BFEED_NORM_IMAGENET;
   memcpy(o->mean, imagenet_mean, sizeof o->mean);
   memcpy(o->std, imagenet_std, sizeof o->std);
-  o->shard_count = 1;
-  o->codec = BFEED_CODEC_NONE;
-  o->codec_level = 3;
-  o->window = 4;
-  o->shuffle = BFEED_SHUFFLE_AUTO;
-  o->pool = BFEED_POOL_NONE;
-  o->max_len = 0;
-  o->fixed_len = 0;
-  o->bucket = 0;
-  o->select = BFEED_SELECT_ALL;
-  o->select_mod = 1;
-  o->select_rem = 0;
+  o->shard_count = 1, o->codec = BFEED_CODEC_NONE, o->codec_level = 3, o->window = 4;
+  o->shuffle = BFEED_SHUFFLE_AUTO, o->pool = BFEED_POOL_NONE, o->select = BFEED_SELECT_ALL, o->select_mod = 1;
   o->transport = BFEED_TRANSPORT_SOCKET;
 }
 

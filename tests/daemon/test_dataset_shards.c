@@ -124,6 +124,14 @@ static void test_failures(void **state) {
   assert_non_null(strstr(err, "unknown key 'image_key' for kind tar"));
   assert_null(open_set("tfrecord", pattern, "label_offset", "one", err, sizeof err));
   assert_non_null(strstr(err, "label_offset=one"));
+}
+
+/* Settings that parse but data that does not fit them: the dataset opens,
+ * and indexing fails naming the shard. */
+static void test_data_failures(void **state) {
+  tmpdir *t = *state;
+  char pattern[256], err[512];
+  write_shards(t->path, "train", 0, pattern);
   /* Labels stored from 1 with label_offset -2: the first becomes -1. */
   dataset *d = open_set("tfrecord", pattern, "label_offset", "-2", err, sizeof err);
   assert_non_null(d);
@@ -155,6 +163,7 @@ int main(void) {
       TMPDIR_TEST(test_busy_then_ready),
       TMPDIR_TEST(test_tar_ready),
       TMPDIR_TEST(test_failures),
+      TMPDIR_TEST(test_data_failures),
       TMPDIR_TEST(test_unref_while_indexing),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
