@@ -154,6 +154,13 @@ int suite_raw_hello(const char *addr) {
   return fd;
 }
 
+void suite_close_runs(bfeed_stream *st, bfeed_client *c, itest_run *ref, itest_run *got) {
+  bfeed_stream_close(st);
+  bfeed_close(c);
+  itest_run_free(ref);
+  itest_run_free(got);
+}
+
 void suite_raw_answers_then_close(int fd, uint32_t stream) {
   frame_header h;
   uint8_t *p;

@@ -85,6 +85,9 @@ void suite_window_counters(bfeed_stream *st, uint64_t v[2]);
 /* A raw client (itest_raw.c) that has said HELLO and opened stream 1 on
  * "demo" with o, options unchecked. */
 int suite_raw_open(const char *addr, const bfeed_stream_opts *o);
+/* The end of a test that compared a run with its reference: the stream
+ * and its client close, and both runs are freed. */
+void suite_close_runs(bfeed_stream *st, bfeed_client *c, itest_run *ref, itest_run *got);
 /* The raw connection fd still answers (STATS_REQ on stream, 0 for the
  * daemon's report, is answered with STATS there); then it is closed. */
 void suite_raw_answers_then_close(int fd, uint32_t stream);

@@ -104,10 +104,7 @@ static void fan_finish(bfeed_stream *st, bfeed_client *c, int rc, const bfeed_er
                        itest_run *got) {
   if (rc != BFEED_EEOF) fail_msg("the fan-out stream failed after %zu batches: %s", got->n, err->message);
   suite_assert_runs_equal(ref, got); /* every (epoch, index, bytes), in order, once */
-  bfeed_stream_close(st);
-  bfeed_close(c);
-  itest_run_free(ref);
-  itest_run_free(got);
+  suite_close_runs(st, c, ref, got);
 }
 
 static void test_fanout_failover(void **state) {

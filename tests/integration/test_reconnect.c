@@ -75,11 +75,8 @@ static int window_is_full(void *arg) {
 /* The end of a resume test: the stream, its client and the daemon go, and
  * both runs are freed. */
 static void finish(bfeed_stream *st, bfeed_client *c, itest_daemon *d, itest_run *ref, itest_run *got) {
-  bfeed_stream_close(st);
-  bfeed_close(c);
+  suite_close_runs(st, c, ref, got);
   suite_stop(d);
-  itest_run_free(ref);
-  itest_run_free(got);
 }
 
 static void test_kill9_resume_exact(void **state) {
