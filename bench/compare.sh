@@ -7,7 +7,8 @@
 # In each of ROUNDS rounds (default 3), one after another on the same
 # images: the decode floor (bench/decode_floor: every JPEG decoded whole by
 # libjpeg-turbo on as many threads as cores), `bfeed bench` in train and
-# eval with each codec (none, u8, zstd:1, u8+zstd:1), and bench/torch_peer.py
+# eval over shared memory (the default on a Unix socket) and over the socket
+# with each codec (none, u8, zstd:1, u8+zstd:1), and bench/torch_peer.py
 # in train and eval. Alternating rounds spread the machine's other load
 # over every contender. Each run measures at least MIN_SAMPLES samples
 # (default 2000) after a warm-up epoch. Prints every result, then medians,
@@ -56,9 +57,13 @@ echo "$n JPEGs in $data; batch $batch, 224x224, $epochs epochs measured after 1 
 for r in $(seq "$rounds"); do
   echo "floor $("$bin/decode_floor" "$data" "$cores" "$epochs")" >>"$run/res"
   for mode in train eval; do
-    for codec in none u8 zstd:1 u8+zstd:1; do
+    # shm: the default on a unix: address (raw tensors in a shared ring);
+    # the codecs are measured over the socket (--no-shm), as TCP clients get them.
+    for codec in shm none u8 zstd:1 u8+zstd:1; do
+      if [ "$codec" = shm ]; then how="--codec none"; else how="--codec $codec --no-shm"; fi
+      # shellcheck disable=SC2086
       out=$("$bin/bfeed" bench --connect "unix:$run/s.sock" --dataset bench --mode "$mode" --size 224 \
-        --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" --codec "$codec" --json | tail -1)
+        --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" $how --json | tail -1)
       echo "$mode/$codec $out" >>"$run/res"
       case "$codec" in none | u8) [ -n "$before" ] || continue ;; *) continue ;; esac
       out=$("$before/bfeed" bench --connect "unix:$run/b.sock" --dataset bench --mode "$mode" --size 224 \
@@ -85,8 +90,9 @@ for k, v in runs.items():
     print("%-16s %10.1f   %s" % (k, med[k], ", ".join("%.1f" % rate(d) for d in v)))
 print("\nratios of medians")
 for mode in ("train", "eval"):
-    none = med[mode + "/none"]
-    print("  %s: bfeed/torch %.2f, bfeed/floor %.2f" % (mode, none / med[mode + "/torch"], none / med["floor"]))
+    none, shm = med[mode + "/none"], med[mode + "/shm"]
+    print("  %s: bfeed/torch %.2f, bfeed/floor %.2f (socket, codec none); shm %.2f and %.2f" % (
+        mode, none / med[mode + "/torch"], none / med["floor"], shm / med[mode + "/torch"], shm / med["floor"]))
     for codec in ("u8", "zstd:1", "u8+zstd:1"):
         k = "%s/%s" % (mode, codec)
         wire = statistics.median(d["wire_bytes"] / d["raw_bytes"] for d in runs[k])
