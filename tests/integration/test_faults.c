@@ -146,7 +146,8 @@ static void faults_expect_timeout(int fd, const char *what) {
 static void test_handshake_timeout(void **state) {
   suite *s = *state;
   itest_daemon *d = suite_start_with(s, 0, "handshake", 1, 0,
-                                     (const char *const[]){"--handshake-timeout", "1", "--max-clients", "2", NULL}, NULL);
+                                     (const char *const[]){"--handshake-timeout", "1", "--max-clients", "2", NULL},
+                                     NULL);
   /* Silent sockets fill every client slot. (The start's probe connection
    * may still hold a slot: the daemon accepts every waiting connection
    * before it reads the probe's end. A silent socket answered at once was
