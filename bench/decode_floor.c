@@ -19,6 +19,8 @@
 #include <time.h>
 #include <turbojpeg.h>
 
+#include "clock.h"
+
 typedef struct decode_floor_file {
   unsigned char *buf;
   unsigned long len;
@@ -93,8 +95,7 @@ int main(int argc, char **argv) {
   if (nftw(argv[1], decode_floor_add, 32, FTW_PHYS) != 0) return fprintf(stderr, "decode_floor: cannot walk %s\n", argv[1]), 1;
   if (decode_floor_n == 0) return fprintf(stderr, "decode_floor: no .jpg or .jpeg under %s\n", argv[1]), 1;
   pthread_t th[256];
-  struct timespec a, b;
-  clock_gettime(CLOCK_MONOTONIC, &a);
+  double a = clock_now_s();
   for (long t = 0; t < decode_floor_threads; t++) pthread_create(&th[t], NULL, decode_floor_run, (void *)t);
   long images = 0, bad = 0;
   for (int t = 0; t < decode_floor_threads; t++) {
@@ -103,9 +104,8 @@ int main(int argc, char **argv) {
     if ((long)r < 0) bad = 1;
     else images += (long)r;
   }
-  clock_gettime(CLOCK_MONOTONIC, &b);
+  double s = clock_now_s() - a;
   if (bad) return 1;
-  double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
   printf("{\"images\":%ld,\"seconds\":%.4f,\"images_per_s\":%.1f,\"threads\":%d}\n", images, s, images / s,
          decode_floor_threads);
   return 0;

@@ -1,5 +1,6 @@
 /* cli_util.c -- see cli_util.h */
 #include "cli_util.h"
+#include "clock.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,11 +16,7 @@ int cli_fail(char *err, size_t errlen, int code, const char *fmt, ...) {
   return code;
 }
 
-double cli_now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+double cli_now_s(void) { return clock_now_s(); }
 
 int cli_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;

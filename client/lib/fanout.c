@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "client.h"
+#include "clock.h"
 
 #define FAN_QUEUE_MAX 1024            /* requests outstanding at one member (the daemon's limit is 1024 + window) */
 #define FAN_HEDGE_MIN_NS 1000000000ull /* the head of line waits this long at least before a second request */
@@ -69,12 +70,6 @@ struct fan {
   uint64_t down_ns; /* when the last live member went; 0 while one is live */
   msg_request *req;
 };
-
-static uint64_t fan_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void fan_pos(const fan *f, uint64_t k, uint64_t *epoch, uint64_t *index) {
   uint64_t g = f->i0 + k;
@@ -139,7 +134,7 @@ static void fan_flush(fan *f) {
 /* Request what is to be requested (c->mu held): positions whose holders
  * were dropped first, then new ones up to the window. */
 static void fan_pump(fan *f) {
-  uint64_t now = fan_now();
+  uint64_t now = clock_now_ns();
   while (f->nretry > 0) {
     uint64_t k = f->retry[0];
     fan_member *m = NULL;
@@ -174,7 +169,7 @@ static void fan_drop(fan *f, fan_member *m, const char *why) {
   if (m->mc) conn_abort(m->mc);
   int any = 0;
   for (size_t i = 0; i < f->nm; i++) any |= f->m[i].live;
-  if (!any && !f->down_ns) f->down_ns = fan_now();
+  if (!any && !f->down_ns) f->down_ns = clock_now_ns();
   fan_pump(f);
   pthread_cond_broadcast(&f->s->c->cv);
 }
@@ -182,7 +177,7 @@ static void fan_drop(fan *f, fan_member *m, const char *why) {
 /* A batch from m (c->mu held): kept for the caller unless the position was
  * handed out or is there already; returns what the caller of this frees. */
 static bfeed_batch *fan_arrive(fan *f, fan_member *m, bfeed_batch *b) {
-  uint64_t k = (b->epoch - f->e0) * f->bpe + b->index - f->i0, now = fan_now();
+  uint64_t k = (b->epoch - f->e0) * f->bpe + b->index - f->i0, now = clock_now_ns();
   if (b->epoch < f->e0 || b->index >= f->bpe || (b->epoch == f->e0 && b->index < f->i0)) k = UINT64_MAX;
   if (m->live && (m->qlen == 0 || m->q[m->qhead] != k)) {
     fan_drop(f, m, "it sent a batch it was not asked for next");
@@ -253,16 +248,16 @@ static void fan_refresh(fan *f) {
 
 /* Sleep ms unless the stream closes (c->mu held, c->cv on CLOCK_MONOTONIC). */
 static void fan_sleep(fan *f, uint64_t ms) {
-  uint64_t until = fan_now() + ms * 1000000u;
-  struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u), .tv_nsec = (long)(until % 1000000000u)};
-  while (!f->closing && fan_now() < until) pthread_cond_timedwait(&f->s->c->cv, &f->s->c->mu, &ts);
+  uint64_t until = clock_now_ns() + ms * 1000000u;
+  struct timespec ts = clock_timespec(until);
+  while (!f->closing && clock_now_ns() < until) pthread_cond_timedwait(&f->s->c->cv, &f->s->c->mu, &ts);
 }
 
 /* Wait for news (a batch, a member's change) or ms at most (c->mu held):
  * the caller looks again either way. */
 static void fan_wait(fan *f, uint64_t ms) {
-  uint64_t until = fan_now() + ms * 1000000u;
-  struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u), .tv_nsec = (long)(until % 1000000000u)};
+  uint64_t until = clock_now_ns() + ms * 1000000u;
+  struct timespec ts = clock_timespec(until);
   if (!f->closing) pthread_cond_timedwait(&f->s->c->cv, &f->s->c->mu, &ts);
 }
 
@@ -271,7 +266,7 @@ static void *fan_member_main(void *arg) {
   fan *f = m->f;
   bfeed_client *c = f->s->c;
   uint64_t backoff = CLIENT_BACKOFF_FIRST_MS;
-  unsigned seed = (unsigned)(fan_now() ^ (uintptr_t)m); /* jitter: members do not retry in step */
+  unsigned seed = (unsigned)(clock_now_ns() ^ (uintptr_t)m); /* jitter: members do not retry in step */
   int lost = 0; /* it served, then was dropped: its return counts as a reconnect */
   pthread_mutex_lock(&c->mu);
   while (!f->closing && !m->gone) {
@@ -415,7 +410,7 @@ int fanout_open(bfeed_client *c, bfeed_stream *s, bfeed_error *err) {
 /* c->mu held: drop members silent past the stall deadline, and ask a
  * second member for the head of line when its holder is slow. */
 static void fan_check(fan *f) {
-  uint64_t now = fan_now(), stall = (uint64_t)(f->p->stall_s * 1e9);
+  uint64_t now = clock_now_ns(), stall = (uint64_t)(f->p->stall_s * 1e9);
   for (size_t i = 0; i < f->nm; i++) {
     fan_member *m = &f->m[i];
     if (m->live && m->qlen > 0 && now - m->last_ns > stall) {
@@ -445,7 +440,7 @@ static int fan_failed(fan *f, bfeed_error *err) {
   if (c->closing) return common_err(err, BFEED_ECLOSED, "the client is being closed (bfeed_close)");
   int any = 0;
   for (size_t i = 0; i < f->nm; i++) any |= f->m[i].live || (f->m[i].th_running && !f->m[i].gone && f->p->reconnect);
-  uint64_t waited = f->down_ns ? fan_now() - f->down_ns : 0;
+  uint64_t waited = f->down_ns ? clock_now_ns() - f->down_ns : 0;
   if (any && waited < (uint64_t)(f->p->deadline_s * 1e9)) return 0;
   char msg[MSG_ERROR_MAX];
   int n = snprintf(msg, sizeof msg, "every daemon of %.100s is gone", f->p->addr);
@@ -482,11 +477,11 @@ int fanout_next(bfeed_stream *s, bfeed_batch **out, bfeed_error *err) {
 int fanout_wait(bfeed_stream *s, int timeout_ms) {
   fan *f = s->fan;
   bfeed_client *c = s->c;
-  uint64_t until = fan_now() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u;
+  uint64_t until = clock_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u;
   if (conn_lock_enter(c, NULL) < 0) return 1;
   int ready;
   while (!(ready = fan_ready(f) || f->next >= f->total || fan_failed(f, NULL) < 0) &&
-         (timeout_ms < 0 || fan_now() < until)) {
+         (timeout_ms < 0 || clock_now_ns() < until)) {
     fan_check(f);
     fan_wait(f, 20);
   }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "clock.h"
 
 int reconnect_transient(int code) {
   switch (code) {
@@ -34,17 +35,11 @@ int reconnect_transient(int code) {
   }
 }
 
-static uint64_t reconnect_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Sleep until the monotonic time `until` unless bfeed_close begins (c->cv
  * uses CLOCK_MONOTONIC); 1 if it did. c->mu held. */
 static int reconnect_sleep(bfeed_client *c, uint64_t until) {
-  struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u), .tv_nsec = (long)(until % 1000000000u)};
-  while (!c->closing && reconnect_now_ns() < until) pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  struct timespec ts = clock_timespec(until);
+  while (!c->closing && clock_now_ns() < until) pthread_cond_timedwait(&c->cv, &c->mu, &ts);
   return c->closing;
 }
 
@@ -97,7 +92,7 @@ int reconnect_run(bfeed_client *c, int code, const char *why) {
     conn_mark_dead(c, closing ? BFEED_ECLOSED : code, closing ? "the client was closed (bfeed_close)" : why);
     return code;
   }
-  uint64_t now = reconnect_now_ns();
+  uint64_t now = clock_now_ns();
   if (!c->lost_ns) c->lost_ns = now;
   uint64_t deadline = c->lost_ns + c->deadline_ns;
   reconnect_forget(c);
@@ -109,7 +104,7 @@ int reconnect_run(bfeed_client *c, int code, const char *why) {
     /* Jitter over the upper half of the wait: clients that lost one daemon
      * together do not all come back in the same millisecond. */
     uint64_t jittered = wait_ms / 2 + (uint64_t)rand_r(&seed) % (wait_ms / 2 + 1);
-    uint64_t until = reconnect_now_ns() + jittered * 1000000u;
+    uint64_t until = clock_now_ns() + jittered * 1000000u;
     pthread_mutex_lock(&c->mu);
     closing = reconnect_sleep(c, until < deadline ? until : deadline);
     pthread_mutex_unlock(&c->mu);
@@ -117,7 +112,7 @@ int reconnect_run(bfeed_client *c, int code, const char *why) {
       conn_mark_dead(c, BFEED_ECLOSED, "the client was closed (bfeed_close) while reconnecting");
       return BFEED_ECLOSED;
     }
-    now = reconnect_now_ns();
+    now = clock_now_ns();
     if (now >= deadline) break;
     uint64_t left_ms = (deadline - now) / 1000000u + 1;
     bfeed_error e;

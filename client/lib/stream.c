@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "client.h"
+#include "clock.h"
 
 bfeed_stream *stream_find(bfeed_client *c, uint32_t id) {
   for (bfeed_stream *s = c->streams; s; s = s->next_stream)
@@ -216,11 +217,8 @@ BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error 
 BFEED_API int bfeed_stream_wait(bfeed_stream *s, int timeout_ms) {
   if (s->fan) return fanout_wait(s, timeout_ms);
   bfeed_client *c = s->c;
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until); /* c->cv's clock (conn.c) */
-  until.tv_sec += timeout_ms / 1000;
-  until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-  if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+  /* c->cv waits on CLOCK_MONOTONIC (conn.c) */
+  struct timespec until = clock_timespec(clock_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u);
   int rc = conn_lock_enter(c, NULL);
   if (rc < 0) return 1; /* bfeed_stream_next would not block: it fails */
   while (!stream_has_batch_or_end(s) && s->state >= 0 && !c->dead && !c->closing && rc == 0)

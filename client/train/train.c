@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "clock.h"
 #include "bfeed.h"
 #include "inputs.h"
 #include "mlp.h"
@@ -35,12 +36,6 @@ typedef struct train_run {
   train_summary sum;
   char err[512];
 } train_run;
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Build model and optimizer once the first batch shows the input width. */
 static int setup_model(train_run *r, const bfeed_batch *first) {
@@ -114,7 +109,7 @@ static int evaluate(train_run *r, train_epoch *e) {
   eo.shard_index = 0, eo.shard_count = 1;
   bfeed_stream *s;
   bfeed_error err;
-  double t0 = now_s();
+  double t0 = clock_now_s();
   if (bfeed_stream_open(r->client, r->o.eval_dataset, &eo, &s, &err) < 0)
     return snprintf(r->err, sizeof r->err, "eval dataset '%s': %s", r->o.eval_dataset, err.message), -1;
   bfeed_stream_info info;
@@ -148,14 +143,14 @@ static int evaluate(train_run *r, train_epoch *e) {
   if (rc == BFEED_EEOF) rc = 0;
   else if (rc < 0 && !r->err[0]) snprintf(r->err, sizeof r->err, "eval dataset '%s': %s", r->o.eval_dataset, err.message);
   e->evaluated = rc == 0;
-  e->eval_s = now_s() - t0;
+  e->eval_s = clock_now_s() - t0;
   return rc;
 }
 
 static int end_epoch(train_run *r, train_epoch *e) {
-  double t0 = now_s();
+  double t0 = clock_now_s();
   step(r, e);
-  e->compute_s += now_s() - t0;
+  e->compute_s += clock_now_s() - t0;
   if (r->o.eval_dataset && evaluate(r, e) < 0) return -1;
   r->sum.last = *e;
   r->sum.epochs_done++;
@@ -182,26 +177,26 @@ static int run(train_run *r) {
   int have_model = 0, rc;
   for (;;) {
     bfeed_batch *b;
-    double t0 = now_s();
+    double t0 = clock_now_s();
     rc = bfeed_stream_next(r->stream, &b, &err);
-    double t1 = now_s();
+    double t1 = clock_now_s();
     if (rc == BFEED_EEOF) break;
     if (rc < 0) return snprintf(r->err, sizeof r->err, "dataset '%s': %s", r->o.dataset, err.message), -1;
     double wait = t1 - t0;
     if (bfeed_batch_epoch(b) != e.epoch) {
       if (e.samples && end_epoch(r, &e) < 0) return bfeed_batch_release(b), -1;
       e = (train_epoch){.epoch = bfeed_batch_epoch(b)};
-      t1 = now_s(); /* the eval pass is neither waiting nor training */
+      t1 = clock_now_s(); /* the eval pass is neither waiting nor training */
     }
     e.wait_s += wait;
     if (!have_model) {
       if (setup_model(r, b) < 0) return bfeed_batch_release(b), -1;
       have_model = 1;
-      t1 = now_s();
+      t1 = clock_now_s();
     }
     rc = train_batch(r, b, &e);
     bfeed_batch_release(b);
-    e.compute_s += now_s() - t1;
+    e.compute_s += clock_now_s() - t1;
     if (rc < 0) return -1;
   }
   if (!have_model) return snprintf(r->err, sizeof r->err, "dataset '%s' sent no batch", r->o.dataset), -1;

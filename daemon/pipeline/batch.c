@@ -1,5 +1,6 @@
 /* batch.c -- see batch.h */
 #include "batch.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,12 +181,6 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
       (unsigned long long)L.m.raw_size, FRAME_MAX_PAYLOAD, batch_fits ? hint : "lower the batch",
       text && !o->max_len ? "; or set max_len" : "");
 #undef BAD
-}
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t batch_scratch_total; /* atomic: all workers' buffers */
@@ -384,7 +379,7 @@ static void batch_build_shm(batch_job *job, batch_worker *w, batch_layout *L) {
 void batch_build(batch_job *job, batch_worker *w) {
   const batch_spec *s = job->spec;
   const bfeed_stream_opts *o = &s->opts;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = clock_now_ns();
   uint32_t B = job->count;
   batch_layout L;
   wbuf_init_fixed(&job->frame, NULL, 0);
@@ -465,7 +460,7 @@ void batch_build(batch_job *job, batch_worker *w) {
   job->frame = fw.w;
   job->raw_bytes = m->raw_size;
 done:
-  job->busy_ns = now_ns() - t0;
+  job->busy_ns = clock_now_ns() - t0;
 }
 
 void batch_worker_free(batch_worker *w) {

@@ -1,5 +1,6 @@
 /* notify.c -- see notify.h */
 #include "notify.h"
+#include "clock.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,10 +38,7 @@ void notify_status(const char *fmt, ...) {
 
 void notify_reloading(void) {
   /* MONOTONIC_USEC lets systemd 253+ match the reload to this message. */
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu",
-             (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
+  sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu", (unsigned long long)(clock_now_ns() / 1000));
 }
 
 void notify_stopping(void) { sd_notify(0, "STOPPING=1"); }

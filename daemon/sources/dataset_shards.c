@@ -1,5 +1,6 @@
 /* dataset_shards.c -- tfrecord and tar datasets: shard listing, background indexing, sample reads. */
 #include "dataset_shards.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,12 +43,6 @@ struct dataset_shards {
   pthread_mutex_t lock;   /* guards fail */
   char fail[512];
 };
-
-static double dataset_shards_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void dataset_shards_fail(dataset_shards *s, const char *msg) {
   pthread_mutex_lock(&s->lock);
@@ -151,7 +146,7 @@ static void *dataset_shards_coordinate(void *arg) {
   if (nt > s->nfiles) nt = s->nfiles;
   pthread_t th[DATASET_SHARDS_MAX_THREADS];
   size_t started = 0;
-  double t0 = dataset_shards_now();
+  double t0 = clock_now_s();
   for (size_t i = 0; i < nt; i++)
     if (pthread_create(&th[i], NULL, dataset_shards_worker, s) == 0) started++;
   if (started == 0) dataset_shards_worker(s);
@@ -165,7 +160,7 @@ static void *dataset_shards_coordinate(void *arg) {
     snprintf(tmp, sizeof tmp, "%s", err);
     snprintf(err, sizeof err, "dataset %s: %s", s->d->name, tmp);
   }
-  s->seconds = dataset_shards_now() - t0;
+  s->seconds = clock_now_s() - t0;
   if (rc < 0) {
     if (!__atomic_load_n(&s->cancel, __ATOMIC_RELAXED) || s->fail[0]) log_err(&s->log, "%s", err);
     pthread_mutex_lock(&s->lock);

@@ -1,5 +1,6 @@
 /* wordvec.c -- lookup, loading and the cache decision (see wordvec.h). */
 #include "wordvec.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -68,12 +69,6 @@ int wordvec_cache_path(const char *path, const char *cache_dir, char *out, size_
   return n > 0 && (size_t)n < cap ? 0 : BFEED_ETOOBIG;
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void source_of(const struct stat *st, wordvec_source *src) {
   src->size = (uint64_t)st->st_size;
   src->mtime_s = (int64_t)st->st_mtim.tv_sec;
@@ -114,7 +109,7 @@ static int load_source(const char *path, const wordvec_opts *o, uint64_t max_byt
 
 int wordvec_load(const char *path, const wordvec_opts *o, wordvec *out, wordvec_report *rep, char *err,
                  size_t errlen) {
-  double t0 = now_s();
+  double t0 = clock_now_s();
   uint64_t max_bytes = o->max_bytes ? o->max_bytes : WORDVEC_DEFAULT_MAX_BYTES;
   memset(out, 0, sizeof *out);
   memset(rep, 0, sizeof *rep);
@@ -137,7 +132,7 @@ int wordvec_load(const char *path, const wordvec_opts *o, wordvec *out, wordvec_
     }
     if (hit == 1) {
       rep->cache = WORDVEC_CACHE_HIT;
-      rep->seconds = now_s() - t0;
+      rep->seconds = clock_now_s() - t0;
       return 0;
     }
   }
@@ -146,6 +141,6 @@ int wordvec_load(const char *path, const wordvec_opts *o, wordvec *out, wordvec_
   int rc = load_source(path, o, max_bytes, out, rep, err, errlen);
   /* Keep why the old cache was not used when the new one was written. */
   if (rc == 0 && rep->cache == WORDVEC_CACHE_WRITTEN) memcpy(rep->note, note, sizeof note);
-  rep->seconds = now_s() - t0;
+  rep->seconds = clock_now_s() - t0;
   return rc;
 }
