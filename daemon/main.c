@@ -394,7 +394,7 @@ int main(int argc, char **argv) {
   int done = 0;
   while (!done && (opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     if (opt == OPT_HELP) usage(stdout), done = 1;
-    if (opt == OPT_VERSION) puts("bfeedd 0.1.0 (protocol 1)"), done = 1;
+    if (opt == OPT_VERSION) printf("bfeedd %s (protocol %d)\n", BFEED_VERSION_STRING, FRAME_VERSION_MAX), done = 1;
     if (opt == OPT_CONFIG) d->config_path = optarg;
     if (opt == OPT_CHECK) d->config_path = check = optarg;
   }

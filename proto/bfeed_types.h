@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bfeed_errors.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -23,33 +25,19 @@ extern "C" {
 #define BFEED_API
 #endif
 
-#define BFEED_VERSION_MAJOR 0
-#define BFEED_VERSION_MINOR 1
-#define BFEED_VERSION_PATCH 0
+/* BFEED_VERSION_MAJOR, _MINOR, _PATCH and BFEED_VERSION_STRING ("0.1.0"):
+ * generated from the project's version (proto/VERSION, the one place it
+ * is written) and installed beside this header. */
+#include "bfeed_version.h"
 
-/* Error codes. They also travel on the wire in error frames, so the numbers
- * are fixed: new codes are only ever appended. */
+/* Error codes (bfeed_errors.h lists them, with what each means). They
+ * travel on the wire in error frames, so the numbers are fixed: new codes
+ * are only ever appended. */
 typedef enum bfeed_errcode {
   BFEED_OK = 0,
-  BFEED_EINVAL = -1,      /* an argument or option is out of range */
-  BFEED_ENOMEM = -2,      /* out of memory */
-  BFEED_EIO = -3,         /* socket or file I/O failed (see message) */
-  BFEED_ECONNECT = -4,    /* cannot connect to the daemon's address */
-  BFEED_ECLOSED = -5,     /* the peer closed the connection */
-  BFEED_EPROTO = -6,      /* malformed frame or message from the peer */
-  BFEED_ECHECKSUM = -7,   /* frame payload checksum mismatch */
-  BFEED_ETOOBIG = -8,     /* a length exceeds a limit */
-  BFEED_EVERSION = -9,    /* no protocol version in common */
-  BFEED_ENODATASET = -10, /* the daemon serves no dataset of that name */
-  BFEED_EDATASET = -11,   /* the dataset is unusable (empty, unreadable) */
-  BFEED_ELIMIT = -12,     /* a daemon limit (clients, streams, memory) */
-  BFEED_EEOF = -13,       /* the stream has delivered all it was asked for */
-  BFEED_ECODEC = -14,     /* compression or decompression failed */
-  BFEED_ESHUTDOWN = -15,  /* the daemon is shutting down */
-  BFEED_EINTERNAL = -16,  /* a bug: please report it with the message */
-  BFEED_EAUTH = -17,      /* the daemon refused access (missing or wrong token) */
-  BFEED_ETIMEDOUT = -18,  /* the peer was silent too long (handshake, idle) */
-  BFEED_EBUSY = -19       /* the dataset is not ready yet (its shards are being indexed): retry */
+#define BFEED_ERRORS_ENUM(name, num, pyclass, words, meaning) BFEED_##name = num,
+  BFEED_ERRORS(BFEED_ERRORS_ENUM)
+#undef BFEED_ERRORS_ENUM
 } bfeed_errcode;
 
 /* Where a call that failed puts its explanation. Optional everywhere (pass
@@ -84,11 +72,17 @@ typedef enum { BFEED_NORM_IMAGENET = 0, BFEED_NORM_NONE = 1, BFEED_NORM_CUSTOM =
  * the stream opens and never sent: U8 over TCP, where the network is what
  * it saves; NONE over a Unix socket, where the bytes cost no network and
  * the expansion would cost the trainer's CPU. */
+/* U8_LZ4 and LZ4: the same with LZ4 (fast links: compression at memory
+ * speed). On a batch without an image tensor the u8 form does not apply:
+ * U8 travels as NONE, U8_ZSTD as ZSTD, U8_LZ4 as LZ4; ZSTD and LZ4 on an
+ * image batch compress its u8 form. */
 typedef enum {
   BFEED_CODEC_NONE = 0,
   BFEED_CODEC_ZSTD = 1,
   BFEED_CODEC_U8 = 2,
   BFEED_CODEC_U8_ZSTD = 3,
+  BFEED_CODEC_U8_LZ4 = 4,
+  BFEED_CODEC_LZ4 = 5,
   BFEED_CODEC_AUTO = 255
 } bfeed_codec;
 typedef enum { BFEED_SHUFFLE_AUTO = 0, BFEED_SHUFFLE_ON = 1, BFEED_SHUFFLE_OFF = 2 } bfeed_shuffle;
@@ -119,8 +113,9 @@ typedef struct bfeed_stream_opts {
   uint64_t batch_index;  /* first batch within that epoch (resume), default 0 */
   uint32_t shard_index;  /* this reader's shard, 0..shard_count-1 (0) */
   uint32_t shard_count;  /* number of shards, >= 1 (1) */
-  bfeed_codec codec;     /* AUTO (libbfeed's default), NONE (the protocol's), ZSTD, U8 or U8_ZSTD */
-  int codec_level;       /* zstd level of ZSTD and U8_ZSTD, 1..19 (3) */
+  bfeed_codec codec;     /* AUTO (libbfeed's default), NONE (the protocol's), ZSTD, U8, U8_ZSTD,
+                            U8_LZ4 or LZ4 */
+  int codec_level;       /* zstd level of ZSTD and U8_ZSTD, 1..19 (3); LZ4 takes none */
   uint32_t window;       /* batches prefetched ahead of the consumer, 1..64 (4) */
   bfeed_shuffle shuffle; /* AUTO: shuffle in TRAIN, dataset order in EVAL */
   int keep_partial;      /* 1: serve the last, short batch of an epoch (0) */
@@ -143,6 +138,10 @@ typedef struct bfeed_stream_opts {
   /* Set by libbfeed from bfeed_connect_opts.shm on Unix sockets; the bytes
    * of each batch do not change. */
   bfeed_transport transport; /* SOCKET (default) or SHM */
+  /* Fields are only ever appended below (bfeed_stream_opts_size() tells a
+   * binding built against another header). */
+  float crop_scale[2];   /* TRAIN: RandomResizedCrop's scale range, the crop's share of the
+                            image's area, 0 < lo <= hi <= 1 ({0.08, 1}) */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

@@ -1,49 +1,16 @@
 /* msg.c -- message payload encoding and decoding (see msg.h, PROTOCOL.md). */
 #include "msg.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "codec.h"
 #include "names.h"
+#include "opts.h"
 #include "wire.h"
 
-/* OPEN option tags. All current options change the bytes served, so all are
- * critical: a daemon that does not know one must refuse, not ignore it. */
-enum {
-  OPT_DATASET = 1,
-  OPT_BATCH = 2,
-  OPT_SIZE = 3,
-  OPT_MODE = 4,
-  OPT_LAYOUT = 5,
-  OPT_NORMALIZE = 6,
-  OPT_MEAN = 7,
-  OPT_STD = 8,
-  OPT_SEED = 9,
-  OPT_EPOCH = 10,
-  OPT_BATCH_INDEX = 11,
-  OPT_SHARD_INDEX = 12,
-  OPT_SHARD_COUNT = 13,
-  OPT_CODEC = 14,
-  OPT_CODEC_LEVEL = 15,
-  OPT_WINDOW = 16,
-  OPT_SHUFFLE = 17,
-  OPT_KEEP_PARTIAL = 18,
-  OPT_EPOCHS = 19,
-  /* Text options: a block of their own, from 32. */
-  OPT_POOL = 32,
-  OPT_MAX_LEN = 33,
-  OPT_FIXED_LEN = 34,
-  OPT_BUCKET = 35,
-  /* Subsets of the batches (several daemons behind one stream). */
-  OPT_SELECT = 20,
-  OPT_SELECT_MOD = 21,
-  OPT_SELECT_REM = 22,
-  /* Not critical: how the batches travel, never what they hold; a daemon
-   * that does not know it serves over the socket (the fallback). */
-  OPT_TRANSPORT = 23,
-};
-#define C(tag) ((uint16_t)(TLV_CRITICAL | (tag)))
+/* OPEN's own tag; the options' tags are opts.def's. */
+enum { OPEN_DATASET = 1 };
 
 size_t msg_begin(wbuf *w) {
   size_t at = w->len;
@@ -132,91 +99,11 @@ int msg_hello_ok_decode(const void *p, size_t n, msg_hello_ok *m, const char **w
   return finish_read(&r, 1, why, "malformed HELLO_OK");
 }
 
-void msg_opts_defaults(bfeed_stream_opts *o) {
-  static const float imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
-  static const float imagenet_std[3] = {0.229f, 0.224f, 0.225f};
-  /* Zero first, padding included (callers compare whole structs): seed,
-   * epoch, batch_index, shard_index, keep_partial, epochs, max_len,
-   * fixed_len, bucket and select_rem default to 0. */
-  memset(o, 0, sizeof *o);
-  o->batch = 64, o->size = 224, o->mode = BFEED_MODE_TRAIN, o->layout = BFEED_LAYOUT_NCHW;
-  o->normalize = BFEED_NORM_IMAGENET;
-  memcpy(o->mean, imagenet_mean, sizeof o->mean);
-  memcpy(o->std, imagenet_std, sizeof o->std);
-  o->shard_count = 1, o->codec = BFEED_CODEC_NONE, o->codec_level = 3, o->window = 4;
-  o->shuffle = BFEED_SHUFFLE_AUTO, o->pool = BFEED_POOL_NONE, o->select = BFEED_SELECT_ALL, o->select_mod = 1;
-  o->transport = BFEED_TRANSPORT_SOCKET;
-}
+void msg_opts_defaults(bfeed_stream_opts *o) { opts_defaults(o); }
 
 void msg_open_encode(wbuf *w, const msg_open *m) {
-  const bfeed_stream_opts *o = &m->opts;
-  tlv_put_str(w, C(OPT_DATASET), m->dataset);
-  tlv_put_u32(w, C(OPT_BATCH), o->batch);
-  tlv_put_u32(w, C(OPT_SIZE), o->size);
-  tlv_put_u8(w, C(OPT_MODE), (uint8_t)o->mode);
-  tlv_put_u8(w, C(OPT_LAYOUT), (uint8_t)o->layout);
-  tlv_put_u8(w, C(OPT_NORMALIZE), (uint8_t)o->normalize);
-  tlv_put_f32s(w, C(OPT_MEAN), o->mean, 3);
-  tlv_put_f32s(w, C(OPT_STD), o->std, 3);
-  tlv_put_u64(w, C(OPT_SEED), o->seed);
-  tlv_put_u64(w, C(OPT_EPOCH), o->epoch);
-  tlv_put_u64(w, C(OPT_BATCH_INDEX), o->batch_index);
-  tlv_put_u32(w, C(OPT_SHARD_INDEX), o->shard_index);
-  tlv_put_u32(w, C(OPT_SHARD_COUNT), o->shard_count);
-  tlv_put_u8(w, C(OPT_CODEC), (uint8_t)o->codec);
-  tlv_put_u32(w, C(OPT_CODEC_LEVEL), (uint32_t)o->codec_level);
-  tlv_put_u32(w, C(OPT_WINDOW), o->window);
-  tlv_put_u8(w, C(OPT_SHUFFLE), (uint8_t)o->shuffle);
-  tlv_put_u8(w, C(OPT_KEEP_PARTIAL), (uint8_t)(o->keep_partial != 0));
-  tlv_put_u64(w, C(OPT_EPOCHS), o->epochs);
-  /* The text options are sent only when set, so that a client of this
-   * version still opens image streams on daemons that predate them. */
-  if (o->pool != BFEED_POOL_NONE) tlv_put_u8(w, C(OPT_POOL), (uint8_t)o->pool);
-  if (o->max_len) tlv_put_u32(w, C(OPT_MAX_LEN), o->max_len);
-  if (o->fixed_len) tlv_put_u8(w, C(OPT_FIXED_LEN), 1);
-  if (o->bucket) tlv_put_u32(w, C(OPT_BUCKET), o->bucket);
-  /* Sent only when not the default, like the text options. */
-  if (o->select != BFEED_SELECT_ALL) tlv_put_u8(w, C(OPT_SELECT), (uint8_t)o->select);
-  if (o->select_mod != 1) tlv_put_u64(w, C(OPT_SELECT_MOD), o->select_mod);
-  if (o->select_rem) tlv_put_u64(w, C(OPT_SELECT_REM), o->select_rem);
-  if (o->transport != BFEED_TRANSPORT_SOCKET) tlv_put_u8(w, OPT_TRANSPORT, (uint8_t)o->transport);
-}
-
-static int open_item(const tlv_item *it, msg_open *m, int *have_dataset) {
-  bfeed_stream_opts *o = &m->opts;
-  uint8_t b;
-  uint32_t u;
-  int rc;
-  switch (it->tag & ~TLV_CRITICAL) {
-    case OPT_DATASET: *have_dataset = 1; return tlv_str(it, m->dataset, sizeof m->dataset);
-    case OPT_BATCH: return tlv_u32(it, &o->batch);
-    case OPT_SIZE: return tlv_u32(it, &o->size);
-    case OPT_MODE: rc = tlv_u8(it, &b); o->mode = (bfeed_mode)b; return rc;
-    case OPT_LAYOUT: rc = tlv_u8(it, &b); o->layout = (bfeed_layout)b; return rc;
-    case OPT_NORMALIZE: rc = tlv_u8(it, &b); o->normalize = (bfeed_norm)b; return rc;
-    case OPT_MEAN: return tlv_f32s(it, o->mean, 3);
-    case OPT_STD: return tlv_f32s(it, o->std, 3);
-    case OPT_SEED: return tlv_u64(it, &o->seed);
-    case OPT_EPOCH: return tlv_u64(it, &o->epoch);
-    case OPT_BATCH_INDEX: return tlv_u64(it, &o->batch_index);
-    case OPT_SHARD_INDEX: return tlv_u32(it, &o->shard_index);
-    case OPT_SHARD_COUNT: return tlv_u32(it, &o->shard_count);
-    case OPT_CODEC: rc = tlv_u8(it, &b); o->codec = (bfeed_codec)b; return rc;
-    case OPT_CODEC_LEVEL: rc = tlv_u32(it, &u); o->codec_level = (int32_t)u; return rc;
-    case OPT_WINDOW: return tlv_u32(it, &o->window);
-    case OPT_SHUFFLE: rc = tlv_u8(it, &b); o->shuffle = (bfeed_shuffle)b; return rc;
-    case OPT_KEEP_PARTIAL: rc = tlv_u8(it, &b); o->keep_partial = b != 0; return rc;
-    case OPT_EPOCHS: return tlv_u64(it, &o->epochs);
-    case OPT_POOL: rc = tlv_u8(it, &b); o->pool = (bfeed_pool)b; return rc;
-    case OPT_MAX_LEN: return tlv_u32(it, &o->max_len);
-    case OPT_FIXED_LEN: rc = tlv_u8(it, &b); o->fixed_len = b != 0; return rc;
-    case OPT_BUCKET: return tlv_u32(it, &o->bucket);
-    case OPT_SELECT: rc = tlv_u8(it, &b); o->select = (bfeed_select)b; return rc;
-    case OPT_SELECT_MOD: return tlv_u64(it, &o->select_mod);
-    case OPT_SELECT_REM: return tlv_u64(it, &o->select_rem);
-    case OPT_TRANSPORT: rc = tlv_u8(it, &b); o->transport = (bfeed_transport)b; return rc;
-    default: return (it->tag & TLV_CRITICAL) ? BFEED_EINVAL : 0;
-  }
+  tlv_put_str(w, (uint16_t)(TLV_CRITICAL | OPEN_DATASET), m->dataset);
+  opts_encode(w, &m->opts);
 }
 
 int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why) {
@@ -227,7 +114,12 @@ int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why) {
   msg_opts_defaults(&m->opts);
   rbuf_init(&r, p, n);
   while ((rc = tlv_next(&r, &it)) == 1) {
-    rc = open_item(&it, m, &have_dataset);
+    if ((it.tag & ~TLV_CRITICAL) == OPEN_DATASET) {
+      have_dataset = 1;
+      rc = tlv_str(&it, m->dataset, sizeof m->dataset) < 0 ? BFEED_EPROTO : 1;
+    } else {
+      rc = opts_decode_item(&it, &m->opts);
+    }
     if (rc == BFEED_EINVAL) {
       *why = "OPEN has an option this daemon does not support (upgrade bfeedd)";
       return rc;
@@ -248,40 +140,7 @@ int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why) {
   return 0;
 }
 
-int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap) {
-#define BAD(...) return snprintf(why, cap, __VA_ARGS__), BFEED_EINVAL
-  if (o->batch < 1 || o->batch > 65536) BAD("batch %u out of range 1..65536", o->batch);
-  if (o->size < 8 || o->size > 4096) BAD("size %u out of range 8..4096", o->size);
-  if (o->mode != BFEED_MODE_TRAIN && o->mode != BFEED_MODE_EVAL) BAD("unknown mode %d", (int)o->mode);
-  if (o->layout != BFEED_LAYOUT_NCHW && o->layout != BFEED_LAYOUT_NHWC)
-    BAD("unknown layout %d", (int)o->layout);
-  if ((unsigned)o->normalize > BFEED_NORM_CUSTOM) BAD("unknown normalization %d", (int)o->normalize);
-  for (int c = 0; c < 3; c++) {
-    if (!isfinite(o->mean[c])) BAD("mean[%d] is not finite", c);
-    if (!isfinite(o->std[c]) || o->std[c] == 0.0f) BAD("std[%d] must be finite and non-zero", c);
-  }
-  if (o->shard_count < 1) BAD("shard count must be at least 1");
-  if (o->shard_index >= o->shard_count)
-    BAD("shard index %u must be below the shard count %u", o->shard_index, o->shard_count);
-  if ((unsigned)o->codec > BFEED_CODEC_U8_ZSTD) BAD("unknown codec %d", (int)o->codec);
-  if (msg_codec_zstd(o->codec) && (o->codec_level < 1 || o->codec_level > 19))
-    BAD("zstd level %d out of range 1..19", o->codec_level);
-  if (o->window < 1 || o->window > 64) BAD("window %u out of range 1..64", o->window);
-  if ((unsigned)o->shuffle > BFEED_SHUFFLE_OFF) BAD("unknown shuffle setting %d", (int)o->shuffle);
-  if ((unsigned)o->pool > BFEED_POOL_MEAN) BAD("unknown pooling %d", (int)o->pool);
-  if (o->max_len > MSG_MAX_LEN_LIMIT) BAD("max_len %u out of range 0..%u", o->max_len, MSG_MAX_LEN_LIMIT);
-  if (o->bucket > 65536) BAD("bucket %u out of range 0..65536", o->bucket);
-  if ((unsigned)o->select > BFEED_SELECT_ON_DEMAND) BAD("unknown select %d", (int)o->select);
-  if ((unsigned)o->transport > BFEED_TRANSPORT_SHM) BAD("unknown transport %d", (int)o->transport);
-  if (o->select_mod < 1) BAD("select_mod must be at least 1");
-  if (o->select_rem >= o->select_mod)
-    BAD("select_rem %llu must be below select_mod %llu", (unsigned long long)o->select_rem,
-        (unsigned long long)o->select_mod);
-  /* Whether a batch fits one frame depends on the dataset's kind: the
-   * daemon checks that when it opens the stream (batch_spec_check). */
-#undef BAD
-  return 0;
-}
+int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap) { return opts_check(o, why, cap); }
 
 void msg_open_ok_encode(wbuf *w, const msg_open_ok *m) {
   wbuf_u64(w, m->samples);
@@ -460,7 +319,7 @@ static int batch_decode_table(const void *p, size_t n, uint64_t raw_limit, msg_b
   batch_prefix_read(&r, m);
   if (r.failed) return *why = "BATCH header truncated", BFEED_EPROTO;
   if (m->ntensors > MSG_MAX_TENSORS) return *why = "BATCH has too many tensors", BFEED_EPROTO;
-  if (m->codec > BFEED_CODEC_U8_ZSTD) return *why = "BATCH uses an unknown codec", BFEED_EPROTO;
+  if (!codec_get(m->codec)) return *why = "BATCH uses an unknown codec", BFEED_EPROTO;
   if (m->raw_size > raw_limit) return *why = "BATCH raw size exceeds the limit", BFEED_ETOOBIG;
   for (uint32_t i = 0; i < m->ntensors; i++) {
     msg_tensor *t = &m->t[i];
@@ -483,12 +342,16 @@ static int batch_decode_table(const void *p, size_t n, uint64_t raw_limit, msg_b
 int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why) {
   int rc = batch_decode_table(p, n, raw_limit, m, why);
   if (rc < 0) return rc;
-  if (m->codec == BFEED_CODEC_NONE && m->data_size != m->raw_size)
-    return *why = "BATCH data size differs from its raw size", BFEED_EPROTO;
-  if (msg_codec_u8(m->codec) && msg_batch_u8_size(m) == 0)
+  /* Each codec's own form (PROTOCOL.md "Codecs"): uncompressed data is
+   * exactly its plain size; compressed data is checked when it is
+   * decompressed, to exactly that size. */
+  const codec_info *c = codec_get(m->codec);
+  if (c->u8 && msg_batch_u8_size(m) == 0)
     return *why = "BATCH codec u8 needs a first tensor `image`, bf16 [B,3,H,W] or [B,H,W,3] at offset 0", BFEED_EPROTO;
-  if (m->codec == BFEED_CODEC_U8 && m->data_size != msg_batch_u8_size(m))
-    return *why = "BATCH u8 data size differs from what its tensors need", BFEED_EPROTO;
+  if (!c->comp && m->data_size != codec_plain_size(m))
+    return *why = c->u8 ? "BATCH u8 data size differs from what its tensors need"
+                        : "BATCH data size differs from its raw size",
+           BFEED_EPROTO;
   return 0;
 }
 
@@ -533,7 +396,7 @@ int msg_batch_shm_decode(const void *p, size_t n, const msg_shm_ring *ring, msg_
   if (n < MSG_BATCH_PREFIX + 4) return *why = "BATCH_SHM truncated", BFEED_EPROTO;
   int rc = batch_decode_table(p, n - 4, ring->slot_size, m, why);
   if (rc < 0) return rc == BFEED_ETOOBIG ? (*why = "BATCH_SHM raw size exceeds the slot size", BFEED_EPROTO) : rc;
-  if (m->codec != BFEED_CODEC_NONE) return *why = "BATCH_SHM carries a codec other than none", BFEED_EPROTO;
+  if (!codec_is_plain(m->codec)) return *why = "BATCH_SHM carries a codec other than none", BFEED_EPROTO;
   if (m->data_size != 0) return *why = "BATCH_SHM has bytes between its tensor table and its slot", BFEED_EPROTO;
   *slot = wire_get32((const uint8_t *)p + n - 4);
   if (*slot >= ring->slots) return *why = "BATCH_SHM slot outside the ring", BFEED_EPROTO;

@@ -143,13 +143,11 @@ int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, 
 #define MSG_BATCH_PREFIX 36
 void msg_batch_peek(const uint8_t prefix[MSG_BATCH_PREFIX], uint8_t *codec, uint64_t *raw_size);
 
-/* Codec u8 (PROTOCOL.md "Codec u8"): the data is a head -- u8 layout (0
+/* Codec u8's form (PROTOCOL.md "Codec u8"; codec.h is the codecs' table): the data is a head -- u8 layout (0
  * NCHW, 1 NHWC), 3 bytes 0, the 3 x 256 bf16 table (little-endian) -- then
  * the image tensor's B x H x W x 3 pixels, then the raw bytes after the
  * image tensor (the other tensors and their padding) as they are. */
 #define MSG_U8_HEAD (4 + 3 * 256 * 2)
-static inline int msg_codec_zstd(int codec) { return codec == BFEED_CODEC_ZSTD || codec == BFEED_CODEC_U8_ZSTD; }
-static inline int msg_codec_u8(int codec) { return codec == BFEED_CODEC_U8 || codec == BFEED_CODEC_U8_ZSTD; }
 /* Bytes of m's u8 data (before zstd), or 0 when m's first tensor is not a
  * bf16 image [B,3,H,W] or [B,H,W,3] at offset 0. */
 uint64_t msg_batch_u8_size(const msg_batch *m);

@@ -2,7 +2,7 @@
 # Install the Debian packages bfeed builds and tests with, if any is missing.
 # Usage: scripts/deps.sh [--test]   (--test adds what the oracle tests need)
 set -eu
-pkgs="build-essential cmake pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libwebp-dev libuv1-dev libzstd-dev
+pkgs="build-essential cmake pkg-config libjpeg62-turbo-dev libturbojpeg0-dev libpng-dev libwebp-dev libuv1-dev libzstd-dev liblz4-dev
       libxxhash-dev libinih-dev libcmocka-dev libsystemd-dev libdnnl-dev librandom123-dev
       python3-dev libdlpack-dev libprotobuf-c-dev protobuf-c-compiler libarchive-dev"
 if [ "${1:-}" = "--test" ]; then

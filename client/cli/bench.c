@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bfeed.h"
+#include "codec.h"
 #include "cli.h"
 #include "cli_opts.h"
 #include "cli_util.h"
@@ -145,8 +146,8 @@ static double bench_daemon_cpu_s(bfeed_client *c) {
 static void report(const bench_args *b, const bench_result *r) {
   const bfeed_stream_opts *o = &b->c.o;
   const char *mode = o->mode == BFEED_MODE_EVAL ? "eval" : "train";
-  static const char *const codecs[] = {"none", "zstd", "u8", "u8+zstd"};
-  const char *codec = (unsigned)o->codec < 4 ? codecs[o->codec] : o->codec == BFEED_CODEC_AUTO ? "auto" : "?";
+  const codec_info *ci = codec_get(o->codec);
+  const char *codec = ci ? ci->name : o->codec == BFEED_CODEC_AUTO ? "auto" : "?";
   double sps = r->seconds > 0 ? r->samples / r->seconds : 0;
   double tps = r->seconds > 0 ? r->tokens / r->seconds : 0;
   FILE *h = b->json ? stderr : stdout; /* with --json, stdout is the JSON document alone */

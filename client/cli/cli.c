@@ -30,7 +30,7 @@ static void usage(FILE *f) {
           "  version    print the version (also --version, on every command)\n"
           "ADDR is unix:PATH or HOST:PORT, or several comma-separated (or a name resolving to\n"
           "several): one stream then fans out over those daemons. Each command takes --help.\n\n%s%s",
-          cli_connect_opts_help, cli_stream_opts_help);
+          cli_connect_opts_help, cli_stream_opts_help());
 }
 
 static int demo_takes_value(const char *name, void *ctx) {

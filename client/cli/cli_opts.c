@@ -7,29 +7,22 @@
 #include <string.h>
 #include <time.h>
 
-const char cli_stream_opts_help[] =
-    "stream options:\n"
-    "  --batch N               samples per batch (64)\n"
-    "  --size S                output height and width (224)\n"
-    "  --mode train|eval       random-resized crop + flip, or resize + centre crop (train)\n"
-    "  --layout nchw|nhwc      image tensor layout (nchw)\n"
-    "  --normalize imagenet|none  ImageNet mean/std, or raw 0..255 (imagenet)\n"
-    "  --seed N                random seed (0)\n"
-    "  --epoch N               first epoch, to resume (0)\n"
-    "  --start-batch N         first batch in that epoch, to resume (0)\n"
-    "  --shard I/N             read shard I of N (0/1)\n"
-    "  --codec auto|none|zstd[:L]|u8|u8+zstd[:L]\n"
-    "                          wire encoding: zstd level L 1..19; u8 sends images as\n"
-    "                          8-bit pixels the library expands, bit-identical; auto:\n"
-    "                          u8 over TCP, none over a Unix socket (auto)\n"
-    "  --window N              batches in flight ahead of the consumer (4)\n"
-    "  --shuffle auto|on|off   epoch order: shuffled in train, dataset order in eval (auto)\n"
-    "  --keep-partial          also serve the short last batch of each epoch\n"
-    "text datasets:\n"
-    "  --pool none|mean        tokens [B,T,D], or their mean per sample: pooled [B,D] (none)\n"
-    "  --max-len N             tokens served per sample, 0 = the dataset's max_len (0)\n"
-    "  --fixed-len             pad every batch to T = max-len, not to its longest sample\n"
-    "  --bucket N              length bucketing over runs of N batches, 0 = off (0)\n";
+#include "frame.h"
+#include "opts.h"
+
+/* From the options' table (proto/opts.def), with libbfeed's defaults. */
+const char *cli_stream_opts_help(void) {
+  static char help[4096];
+  if (!help[0]) {
+    bfeed_stream_opts d;
+    bfeed_stream_opts_init(&d);
+    size_t n = (size_t)snprintf(help, sizeof help, "stream options:\n");
+    n += opts_help(0, &d, help + n, sizeof help - n);
+    n += (size_t)snprintf(help + n, sizeof help - n, "text datasets:\n");
+    opts_help(1, &d, help + n, sizeof help - n);
+  }
+  return help;
+}
 
 /* Who speaks in messages: "bfeed bench", "bfeed-train", ... */
 static const char *cli_prog = "bfeed";
@@ -38,8 +31,7 @@ void cli_set_prog(const char *prog) { cli_prog = prog; }
 
 void cli_print_version(void) {
   size_t n = strcspn(cli_prog, " "); /* "bfeed bench" -> "bfeed" */
-  printf("%.*s %d.%d.%d (protocol 1)\n", (int)n, cli_prog, BFEED_VERSION_MAJOR, BFEED_VERSION_MINOR,
-         BFEED_VERSION_PATCH);
+  printf("%.*s %s (protocol %d)\n", (int)n, cli_prog, BFEED_VERSION_STRING, FRAME_VERSION_MAX);
 }
 
 int cli_help_or_version(const char *name, const char *usage, const char *more) {
@@ -162,7 +154,7 @@ int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
   bfeed_connect_opts_init(&c->co);
   c->connect = c->dataset = NULL;
   while ((r = cli_next(&a, cmd_takes_value, &x)) == 1) {
-    if (cli_help_or_version(a.name, c->usage, cli_stream_opts_help)) return 1;
+    if (cli_help_or_version(a.name, c->usage, cli_stream_opts_help())) return 1;
     int s = cli_stream_opt(a.name, a.value, &c->o);
     if (s == 0) s = cli_connect_opt(a.name, a.value, &c->co);
     if (s < 0) return -1;

@@ -3,9 +3,8 @@
  *
  * Stream options are spelled the same for bench, fetch and (later) any
  * other command: --batch N --size S --mode train|eval --layout nchw|nhwc
- * --normalize imagenet|none --seed N --epoch N --start-batch N --shard I/N
- * --codec none|zstd[:LEVEL] --window N --shuffle auto|on|off --keep-partial,
- * and for text datasets --pool none|mean --max-len N --fixed-len --bucket N.
+ * --normalize imagenet|none --seed N ... as proto/opts.def names them (set
+ * through bfeed_stream_opts_set, so the command line and the bindings agree).
  * Connection options likewise: --token-file FILE --no-reconnect
  * --reconnect-deadline S. Both "--name value" and "--name=value" are accepted.
  */
@@ -33,8 +32,8 @@ int cli_next(cli_args *a, int (*takes_value)(const char *name, void *ctx), void 
 int cli_stream_opt(const char *name, const char *value, bfeed_stream_opts *o);
 /* Whether a stream option takes a value. */
 int cli_stream_opt_takes_value(const char *name);
-/* The --help text for the stream options. */
-extern const char cli_stream_opts_help[];
+/* The --help text for the stream options (made once, from their table). */
+const char *cli_stream_opts_help(void);
 
 /* The name messages start with ("bfeed bench", "bfeed-train"; default
  * "bfeed"); prog must outlive the parsing. */

@@ -1,13 +1,14 @@
 /*
  * batch.c -- libbfeed's batches: made from a verified BATCH payload
- * (decoded, decompressed, u8 images expanded into pooled memory), and the public accessors.
+ * (decoded, decompressed and u8 images expanded into pooled memory by
+ * proto/codec.h), and the public accessors.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zstd.h>
 
 #include "client.h"
+#include "codec.h"
 
 static void batch_dispose(bfeed_batch *b, int ack) {
   if (!b) return;
@@ -28,77 +29,31 @@ static void batch_adopt(bfeed_client *c, bfeed_batch *b, uint8_t *buf, size_t bu
   b->raw = buf;
 }
 
-/* zstd data into pooled memory of exactly n bytes (*out, *out_cap): 0, or
- * ECODEC / ENOMEM with the reason. */
-static int batch_unzstd(bfeed_client *c, const msg_batch *m, uint64_t n, uint8_t **out, size_t *out_cap, char *why,
-                        size_t cap) {
-  unsigned long long declared = ZSTD_getFrameContentSize(m->data, m->data_size);
-  size_t raw_cap = 0;
-  uint8_t *raw = declared == n ? bufpool_get(c->cache, n, &raw_cap) : NULL;
-  size_t got = raw ? ZSTD_decompress(raw, n, m->data, m->data_size) : 0;
-  if (!raw || ZSTD_isError(got) || got != n) {
-    bufpool_put(c->cache, raw, raw_cap);
-    snprintf(why, cap, "BATCH %llu: zstd data does not decompress to its declared %llu bytes%s%s",
-             (unsigned long long)m->seq, (unsigned long long)n, ZSTD_isError(got) ? ": " : "",
-             ZSTD_isError(got) ? ZSTD_getErrorName(got) : "");
-    return raw || declared != n ? BFEED_ECODEC : BFEED_ENOMEM;
-  }
-  *out = raw;
-  *out_cap = raw_cap;
-  return 0;
-}
-
-/* Codec u8's data (msg.h) expanded into the raw tensors: every pixel
- * through its channel's table into the layout the head names, then the
- * other tensors copied. The table entries keep their little-endian bytes,
- * so the result is byte for byte what codec none carries. */
-static int batch_expand_u8(bfeed_client *c, const msg_batch *m, const uint8_t *data, bfeed_batch *b, char *why,
-                           size_t cap) {
-  const msg_tensor *t = &m->t[0];
-  int nhwc = data[0] == 1;
-  if (data[0] > 1 || (data[1] | data[2] | data[3]) || (nhwc ? t->shape[3] : t->shape[1]) != 3)
-    return snprintf(why, cap, "BATCH %llu: u8 layout byte %u does not fit the image shape",
-                    (unsigned long long)m->seq, data[0]), BFEED_EPROTO;
-  uint16_t lut[3][256];
-  memcpy(lut, data + 4, sizeof lut);
-  size_t raw_cap;
-  uint8_t *raw = bufpool_get(c->cache, m->raw_size, &raw_cap);
-  if (!raw) return snprintf(why, cap, "out of memory for a %llu-byte batch", (unsigned long long)m->raw_size),
-                BFEED_ENOMEM;
-  const uint8_t *px = data + MSG_U8_HEAD;
-  size_t n = (size_t)t->shape[0], hw = (size_t)(nhwc ? t->shape[1] * t->shape[2] : t->shape[2] * t->shape[3]);
-  uint16_t *out = (uint16_t *)raw; /* 64-byte aligned */
-  if (nhwc)
-    for (size_t i = 0; i < n * hw; i++, px += 3, out += 3) {
-      out[0] = lut[0][px[0]];
-      out[1] = lut[1][px[1]];
-      out[2] = lut[2][px[2]];
-    }
-  else
-    for (size_t i = 0; i < n; i++, out += 3 * hw)
-      for (size_t p = 0; p < hw; p++, px += 3) {
-        out[p] = lut[0][px[0]];
-        out[hw + p] = lut[1][px[1]];
-        out[2 * hw + p] = lut[2][px[2]];
-      }
-  memcpy(raw + t->nbytes, px, m->raw_size - t->nbytes);
-  batch_adopt(c, b, raw, raw_cap);
-  return 0;
-}
-
-/* A compressed or u8 batch's data into raw tensors in b. */
+/* A compressed or u8 batch's data into raw tensors in b (proto/codec.h
+ * says what each codec holds): decompressed into pooled memory of exactly
+ * its plain size, then, for the u8 form, expanded through the stream's
+ * table into pooled memory of the raw size. */
 static int batch_decode_data(bfeed_client *c, const msg_batch *m, bfeed_batch *b, char *why, size_t cap) {
-  int u8 = msg_codec_u8(m->codec);
+  const codec_info *info = codec_get(m->codec);
   const uint8_t *data = m->data;
-  uint8_t *plain = NULL;
-  size_t plain_cap = 0;
-  if (msg_codec_zstd(m->codec)) {
-    int rc = batch_unzstd(c, m, u8 ? msg_batch_u8_size(m) : m->raw_size, &plain, &plain_cap, why, cap);
-    if (rc < 0) return rc;
-    if (!u8) return batch_adopt(c, b, plain, plain_cap), 0;
+  uint8_t *plain = NULL, *raw = NULL;
+  size_t plain_cap = 0, raw_cap = 0, n = (size_t)codec_plain_size(m);
+  int rc = 0;
+  if (info->comp) {
+    if (!(plain = bufpool_get(c->cache, n, &plain_cap)))
+      return snprintf(why, cap, "out of memory for a %zu-byte batch", n), BFEED_ENOMEM;
+    if ((rc = codec_decompress(m, plain, n, why, cap)) < 0) goto done;
     data = plain;
   }
-  int rc = batch_expand_u8(c, m, data, b, why, cap);
+  if (!info->u8) return batch_adopt(c, b, plain, plain_cap), 0;
+  if (!(raw = bufpool_get(c->cache, m->raw_size, &raw_cap))) {
+    rc = BFEED_ENOMEM;
+    snprintf(why, cap, "out of memory for a %llu-byte batch", (unsigned long long)m->raw_size);
+    goto done;
+  }
+  if ((rc = codec_u8_expand(m, data, raw, why, cap)) < 0) bufpool_put(c->cache, raw, raw_cap);
+  else batch_adopt(c, b, raw, raw_cap);
+done:
   bufpool_put(c->cache, plain, plain_cap);
   return rc;
 }
@@ -153,7 +108,7 @@ int batch_from_payload(bfeed_client *c, const frame_header *h, uint8_t *mem, siz
   }
   batch_fields(b, h, &m);
   b->raw = m.data;
-  if (m.codec != BFEED_CODEC_NONE && (rc = batch_decode_data(c, &m, b, why, cap)) < 0) {
+  if (!codec_is_plain(m.codec) && (rc = batch_decode_data(c, &m, b, why, cap)) < 0) {
     batch_free(b);
     return rc;
   }

@@ -43,7 +43,7 @@
 #include "freader.h"
 #include "msg.h"
 
-#define CLIENT_AGENT "libbfeed/0.1.0"
+#define CLIENT_AGENT "libbfeed/" BFEED_VERSION_STRING
 /* A daemon-wide report can be larger than a control frame. */
 #define CLIENT_MAX_REPORT (16u << 20)
 /* Reconnecting: the first wait, its cap (each wait doubles, with jitter),

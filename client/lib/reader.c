@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "codec.h"
 #include "frame.h"
 
 /* A BATCH payload is read in two parts: its fixed prefix first, which says
@@ -28,7 +29,7 @@ static int reader_batch(bfeed_client *c, bfeed_batch **out, char *why, size_t ca
   uint64_t raw_size;
   uint8_t codec;
   msg_batch_peek(prefix, &codec, &raw_size);
-  size_t head = codec == BFEED_CODEC_NONE && raw_size <= h.length ? h.length - raw_size : 0;
+  size_t head = codec_is_plain(codec) && raw_size <= h.length ? h.length - raw_size : 0;
   size_t pad = (64 - head % 64) % 64, mem_cap;
   uint8_t *mem = bufpool_get(c->cache, pad + h.length, &mem_cap);
   if (!mem) return snprintf(why, cap, "out of memory for a %u-byte batch", h.length), BFEED_ENOMEM;

@@ -11,6 +11,7 @@
 
 #include "client.h"
 #include "clock.h"
+#include "codec.h"
 
 bfeed_stream *stream_find(bfeed_client *c, uint32_t id) {
   for (bfeed_stream *s = c->streams; s; s = s->next_stream)
@@ -126,7 +127,7 @@ BFEED_API int bfeed_stream_open(bfeed_client *c, const char *dataset, const bfee
   }
   s->open.opts = *o;
   if (o->codec == BFEED_CODEC_AUTO) /* one codec for all of a pool's members: the same bytes from each */
-    s->open.opts.codec = (c->pool ? pool_any_tcp(c->pool) : c->where.kind == ADDR_TCP) ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
+    s->open.opts.codec = (bfeed_codec)codec_auto(c->pool ? pool_any_tcp(c->pool) : c->where.kind == ADDR_TCP);
   /* Shared memory only where descriptors can travel; TCP never asks, nor a
    * pool (its members are clients of their own, on the socket: pool.c). */
   s->open.opts.transport =

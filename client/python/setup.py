@@ -8,6 +8,7 @@ setuptools from the network.
 """
 import glob
 import os
+import re
 
 from setuptools import Extension, setup
 
@@ -20,21 +21,40 @@ def rel(*parts):
 
 
 # libbfeed is client/lib plus the wire format in proto/: all of their C.
-lib_sources = sorted(glob.glob(os.path.join(top, "client", "lib", "*.c")) +
+lib_sources = sorted(glob.glob(os.path.join(top, "client", "lib", "**", "*.c"), recursive=True) +
                      glob.glob(os.path.join(top, "proto", "*.c")))
+
+
+def project_version():
+    """The version, from the one place it is written: proto/VERSION (CMake reads it too)."""
+    with open(os.path.join(top, "proto", "VERSION")) as f:
+        m = re.match(r"(\d+)\.(\d+)\.(\d+)$", f.read().strip())
+    return m.groups()
+
+
+# bfeed_version.h, as CMake generates it from proto/bfeed_version.h.in.
+version = project_version()
+gen = os.path.join(here, "build", "gen-include")
+os.makedirs(gen, exist_ok=True)
+with open(os.path.join(top, "proto", "bfeed_version.h.in")) as f:
+    header = f.read()
+for key, value in zip(("MAJOR", "MINOR", "PATCH"), version):
+    header = header.replace("@PROJECT_VERSION_%s@" % key, value)
+with open(os.path.join(gen, "bfeed_version.h"), "w") as f:
+    f.write(header.replace("@PROJECT_VERSION@", ".".join(version)))
 
 ext = Extension(
     "bfeed._bfeed",
     sources=[rel(here, "src", f) for f in ("module.c", "pyclient.c", "pystream.c", "pybatch.c", "pytensor.c")] +
     [os.path.relpath(s, here) for s in lib_sources],
-    include_dirs=[rel(here, "src"), rel(top, "client", "lib"), rel(top, "proto")],
-    libraries=["zstd", "xxhash"],
+    include_dirs=[rel(here, "src"), rel(top, "client", "lib"), rel(top, "proto"), rel(gen)],
+    libraries=["zstd", "lz4", "xxhash"],
     extra_compile_args=["-std=gnu11", "-fvisibility=hidden", "-Wno-unused-parameter"],
 )
 
 setup(
     name="bfeed",
-    version="0.1.0",
+    version=".".join(version),
     description="bf16 training batches from bfeedd, zero copy, for PyTorch, NumPy and JAX",
     packages=["bfeed"],
     ext_modules=[ext],

@@ -132,7 +132,7 @@ int train_opts_parse(int argc, char **argv, train_opts *o) {
   cli_args a = {.argc = argc, .argv = argv};
   cli_set_prog("bfeed-train"); /* stream-option errors name this program */
   while ((r = cli_next(&a, takes_value, NULL)) == 1) {
-    if (cli_help_or_version(a.name, train_usage, cli_stream_opts_help)) {
+    if (cli_help_or_version(a.name, train_usage, cli_stream_opts_help())) {
       if (strcmp(a.name, "help") == 0) fputs(cli_connect_opts_help, stdout);
       return 1;
     }

@@ -10,6 +10,7 @@
 #include "bfeed_types.h"
 #include "batch_text.h"
 #include "bf16.h"
+#include "codec.h"
 #include "frame.h"
 #include "fwriter.h"
 #include "image_decode.h"
@@ -36,11 +37,12 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   s->sample.size = (int)o->size;
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
   s->sample.allow_dct_scale = 1;
+  memcpy(s->sample.crop_scale, o->crop_scale, sizeof s->sample.crop_scale);
   s->sample.max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT; /* the server sets its own */
   /* Codec u8 (and zstd, which sends image batches as u8+zstd: batch_build)
    * sends the pixels as served, mirrored; with codec none the mirror is
    * part of the pass to bf16 (tobf16.h), not a pass of its own. */
-  s->sample.defer_flip = !msg_codec_u8(o->codec) && !msg_codec_zstd(o->codec);
+  s->sample.defer_flip = !codec_get(codec_for_batch(o->codec, 1))->u8;
   /* Inputs are 8-bit after resampling, so normalisation and the cast are a
    * table of 3 x 256 values, computed as torchvision computes them:
    * ToTensor divides by 255 in float32, Normalize subtracts and divides in
@@ -123,8 +125,9 @@ static void batch_largest(const batch_spec *s, batch_layout *L) {
 uint64_t batch_frame_estimate(const batch_spec *s) {
   batch_layout L;
   batch_largest(s, &L);
-  /* u8 data is at most the raw bytes plus its head; zstd's bound covers both. */
-  uint64_t data = s->opts.codec == BFEED_CODEC_NONE ? L.m.raw_size : ZSTD_compressBound(L.m.raw_size + MSG_U8_HEAD);
+  /* u8 data is at most the raw bytes plus its head; a compressor's bound covers both. */
+  int codec = codec_for_batch(s->opts.codec, L.image != NULL);
+  uint64_t data = codec_bound(codec, L.m.raw_size + (codec_get(codec)->u8 ? MSG_U8_HEAD : 0));
   return data + frame_overhead(&L.m) + 63;
 }
 
@@ -334,10 +337,7 @@ static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uin
  * left them, then the other tensors. */
 static int fill_u8(const batch_spec *s, batch_worker *w, const batch_layout *L, uint32_t B, uint8_t *data, char *err,
                    size_t errlen) {
-  memset(data, 0, 4);
-  data[0] = s->opts.layout == BFEED_LAYOUT_NHWC;
-  for (int c = 0; c < 3; c++)
-    for (int v = 0; v < 256; v++) wire_put16(data + 4 + 2 * (256 * c + v), s->lut[c][v]);
+  codec_u8_head(data, s->opts.layout == BFEED_LAYOUT_NHWC, s->lut);
   size_t pixels = (size_t)L->image->nbytes / 2;
   memcpy(data + MSG_U8_HEAD, w->rgb, pixels);
   return fill(s, w, L, B, data + MSG_U8_HEAD + pixels, (size_t)L->image->nbytes, err, errlen);
@@ -350,7 +350,7 @@ static int fill_u8(const batch_spec *s, batch_worker *w, const batch_layout *L, 
 static void batch_build_shm(batch_job *job, batch_worker *w, batch_layout *L) {
   const batch_spec *s = job->spec;
   msg_batch *m = &L->m;
-  if (m->raw_size > job->shm_slot_size || m->codec != BFEED_CODEC_NONE) {
+  if (m->raw_size > job->shm_slot_size || !codec_is_plain(m->codec)) {
     job->rc = BFEED_EINTERNAL;
     snprintf(job->err, sizeof job->err, "batch of %llu bytes does not fit its %llu-byte shared-memory slot",
              (unsigned long long)m->raw_size, (unsigned long long)job->shm_slot_size);
@@ -394,12 +394,12 @@ void batch_build(batch_job *job, batch_worker *w) {
   m->epoch = job->epoch;
   m->index = job->index;
   m->seq = job->seq;
-  /* u8 applies to batches with an image tensor; others travel as none or
-   * zstd. zstd of an image batch compresses its u8 form (codec 3): half the
-   * bytes to compress and no bf16 noise in the low bytes, so it is both
-   * faster and smaller than zstd of the bf16 (PROTOCOL.md, bench/README.md). */
-  int zst = msg_codec_zstd(o->codec), u8 = (msg_codec_u8(o->codec) || zst) && L.image;
-  m->codec = (uint8_t)(u8 ? (zst ? BFEED_CODEC_U8_ZSTD : BFEED_CODEC_U8) : zst ? BFEED_CODEC_ZSTD : BFEED_CODEC_NONE);
+  /* What the batch travels as (codec.h): the u8 form only with an image
+   * tensor, and a compressor on an image batch compresses its u8 form
+   * (PROTOCOL.md, bench/README.md). */
+  m->codec = (uint8_t)codec_for_batch(o->codec, L.image != NULL);
+  const codec_info *codec = codec_get(m->codec);
+  int zst = codec->comp != NULL, u8 = codec->u8;
   size_t scratch = dataset_has_text(s->ds) ? s->ds->vectors.dim : dataset_has_features(s->ds) ? s->ds->features.row_floats : 0;
   if (scratch && grow(&w->f32, &w->f32_cap, scratch * sizeof *w->f32) < 0) {
     job->rc = BFEED_ENOMEM;
@@ -411,16 +411,16 @@ void batch_build(batch_job *job, batch_worker *w) {
    * writer into one pooled buffer. Uncompressed, the data is built in place
    * in the frame, which for codec none starts `pad` bytes into the buffer
    * so that the tensors land 64-byte aligned in memory, as the code filling
-   * them may assume; for zstd the data is built in the worker's buffer and
-   * compressed into the frame. */
-  int none = m->codec == BFEED_CODEC_NONE;
+   * them may assume; compressed, the data is built in the worker's buffer
+   * and compressed into the frame. */
+  int none = codec_is_plain(m->codec);
   if (job->shm_slot) {
     batch_build_shm(job, w, &L);
     goto done;
   }
-  size_t plain = u8 ? msg_batch_u8_size(m) : m->raw_size; /* the data before zstd */
+  size_t plain = codec_plain_size(m); /* the data before compression */
   size_t head = FRAME_HEADER_SIZE + msg_batch_head_size(m);
-  size_t cap = head + (zst ? ZSTD_compressBound(plain) : plain);
+  size_t cap = head + codec_bound(m->codec, plain);
   job->buf = bufpool_get(job->pool, cap + 63, &job->buf_cap);
   size_t pad = job->buf && none ? (64 - ((uintptr_t)(job->buf + head) & 63)) & 63 : 0;
   fwriter fw;
@@ -437,19 +437,10 @@ void batch_build(batch_job *job, batch_worker *w) {
                : fill(s, w, &L, B, raw, 0, job->err, sizeof job->err);
   if (job->rc < 0) goto done;
   if (zst && !fw.w.failed) { /* failed: the head overran its size, fwriter_finish says so */
-    if (!w->zc && !(w->zc = ZSTD_createCCtx())) {
-      job->rc = BFEED_ENOMEM;
-      snprintf(job->err, sizeof job->err, "out of memory for a zstd context");
-      goto done;
-    }
-    size_t room;
+    size_t room, n;
     uint8_t *dst = fwriter_room(&fw, &room);
-    size_t n = ZSTD_compressCCtx(w->zc, dst, room, raw, plain, o->codec_level);
-    if (ZSTD_isError(n)) {
-      job->rc = BFEED_ECODEC;
-      snprintf(job->err, sizeof job->err, "zstd compression failed: %s", ZSTD_getErrorName(n));
-      goto done;
-    }
+    job->rc = codec_compress(&w->codecs, m->codec, o->codec_level, raw, plain, dst, room, &n, job->err, sizeof job->err);
+    if (job->rc < 0) goto done;
     fwriter_commit(&fw, n);
   }
   const char *why;
@@ -472,7 +463,7 @@ void batch_worker_free(batch_worker *w) {
   free(w->sel);
   free(w->flip);
   free(w->f32);
-  ZSTD_freeCCtx(w->zc);
+  codec_state_free(&w->codecs);
   memset(w, 0, sizeof *w);
 }
 

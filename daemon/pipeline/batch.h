@@ -21,10 +21,10 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include <zstd.h>
 
 #include "bfeed_types.h"
 #include "bufpool.h"
+#include "codec.h"
 #include "dataset.h"
 #include "epoch.h"
 #include "log.h"
@@ -100,7 +100,7 @@ typedef struct batch_worker {
   size_t flip_cap;
   float *f32;                /* pooling sums, unaligned feature rows */
   size_t f32_cap;
-  ZSTD_CCtx *zc;
+  codec_state codecs;        /* compressor contexts (zstd) */
 } batch_worker;
 void batch_worker_free(batch_worker *w);
 /* Bytes all workers' buffers above hold now (budget.c counts them against

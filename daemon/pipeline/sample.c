@@ -210,7 +210,8 @@ static int sample_decode(const uint8_t *buf, size_t len, const sample_params *p,
     transform_eval_params(info.width, info.height, p->size, &e);
     ev = &e;
   } else if (!crop && !ev) {
-    transform_random_resized_crop(info.width, info.height, rng, &c);
+    if (p->crop_scale[1] > 0) transform_rrc(info.width, info.height, p->crop_scale[0], p->crop_scale[1], rng, &c);
+    else transform_random_resized_crop(info.width, info.height, rng, &c);
     crop = &c;
   }
   if (ev ? eval_plan(&info, ev, p->size, &pl) : crop_plan(&info, crop, p->size, &pl))

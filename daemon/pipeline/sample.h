@@ -27,6 +27,7 @@ typedef struct sample_params {
   int allow_dct_scale; /* 1 (default): let the IDCT shrink large crops */
   uint64_t max_pixels; /* larger images are refused from their header; 0 = no limit */
   int defer_flip;      /* 1: leave a train flip to the caller (scratch.flip) instead of mirroring */
+  float crop_scale[2]; /* train: RandomResizedCrop's scale range; {0, 0} (zeroed): (0.08, 1) */
 } sample_params;
 
 /* Per-thread scratch memory reused across samples (grows as needed, so a

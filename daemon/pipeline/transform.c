@@ -29,7 +29,9 @@
 /* 10 tries of 2 draws, the 2 offsets of a successful try, the flip. */
 #define TRANSFORM_MAX_DRAWS (2 * TRANSFORM_TRIES + 3)
 
-/* float32(0.08) and float32(1.0): the scale bounds after torch's cast. */
+/* float32(0.08) and float32(1.0): the default scale bounds after torch's
+ * cast (a stream's crop_scale is float32 too: uniform_ on a float tensor
+ * casts its Python-float bounds so). */
 static const float transform_scale_lo = 0.08f, transform_scale_hi = 1.0f;
 /* torch.log(torch.tensor((3/4, 4/3))), float32. */
 static const float transform_log_ratio_lo = -0x1.269622p-2f, transform_log_ratio_hi = 0x1.269624p-2f;
@@ -82,13 +84,18 @@ static int transform_round(double x) { return (int)nearbyint(x); }
 
 void transform_random_resized_crop_draws(int img_w, int img_h, const float *u, int nu, int *used,
                                      transform_crop *out) {
+  transform_rrc_draws(img_w, img_h, transform_scale_lo, transform_scale_hi, u, nu, used, out);
+}
+
+void transform_rrc_draws(int img_w, int img_h, float scale_lo, float scale_hi, const float *u, int nu, int *used,
+                         transform_crop *out) {
   struct transform_draws d = {u, nu, 0};
   int width = img_w, height = img_h;
   double area = (double)height * width;
   int found = 0;
 
   for (int t = 0; t < TRANSFORM_TRIES && !found; t++) {
-    double target_area = area * transform_uniform(transform_next(&d), transform_scale_lo, transform_scale_hi);
+    double target_area = area * transform_uniform(transform_next(&d), scale_lo, scale_hi);
     double aspect_ratio = transform_aspect_from_draw(transform_next(&d));
     int w = transform_round(sqrt(target_area * aspect_ratio));
     int h = transform_round(sqrt(target_area / aspect_ratio));
@@ -117,11 +124,15 @@ void transform_random_resized_crop_draws(int img_w, int img_h, const float *u, i
 }
 
 void transform_random_resized_crop(int img_w, int img_h, rng_t *r, transform_crop *out) {
+  transform_rrc(img_w, img_h, transform_scale_lo, transform_scale_hi, r, out);
+}
+
+void transform_rrc(int img_w, int img_h, float scale_lo, float scale_hi, rng_t *r, transform_crop *out) {
   /* A fixed number of draws, used or not: what follows in r does not depend
    * on how many tries the crop took. */
   float u[TRANSFORM_MAX_DRAWS];
   for (int i = 0; i < TRANSFORM_MAX_DRAWS; i++) u[i] = rng_uniform_f32(r);
-  transform_random_resized_crop_draws(img_w, img_h, u, TRANSFORM_MAX_DRAWS, NULL, out);
+  transform_rrc_draws(img_w, img_h, scale_lo, scale_hi, u, TRANSFORM_MAX_DRAWS, NULL, out);
 }
 
 void transform_eval_params(int img_w, int img_h, int size, transform_eval *out) {

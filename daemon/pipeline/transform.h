@@ -27,6 +27,12 @@ void transform_random_resized_crop(int img_w, int img_h, rng_t *r, transform_cro
  * [0,1) consumed in the order above; *used gets how many were consumed. */
 void transform_random_resized_crop_draws(int img_w, int img_h, const float *u, int nu, int *used,
                                      transform_crop *out);
+/* Both with RandomResizedCrop's scale=(scale_lo, scale_hi) instead of
+ * (0.08, 1): the share of the image's area each try draws from (float32,
+ * as torch casts them). The stream option crop_scale. */
+void transform_rrc(int img_w, int img_h, float scale_lo, float scale_hi, rng_t *r, transform_crop *out);
+void transform_rrc_draws(int img_w, int img_h, float scale_lo, float scale_hi, const float *u, int nu, int *used,
+                         transform_crop *out);
 
 /* The aspect ratio a log-ratio draw u gives:
  * torch.exp(torch.empty(1).uniform_(log(3/4), log(4/3))).item() with torch's

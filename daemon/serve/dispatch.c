@@ -8,7 +8,7 @@
 #include "msg.h"
 #include "stream.h"
 
-#define DISPATCH_SERVER_NAME "bfeedd/0.1.0"
+#define DISPATCH_SERVER_NAME "bfeedd/" BFEED_VERSION_STRING
 
 static void send_reply(conn *c, int type, uint32_t stream, void (*encode)(wbuf *, const void *),
                        const void *msg) {

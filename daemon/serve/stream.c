@@ -8,6 +8,7 @@
 
 #include "shm_ring.h"
 #include "select.h"
+#include "opts.h"
 
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
 
@@ -117,7 +118,7 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   st->log = log;
   st->stats = stats;
   stats->streams++;
-  st->shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
+  st->shuffle = opts_shuffled(o);
   epoch_cache_init(&st->orders, &st->spec, st->shuffle);
   st->shard_samples = n;
   st->bpe = bpe;

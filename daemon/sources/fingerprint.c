@@ -10,6 +10,7 @@
 
 #include "dataset_shards.h"
 #include "folder.h"
+#include "opts.h"
 #include "strlist.h"
 
 /* One line of the canonical description into the hash. A line longer than
@@ -121,24 +122,13 @@ uint64_t fingerprint_dataset(const dataset *d, const dataset_keys *k) {
   return fp ? fp : 1; /* 0 means unknown */
 }
 
-static uint32_t fp_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-
 uint64_t fingerprint_stream(uint64_t dataset_fp, const bfeed_stream_opts *o, uint64_t max_pixels) {
-  char s[1024];
-  int shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
-  int n = snprintf(s, sizeof s,
-                   "bfeed stream 1\ndataset %016llx\nmax_pixels %llu\nbatch %u\nsize %u\nmode %d\nlayout %d\n"
-                   "normalize %d\nmean %08x %08x %08x\nstd %08x %08x %08x\nseed %llu\nshard %u/%u\nshuffle %d\n"
-                   "keep_partial %d\npool %d\nmax_len %u\nfixed_len %d\nbucket %u\n",
-                   (unsigned long long)dataset_fp, (unsigned long long)max_pixels, o->batch, o->size, (int)o->mode,
-                   (int)o->layout, (int)o->normalize, fp_bits(o->mean[0]), fp_bits(o->mean[1]), fp_bits(o->mean[2]),
-                   fp_bits(o->std[0]), fp_bits(o->std[1]), fp_bits(o->std[2]), (unsigned long long)o->seed,
-                   o->shard_index, o->shard_count, shuffle, o->keep_partial != 0, (int)o->pool, o->max_len,
-                   o->fixed_len != 0, o->bucket);
-  uint64_t fp = XXH3_64bits(s, (size_t)n < sizeof s ? (size_t)n : sizeof s - 1);
+  /* The options' part comes from their table (proto/opts.def: the rows
+   * marked as changing a batch's bytes), so a new option cannot be left out. */
+  char s[2048];
+  int n = snprintf(s, sizeof s, "bfeed stream 1\ndataset %016llx\nmax_pixels %llu\n", (unsigned long long)dataset_fp,
+                   (unsigned long long)max_pixels);
+  size_t len = (size_t)n + opts_canon(o, s + n, sizeof s - (size_t)n);
+  uint64_t fp = XXH3_64bits(s, len);
   return dataset_fp && fp ? fp : dataset_fp ? 1 : 0;
 }

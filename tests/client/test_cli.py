@@ -93,7 +93,7 @@ def test_help():
     # Option errors name the program and command that was run.
     for args, prefix in [([BFEED, "bench", "--batch", "0"], "bfeed bench: --batch 0:"),
                          ([BFEED, "fetch", "--shard", "3/2"], "bfeed fetch: --shard 3/2:"),
-                         ([BFEED, "bench", "--codec", "lz4"], "bfeed bench: --codec lz4:"),
+                         ([BFEED, "bench", "--codec", "brotli"], "bfeed bench: --codec brotli:"),
                          ([TRAIN, "--batch", "0"], "bfeed-train: --batch 0:"),
                          ([TRAIN, "--mode", "test"], "bfeed-train: --mode test:"),
                          ([TRAIN_BENCH, "--batch", "0"], "bfeed-train-bench: --batch 0:")]:

@@ -83,7 +83,8 @@ static void test_refusals_name_option_and_value(void **state) {
   set_bad("shard", "2/2", "shard 2/2: expected I/N");
   set_bad("shard", "1/0", "shard 1/0");
   set_bad("shard", "1/2/3", "shard 1/2/3");
-  set_bad("codec", "lz4", "codec lz4: expected auto, none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL]");
+  set_bad("codec", "brotli", "codec brotli: expected auto, none, u8, zstd[:LEVEL], u8+zstd[:LEVEL], lz4, u8+lz4");
+  set_bad("codec", "lz4:3", "codec lz4:3: lz4 takes no level");
   set_bad("codec", "u8+zstd:0", "codec zstd: 0");
   set_bad("codec", "zstd:20", "codec zstd: 20");
   set_bad("keep_partial", "yes", "keep-partial yes: expected 1 or 0");
@@ -100,14 +101,14 @@ static void test_refusals_name_option_and_value(void **state) {
 static void test_names_and_size(void **state) {
   const char *want[] = {"batch", "size", "mode", "layout", "normalize", "seed", "epoch", "start-batch", "shard",
                         "codec", "window", "shuffle", "keep-partial", "epochs", "pool", "max-len", "fixed-len",
-                        "bucket", "select", NULL};
+                        "bucket", "select", "crop-scale", NULL};
   for (int i = 0; want[i]; i++) {
     assert_non_null(bfeed_stream_opt_name(i));
     assert_string_equal(bfeed_stream_opt_name(i), want[i]);
     assert_int_equal(bfeed_stream_opt_takes_value(want[i]), strcmp(want[i], "keep-partial") != 0 &&
                                                                strcmp(want[i], "fixed-len") != 0);
   }
-  assert_null(bfeed_stream_opt_name(19));
+  assert_null(bfeed_stream_opt_name(20));
   assert_null(bfeed_stream_opt_name(-1));
   assert_int_equal(bfeed_stream_opt_takes_value("nope"), -1);
   assert_int_equal(bfeed_stream_opts_size(), sizeof(bfeed_stream_opts));

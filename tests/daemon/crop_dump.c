@@ -4,6 +4,7 @@
  * Reads commands on stdin, one per line, and answers each with one line:
  *   rrc W H K1 ... Kn   -> "left top width height flip used"
  *                          (draw i is Ki * 2^-24, 0 <= Ki < 2^24, n <= 64)
+ *   rrcs LO HI W H K... -> the same with scale=(LO, HI) (decimal, read as float32)
  *   eval W H SIZE       -> "resized_w resized_h left top"
  *   aspects             -> 2^24 float32 values, binary: the aspect ratio of
  *                          every draw K * 2^-24, K = 0 .. 2^24-1
@@ -18,7 +19,8 @@
 #define MAX_DRAWS 64
 #define DRAW_ONE (1L << 24)
 
-static int do_rrc(char *args) {
+/* scale NULL: the default (0.08, 1), through the function without one. */
+static int do_rrc(char *args, const float *scale) {
   int w, h, off, nu = 0;
   float u[MAX_DRAWS];
   if (sscanf(args, "%d %d%n", &w, &h, &off) != 2 || w <= 0 || h <= 0) return -1;
@@ -31,7 +33,8 @@ static int do_rrc(char *args) {
   }
   transform_crop c;
   int used;
-  transform_random_resized_crop_draws(w, h, u, nu, &used, &c);
+  if (scale) transform_rrc_draws(w, h, scale[0], scale[1], u, nu, &used, &c);
+  else transform_random_resized_crop_draws(w, h, u, nu, &used, &c);
   printf("%d %d %d %d %d %d\n", c.left, c.top, c.width, c.height, c.flip, used);
   return 0;
 }
@@ -63,8 +66,12 @@ int main(void) {
       return 1;
     }
     int rc;
+    float scale[2];
+    int off;
     if (strncmp(line, "rrc ", 4) == 0)
-      rc = do_rrc(line + 4);
+      rc = do_rrc(line + 4, NULL);
+    else if (strncmp(line, "rrcs ", 5) == 0)
+      rc = sscanf(line + 5, "%f %f%n", &scale[0], &scale[1], &off) == 2 ? do_rrc(line + 5 + off, scale) : -1;
     else if (strncmp(line, "eval ", 5) == 0)
       rc = do_eval(line + 5);
     else if (strcmp(line, "aspects\n") == 0)

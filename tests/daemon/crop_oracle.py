@@ -12,7 +12,8 @@ Usage: crop_oracle.py CROP_DUMP_TOOL
    torch.randint and torch.rand patched to consume our draws (randint(0, n)
    gets floor(u * n), as transform.c defines), then RandomHorizontalFlip for
    real on a 2-pixel image, for many image sizes (tiny, extreme aspect
-   ratios that reach the fallback, 500x375) and draw vectors.
+   ratios that reach the fallback, 500x375) and draw vectors; and with other
+   scale ranges (the stream option crop_scale, RandomResizedCrop's scale=).
 4. Resize(round(size*256/224)) + CenterCrop(size): torchvision's transforms
    applied to tensor images whose pixels hold their coordinates, so the
    resized size and the crop offset are read off the output.
@@ -136,13 +137,13 @@ class Draws:
 FLIP_PROBE = torch.tensor([[[0, 1]]], dtype=torch.uint8)
 
 
-def torchvision_crop(w, h, ks):
+def torchvision_crop(w, h, ks, scale=SCALE):
     d = Draws(ks)
     img = torch.empty((1, h, w), dtype=torch.uint8)
     fake_uniform = lambda self, a=0.0, b=1.0: d.uniform_(self, a, b)  # noqa: E731
     with mock.patch.object(torch.Tensor, "uniform_", fake_uniform), \
             mock.patch("torch.randint", d.randint), mock.patch("torch.rand", d.rand):
-        i, j, ch, cw = T.RandomResizedCrop.get_params(img, list(SCALE), list(RATIO))
+        i, j, ch, cw = T.RandomResizedCrop.get_params(img, list(scale), list(RATIO))
         flip = int(T.RandomHorizontalFlip(0.5)(FLIP_PROBE)[0, 0, 0].item() == 1)
     return (j, i, cw, ch, flip, d.used)
 
@@ -210,6 +211,26 @@ def check_crops(tool):
     return bad
 
 
+# scale= ranges a user might pass (the stream option crop_scale "LO,HI"):
+# torchvision takes Python floats, uniform_ casts them to float32, as the
+# daemon reads the option.
+SCALES = [(0.25, 1.0), (0.35, 0.35), (1.0, 1.0), (0.08, 0.5), (0.5, 1.0), (0.01, 0.02)]
+
+
+def check_crop_scales(tool):
+    rnd = random.Random(99)
+    sizes = [(500, 375), (375, 500), (224, 224), (1, 1), (10, 1000), (4000, 3000), (333, 500)]
+    cases = [(w, h, [rnd.randrange(ONE) for _ in range(MAX_DRAWS)], s) for s in SCALES for w, h in sizes
+             for _ in range(60)]
+    cases += [(w, h, [ONE - 1] * MAX_DRAWS, s) for s in SCALES for w, h in sizes]
+    answers, bad = compare(tool, "crop scale", "left top w h flip used", cases,
+                           lambda w, h, ks, s: f"rrcs {s[0]!r} {s[1]!r} {w} {h} {' '.join(map(str, ks))}",
+                           torchvision_crop, lambda w, h, ks, s: f"{w}x{h} scale {s} draws {ks}")
+    if answers is not None:
+        print(f"RandomResizedCrop with scale=: {len(cases)} cases over {len(SCALES)} ranges, {bad} mismatches")
+    return bad
+
+
 def torchvision_eval(w, h, size):
     """Resize's output size from the function T.Resize calls, cross-checked
     by running T.Resize itself where the output is small; the crop offset by
@@ -246,7 +267,8 @@ def main():
     # exp); torch's "default" kernels round differently and would fail here.
     cap = [l for l in torch.__config__.show().splitlines() if "CPU capability" in l]
     print(f"torch {torch.__version__}: {cap[0].strip() if cap else 'CPU capability unknown'}")
-    failures = check_mapping() + check_aspects(tool) + check_crops(tool) + check_eval(tool)
+    failures = (check_mapping() + check_aspects(tool) + check_crops(tool) + check_crop_scales(tool) +
+                check_eval(tool))
     print("FAIL" if failures else "OK")
     return 1 if failures else 0
 

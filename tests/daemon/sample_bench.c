@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   sample_params p = {atoi(argv[2]), strcmp(argv[1], "eval") == 0 ? SAMPLE_EVAL : SAMPLE_TRAIN,
-                     atoi(argv[3]), 0, 0};
+                     atoi(argv[3]), 0, 0, {0, 0}};
   int repeat = atoi(argv[4]), n = argc - 5;
   if (p.size < 1 || p.size > 4096 || repeat < 1)
     return 2;

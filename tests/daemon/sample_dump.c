@@ -115,7 +115,7 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
   char cmd[8], mode[8];
   int dct, a, b, c, d, flip, used = 0;
   unsigned long long seed, index;
-  sample_params p = {0, SAMPLE_TRAIN, 0, 0, 0};
+  sample_params p = {0, SAMPLE_TRAIN, 0, 0, 0, {0, 0}};
   transform_crop crop;
   transform_eval ev;
   rng_t rng;

@@ -239,12 +239,12 @@ typedef unsigned __int128 u128;
 static void check_batch_rules(const msg_batch *m, const uint8_t *p, size_t n, uint64_t raw_limit) {
   const u128 too_big = ((u128)1 << 64) + 1;
   CHECK(m->ntensors <= MSG_MAX_TENSORS);
-  CHECK(m->codec == BFEED_CODEC_NONE || m->codec == BFEED_CODEC_ZSTD || m->codec == BFEED_CODEC_U8 ||
-        m->codec == BFEED_CODEC_U8_ZSTD);
+  int u8 = m->codec == BFEED_CODEC_U8 || m->codec == BFEED_CODEC_U8_ZSTD || m->codec == BFEED_CODEC_U8_LZ4;
+  CHECK(u8 || m->codec == BFEED_CODEC_NONE || m->codec == BFEED_CODEC_ZSTD || m->codec == BFEED_CODEC_LZ4);
   CHECK(m->raw_size <= raw_limit);
   CHECK(m->data >= p && m->data_size <= n && m->data + m->data_size == p + n);
   if (m->codec == BFEED_CODEC_NONE) CHECK(m->data_size == m->raw_size);
-  if (m->codec == BFEED_CODEC_U8 || m->codec == BFEED_CODEC_U8_ZSTD) {
+  if (u8) {
     /* "Codec u8": the first tensor is `image`, bf16 [B,3,H,W] or [B,H,W,3] at 0. */
     const msg_tensor *im = &m->t[0];
     CHECK(m->ntensors >= 1 && strcmp(im->name, "image") == 0 && im->dtype == BFEED_DTYPE_BF16);

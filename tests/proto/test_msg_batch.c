@@ -330,7 +330,7 @@ static void test_batch_sizes_and_codec(void **state) {
   b.data_size = 273;
   assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
   b.data_size = 272;
-  const uint8_t codecs[] = {4, 128, 255};
+  const uint8_t codecs[] = {6, 128, 255}; /* 0..5: none, zstd, u8, u8+zstd, u8+lz4, lz4 */
   for (size_t i = 0; i < sizeof codecs; i++) {
     b.codec = codecs[i];
     assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
@@ -350,6 +350,8 @@ static void test_batch_codec_u8(void **state) {
   assert_int_equal(decode_spec(&b, UINT64_MAX), BFEED_EPROTO);
   b.codec = BFEED_CODEC_U8_ZSTD; /* a zstd frame: its size is checked on decompression */
   b.data_size = 100;
+  assert_int_equal(decode_spec(&b, UINT64_MAX), 0);
+  b.codec = BFEED_CODEC_U8_LZ4; /* an LZ4 block: likewise */
   assert_int_equal(decode_spec(&b, UINT64_MAX), 0);
   b.codec = BFEED_CODEC_U8;
   b.data_size = 1716;

@@ -396,7 +396,9 @@ static void test_opts_ranges(void **state) {
   OPTS(0, "shard", o.shard_index = 1);
   OPTS(0, "shard", o.shard_count = 0);
   OPTS(1, NULL, o.shard_index = 2, o.shard_count = 3);
-  OPTS(0, "codec", o.codec = (bfeed_codec)4);
+  OPTS(0, "codec", o.codec = (bfeed_codec)6);
+  OPTS(1, NULL, o.codec = BFEED_CODEC_U8_LZ4, o.codec_level = 0); /* lz4 takes no level */
+  OPTS(1, NULL, o.codec = BFEED_CODEC_LZ4, o.codec_level = 99);
   OPTS(0, "zstd", o.codec = BFEED_CODEC_U8_ZSTD, o.codec_level = 20);
   OPTS(1, NULL, o.codec = BFEED_CODEC_U8, o.codec_level = 0); /* no zstd: no level */
   OPTS(1, NULL, o.codec = BFEED_CODEC_U8_ZSTD, o.codec_level = 19);

@@ -14,11 +14,13 @@ Errors are bfeed.Error subclasses with .code (BFEED_E*, negative) and
 .message: ConnectError, NoDatasetError, InvalidError (also a ValueError),
 BusyError (a tfrecord or tar dataset still being indexed: retry), ...
 """
+from . import _bfeed
 from ._bfeed import (  # noqa: F401
-    Batch, Client, Error, Stream, Tensor, connect, option_names, strerror,
-    InvalidError, NoMemoryError, IOError, ConnectError, ClosedError, ProtocolError, ChecksumError,
-    TooBigError, VersionError, NoDatasetError, DatasetError, LimitError, EndOfStreamError, CodecError,
-    ShutdownError, InternalError, BusyError, AuthError, TimedOutError,
+    Batch, Client, Error, Stream, Tensor, connect, option_names, strerror, __version__,
 )
 
-__version__ = "0.1.0"
+# One class per BFEED_E* code (InvalidError, NoMemoryError, ...): the C
+# module makes them from the library's one list of errors (bfeed_errors.h).
+globals().update({_name: getattr(_bfeed, _name) for _name in _bfeed.error_classes})
+__all__ = ["Batch", "Client", "Error", "Stream", "Tensor", "connect", "option_names", "strerror",
+           *_bfeed.error_classes]

@@ -15,16 +15,9 @@ typedef struct module_errdef {
 } module_errdef;
 
 static module_errdef module_errors[] = {
-    {BFEED_EINVAL, "InvalidError", NULL},     {BFEED_ENOMEM, "NoMemoryError", NULL},
-    {BFEED_EIO, "IOError", NULL},             {BFEED_ECONNECT, "ConnectError", NULL},
-    {BFEED_ECLOSED, "ClosedError", NULL},     {BFEED_EPROTO, "ProtocolError", NULL},
-    {BFEED_ECHECKSUM, "ChecksumError", NULL}, {BFEED_ETOOBIG, "TooBigError", NULL},
-    {BFEED_EVERSION, "VersionError", NULL},   {BFEED_ENODATASET, "NoDatasetError", NULL},
-    {BFEED_EDATASET, "DatasetError", NULL},   {BFEED_ELIMIT, "LimitError", NULL},
-    {BFEED_EEOF, "EndOfStreamError", NULL},   {BFEED_ECODEC, "CodecError", NULL},
-    {BFEED_ESHUTDOWN, "ShutdownError", NULL}, {BFEED_EINTERNAL, "InternalError", NULL},
-    {BFEED_EBUSY, "BusyError", NULL},         {BFEED_EAUTH, "AuthError", NULL},
-    {BFEED_ETIMEDOUT, "TimedOutError", NULL},
+#define MODULE_ERRDEF(name, num, pyclass, words, meaning) {BFEED_##name, #pyclass, NULL},
+    BFEED_ERRORS(MODULE_ERRDEF)
+#undef MODULE_ERRDEF
 };
 #define MODULE_NERRORS (sizeof module_errors / sizeof module_errors[0])
 static PyObject *module_error_base;
@@ -102,7 +95,13 @@ static int module_add_errors(PyObject *m) {
   module_error_base = PyErr_NewExceptionWithDoc(
       "bfeed.Error", "A libbfeed or bfeedd error; .code is the BFEED_E* number, .message says what.", NULL, NULL);
   if (!module_error_base || PyModule_AddObjectRef(m, "Error", module_error_base) < 0) return -1;
+  /* The classes' names, for bfeed/__init__.py to re-export: one list (bfeed_errors.h). */
+  PyObject *names = PyTuple_New(MODULE_NERRORS);
+  if (!names || PyModule_AddObject(m, "error_classes", names) < 0) return Py_XDECREF(names), -1;
   for (size_t i = 0; i < MODULE_NERRORS; i++) {
+    PyObject *n = PyUnicode_FromString(module_errors[i].name);
+    if (!n) return -1;
+    PyTuple_SET_ITEM(names, i, n);
     char qual[64];
     snprintf(qual, sizeof qual, "bfeed.%s", module_errors[i].name);
     PyObject *bases = module_errors[i].code == BFEED_EINVAL
@@ -129,7 +128,8 @@ PyMODINIT_FUNC PyInit__bfeed(void) {
   if (module_add_errors(m) < 0 || PyModule_AddObjectRef(m, "Client", (PyObject *)&pyclient_type) < 0 ||
       PyModule_AddObjectRef(m, "Stream", (PyObject *)&pystream_type) < 0 ||
       PyModule_AddObjectRef(m, "Batch", (PyObject *)&pybatch_type) < 0 ||
-      PyModule_AddObjectRef(m, "Tensor", (PyObject *)&pytensor_type) < 0) {
+      PyModule_AddObjectRef(m, "Tensor", (PyObject *)&pytensor_type) < 0 ||
+      PyModule_AddStringConstant(m, "__version__", BFEED_VERSION_STRING) < 0) {
     Py_DECREF(m);
     return NULL;
   }

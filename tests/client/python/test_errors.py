@@ -31,7 +31,7 @@ def test_daemon_errors(daemon):
 def test_option_errors(daemon):
     with bfeed.connect(daemon.addr) as c:
         for opts, words in [({"batch": 0}, "batch 0"), ({"mode": "test"}, "expected one of train eval"),
-                            ({"shard": (3, 2)}, "shard 3/2"), ({"codec": "lz4"}, "codec lz4"),
+                            ({"shard": (3, 2)}, "shard 3/2"), ({"codec": "brotli"}, "codec brotli"),
                             ({"bogus": 1}, "unknown stream option 'bogus'")]:
             with pytest.raises(ValueError) as e:  # InvalidError is a ValueError
                 c.stream("demo", **opts)

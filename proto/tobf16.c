@@ -42,32 +42,32 @@ static inline void tobf16_put16(uint8_t *p, uint16_t v) {
   p[1] = (uint8_t)(v >> 8);
 }
 
-/* Where output value (c, y, x) goes, in values. */
-static inline size_t tobf16_at(int size, int nhwc, int c, int y, int x) {
-  size_t px = (size_t)y * size + x;
-  return nhwc ? px * 3 + c : (size_t)c * size * size + px;
+/* Where output value (c, y, x) of an h x w image goes, in values. */
+static inline size_t tobf16_at(int h, int w, int nhwc, int c, int y, int x) {
+  size_t px = (size_t)y * w + x;
+  return nhwc ? px * 3 + c : (size_t)c * h * w + px;
 }
 
 /* Outputs [x0, x1) of row y, one value at a time: the reference. */
-static void tobf16_span(const uint8_t *rgb, int size, int y, int x0, int x1, int flip, int nhwc,
+static void tobf16_span(const uint8_t *rgb, int h, int w, int y, int x0, int x1, int flip, int nhwc,
                         const uint16_t lut[3][256], uint8_t *dst) {
-  const uint8_t *row = rgb + (size_t)y * size * 3;
+  const uint8_t *row = rgb + (size_t)y * w * 3;
   for (int x = x0; x < x1; x++) {
-    const uint8_t *px = row + 3 * (size_t)(flip ? size - 1 - x : x);
+    const uint8_t *px = row + 3 * (size_t)(flip ? w - 1 - x : x);
     for (int c = 0; c < 3; c++)
-      tobf16_put16(dst + 2 * tobf16_at(size, nhwc, c, y, x), lut[c][px[c]]);
+      tobf16_put16(dst + 2 * tobf16_at(h, w, nhwc, c, y, x), lut[c][px[c]]);
   }
 }
 
-static void tobf16_scalar(const uint8_t *rgb, int size, int flip, int nhwc, const uint16_t lut[3][256],
+static void tobf16_scalar(const uint8_t *rgb, int h, int w, int flip, int nhwc, const uint16_t lut[3][256],
                           uint8_t *dst) {
-  for (int y = 0; y < size; y++)
-    tobf16_span(rgb, size, y, 0, size, flip, nhwc, lut, dst);
+  for (int y = 0; y < h; y++)
+    tobf16_span(rgb, h, w, y, 0, w, flip, nhwc, lut, dst);
 }
 
 /* Where a chunk's output vector j starts, in values. */
-static inline size_t tobf16_chunk_at(int size, int nhwc, int j, int y, int x, int P) {
-  return nhwc ? tobf16_at(size, 1, 0, y, x) + (size_t)j * P : tobf16_at(size, 0, j, y, x);
+static inline size_t tobf16_chunk_at(int h, int w, int nhwc, int j, int y, int x, int P) {
+  return nhwc ? tobf16_at(h, w, 1, 0, y, x) + (size_t)j * P : tobf16_at(h, w, 0, j, y, x);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -77,15 +77,15 @@ static inline size_t tobf16_chunk_at(int size, int nhwc, int j, int y, int x, in
 /* The row loop of a vector path: CHUNK(src, j, out) writes output vector j
  * of the P pixels starting at source pixel src to out. */
 #define TOBF16_ROWS(P, CHUNK)                                                                  \
-  for (int y = 0; y < size; y++) {                                                             \
-    const uint8_t *row = rgb + (size_t)y * size * 3;                                           \
+  for (int y = 0; y < h; y++) {                                                                \
+    const uint8_t *row = rgb + (size_t)y * w * 3;                                              \
     int x = 0;                                                                                 \
-    for (; x + (P) <= size; x += (P)) {                                                        \
-      const uint8_t *src = row + 3 * (size_t)(flip ? size - x - (P) : x);                       \
+    for (; x + (P) <= w; x += (P)) {                                                           \
+      const uint8_t *src = row + 3 * (size_t)(flip ? w - x - (P) : x);                          \
       for (int j = 0; j < 3; j++)                                                              \
-        CHUNK(src, j, dst + 2 * tobf16_chunk_at(size, nhwc, j, y, x, (P)));                    \
+        CHUNK(src, j, dst + 2 * tobf16_chunk_at(h, w, nhwc, j, y, x, (P)));                    \
     }                                                                                          \
-    tobf16_span(rgb, size, y, x, size, flip, nhwc, lut, dst);                                  \
+    tobf16_span(rgb, h, w, y, x, w, flip, nhwc, lut, dst);                                     \
   }
 
 __attribute__((target("avx2"), always_inline)) static inline void
@@ -100,7 +100,7 @@ tobf16_chunk_avx2(const tobf16_plan *pl, const uint32_t *tbl, const uint8_t *src
   _mm_storeu_si128((__m128i *)out, w);
 }
 
-__attribute__((target("avx2"))) static void tobf16_avx2(const uint8_t *rgb, int size, int flip, int nhwc,
+__attribute__((target("avx2"))) static void tobf16_avx2(const uint8_t *rgb, int h, int w, int flip, int nhwc,
                                                         const uint16_t lut[3][256], const uint32_t *tbl,
                                                         uint8_t *dst) {
   tobf16_plan pl;
@@ -121,7 +121,7 @@ tobf16_chunk_avx512(const tobf16_plan *pl, const uint32_t *tbl, const uint8_t *s
   _mm256_storeu_si256((__m256i *)out, _mm512_cvtepi32_epi16(g));
 }
 
-__attribute__((target("avx512f,avx2"))) static void tobf16_avx512(const uint8_t *rgb, int size, int flip,
+__attribute__((target("avx512f,avx2"))) static void tobf16_avx512(const uint8_t *rgb, int h, int w, int flip,
                                                                   int nhwc, const uint16_t lut[3][256],
                                                                   const uint32_t *tbl, uint8_t *dst) {
   tobf16_plan pl;
@@ -152,8 +152,8 @@ const char *tobf16_path_name(enum tobf16_path path) {
   return (unsigned)path < TOBF16_NPATHS ? names[path] : "?";
 }
 
-void tobf16_image_path(enum tobf16_path path, const uint8_t *rgb, int size, int flip, int nhwc,
-                       const uint16_t lut[3][256], uint8_t *dst) {
+void tobf16_rect_path(enum tobf16_path path, const uint8_t *rgb, int h, int w, int flip, int nhwc,
+                      const uint16_t lut[3][256], uint8_t *dst) {
 #ifdef TOBF16_X86
   if (path != TOBF16_SCALAR) {
     /* 32-bit entries: what a gather reads, without reading past the table. */
@@ -161,18 +161,18 @@ void tobf16_image_path(enum tobf16_path path, const uint8_t *rgb, int size, int 
     for (int i = 0; i < 3 * 256; i++)
       tbl[i] = lut[i / 256][i % 256];
     if (path == TOBF16_AVX512)
-      tobf16_avx512(rgb, size, flip, nhwc, lut, tbl, dst);
+      tobf16_avx512(rgb, h, w, flip, nhwc, lut, tbl, dst);
     else
-      tobf16_avx2(rgb, size, flip, nhwc, lut, tbl, dst);
+      tobf16_avx2(rgb, h, w, flip, nhwc, lut, tbl, dst);
     return;
   }
 #else
   (void)path;
 #endif
-  tobf16_scalar(rgb, size, flip, nhwc, lut, dst);
+  tobf16_scalar(rgb, h, w, flip, nhwc, lut, dst);
 }
 
-void tobf16_image(const uint8_t *rgb, int size, int flip, int nhwc, const uint16_t lut[3][256], uint8_t *dst) {
+void tobf16_rect(const uint8_t *rgb, int h, int w, int flip, int nhwc, const uint16_t lut[3][256], uint8_t *dst) {
   static int best = -1; /* racing threads all store the same value */
   int b = __atomic_load_n(&best, __ATOMIC_RELAXED);
   if (b < 0) {
@@ -184,5 +184,14 @@ void tobf16_image(const uint8_t *rgb, int size, int flip, int nhwc, const uint16
       }
     __atomic_store_n(&best, b, __ATOMIC_RELAXED);
   }
-  tobf16_image_path((enum tobf16_path)b, rgb, size, flip, nhwc, lut, dst);
+  tobf16_rect_path((enum tobf16_path)b, rgb, h, w, flip, nhwc, lut, dst);
+}
+
+void tobf16_image_path(enum tobf16_path path, const uint8_t *rgb, int size, int flip, int nhwc,
+                       const uint16_t lut[3][256], uint8_t *dst) {
+  tobf16_rect_path(path, rgb, size, size, flip, nhwc, lut, dst);
+}
+
+void tobf16_image(const uint8_t *rgb, int size, int flip, int nhwc, const uint16_t lut[3][256], uint8_t *dst) {
+  tobf16_rect(rgb, size, size, flip, nhwc, lut, dst);
 }

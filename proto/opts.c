@@ -1,0 +1,484 @@
+/*
+ * opts.c -- see opts.h. The table is opts.def; this file is the machinery
+ * that reads it, one function per thing done with options, plus the three
+ * options written as one value (shard, codec, select).
+ */
+#include "opts.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec.h"
+
+typedef enum { OPTS_U32, OPTS_U64, OPTS_I32, OPTS_FLAG, OPTS_CHOICE, OPTS_F32S } opts_type;
+enum {
+  OPTS_ALWAYS = 1,
+  OPTS_NONCRIT = 2,
+  OPTS_BYTES = 4,
+  OPTS_BYTES_SET = 8,
+  OPTS_TEXT = 16,
+  OPTS_RESOLVED = 32,
+  OPTS_NONZERO = 64,
+  OPTS_SCALE = 128,
+};
+
+typedef struct opts_row {
+  const char *field; /* the member's name: the fingerprint's and the messages' */
+  uint16_t tag;
+  opts_type type;
+  const opts_choices *choices; /* CHOICE */
+  int nf;                      /* F32S: floats */
+  size_t offset;
+  uint64_t lo, hi, def;
+  const float *deff; /* F32S */
+  unsigned flags;
+  const char *text, *arg, *help;
+} opts_row;
+
+static const opts_choices opts_modes = {"mode", 2, 2, (const char *const[]){"train", "eval"}};
+static const opts_choices opts_layouts = {"layout", 2, 2, (const char *const[]){"nchw", "nhwc"}};
+static const opts_choices opts_norms = {"normalization", 3, 2, (const char *const[]){"imagenet", "none", "custom"}};
+static const opts_choices opts_shuffles = {"shuffle setting", 3, 3, (const char *const[]){"auto", "on", "off"}};
+static const opts_choices opts_pools = {"pooling", 2, 2, (const char *const[]){"none", "mean"}};
+static const opts_choices opts_selects = {"select", 3, 0, (const char *const[]){"all", "residue", "on-demand"}};
+static const opts_choices opts_transports = {"transport", 2, 0, (const char *const[]){"socket", "shm"}};
+static const float opts_imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
+static const float opts_imagenet_std[3] = {0.229f, 0.224f, 0.225f};
+static const float opts_crop_scale[2] = {0.08f, 1.0f};
+
+/* What the columns of opts.def become, by type. */
+#define OPTS_CH_U32(a) NULL
+#define OPTS_CH_U64(a) NULL
+#define OPTS_CH_I32(a) NULL
+#define OPTS_CH_FLAG(a) NULL
+#define OPTS_CH_CHOICE(a) (a)
+#define OPTS_CH_F32S(a) NULL
+#define OPTS_NF_F32S(a) (a)
+#define OPTS_NF_U32(a) 0
+#define OPTS_NF_U64(a) 0
+#define OPTS_NF_I32(a) 0
+#define OPTS_NF_FLAG(a) 0
+#define OPTS_NF_CHOICE(a) 0
+#define OPTS_DEF_F32S(d) 0, d
+#define OPTS_DEF_U32(d) (d), NULL
+#define OPTS_DEF_U64(d) (d), NULL
+#define OPTS_DEF_I32(d) (d), NULL
+#define OPTS_DEF_FLAG(d) (d), NULL
+#define OPTS_DEF_CHOICE(d) (d), NULL
+#define ALWAYS OPTS_ALWAYS
+#define NONCRIT OPTS_NONCRIT
+#define BYTES OPTS_BYTES
+#define BYTES_SET OPTS_BYTES_SET
+#define TEXT OPTS_TEXT
+#define RESOLVED OPTS_RESOLVED
+#define NONZERO OPTS_NONZERO
+#define SCALE OPTS_SCALE
+#define OPT(field, tag, type, aux, lo, hi, def, flags, text, arg, help)                                      \
+  {#field, tag, OPTS_##type, OPTS_CH_##type(aux), OPTS_NF_##type(aux), offsetof(bfeed_stream_opts, field), lo, hi, \
+   OPTS_DEF_##type(def), flags, text, arg, help},
+static const opts_row opts_table[] = {
+#include "opts.def"
+};
+#undef OPT
+#undef ALWAYS
+#undef NONCRIT
+#undef BYTES
+#undef BYTES_SET
+#undef TEXT
+#undef RESOLVED
+#undef NONZERO
+#undef SCALE
+#define OPTS_N (sizeof opts_table / sizeof opts_table[0])
+_Static_assert(sizeof(bfeed_mode) == sizeof(int) && sizeof(bfeed_codec) == sizeof(int), "enum fields are int-sized");
+
+/* A row's field in o, by type. */
+#define OPTS_AT(o, r, T) ((T *)((char *)(o) + (r)->offset))
+#define OPTS_CAT(o, r, T) ((const T *)((const char *)(o) + (r)->offset))
+
+/* An integer row's value (CHOICE, FLAG and I32 are ints). */
+static uint64_t opts_get(const bfeed_stream_opts *o, const opts_row *r) {
+  switch (r->type) {
+    case OPTS_U32: return *OPTS_CAT(o, r, uint32_t);
+    case OPTS_U64: return *OPTS_CAT(o, r, uint64_t);
+    case OPTS_F32S: return 0;
+    default: return (uint64_t)(int64_t)*OPTS_CAT(o, r, int);
+  }
+}
+
+static void opts_put(bfeed_stream_opts *o, const opts_row *r, uint64_t v) {
+  switch (r->type) {
+    case OPTS_U32: *OPTS_AT(o, r, uint32_t) = (uint32_t)v; break;
+    case OPTS_U64: *OPTS_AT(o, r, uint64_t) = v; break;
+    case OPTS_F32S: break;
+    default: *OPTS_AT(o, r, int) = (int)v; break;
+  }
+}
+
+static int opts_is_default(const bfeed_stream_opts *o, const opts_row *r) {
+  if (r->type == OPTS_F32S) return memcmp(OPTS_CAT(o, r, float), r->deff, sizeof(float) * (size_t)r->nf) == 0;
+  if (r->type == OPTS_FLAG) return (opts_get(o, r) != 0) == (r->def != 0);
+  return opts_get(o, r) == r->def;
+}
+
+void opts_defaults(bfeed_stream_opts *o) {
+  memset(o, 0, sizeof *o); /* padding too: callers compare whole structs */
+  for (size_t i = 0; i < OPTS_N; i++) {
+    const opts_row *r = &opts_table[i];
+    if (r->type == OPTS_F32S) memcpy(OPTS_AT(o, r, float), r->deff, sizeof(float) * (size_t)r->nf);
+    else opts_put(o, r, r->def);
+  }
+}
+
+void opts_encode(wbuf *w, const bfeed_stream_opts *o) {
+  for (size_t i = 0; i < OPTS_N; i++) {
+    const opts_row *r = &opts_table[i];
+    if (!(r->flags & OPTS_ALWAYS) && opts_is_default(o, r)) continue;
+    uint16_t tag = (uint16_t)(r->tag | (r->flags & OPTS_NONCRIT ? 0 : TLV_CRITICAL));
+    uint64_t v = opts_get(o, r);
+    switch (r->type) {
+      case OPTS_U32:
+      case OPTS_I32: tlv_put_u32(w, tag, (uint32_t)v); break;
+      case OPTS_U64: tlv_put_u64(w, tag, v); break;
+      case OPTS_FLAG: tlv_put_u8(w, tag, v != 0); break;
+      case OPTS_CHOICE: tlv_put_u8(w, tag, (uint8_t)v); break;
+      case OPTS_F32S: tlv_put_f32s(w, tag, OPTS_CAT(o, r, float), r->nf); break;
+    }
+  }
+}
+
+int opts_decode_item(const tlv_item *it, bfeed_stream_opts *o) {
+  uint16_t tag = it->tag & (uint16_t)~TLV_CRITICAL;
+  for (size_t i = 0; i < OPTS_N; i++) {
+    const opts_row *r = &opts_table[i];
+    if (r->tag != tag) continue;
+    uint8_t b = 0;
+    uint32_t u = 0;
+    uint64_t v = 0;
+    int rc;
+    switch (r->type) {
+      case OPTS_U32:
+      case OPTS_I32: rc = tlv_u32(it, &u), v = r->type == OPTS_I32 ? (uint64_t)(int64_t)(int32_t)u : u; break;
+      case OPTS_U64: rc = tlv_u64(it, &v); break;
+      case OPTS_FLAG: rc = tlv_u8(it, &b), v = b != 0; break;
+      case OPTS_CHOICE: rc = tlv_u8(it, &b), v = b; break;
+      default: return tlv_f32s(it, OPTS_AT(o, r, float), r->nf) < 0 ? BFEED_EPROTO : 1;
+    }
+    if (rc < 0) return BFEED_EPROTO;
+    opts_put(o, r, v);
+    return 1;
+  }
+  return (it->tag & TLV_CRITICAL) ? BFEED_EINVAL : 0;
+}
+
+/* ---- the options written as one value ---------------------------------- */
+
+static int opts_shard_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
+  unsigned idx, count;
+  char extra;
+  if (sscanf(value, "%u/%u%c", &idx, &count, &extra) != 2 || count < 1 || idx >= count || value[0] == '-')
+    return snprintf(err, errlen, "shard %s: expected I/N with 0 <= I < N", value), BFEED_EINVAL;
+  o->shard_index = idx;
+  o->shard_count = count;
+  return 0;
+}
+
+static int opts_shard_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
+  if (o->shard_count < 1) return snprintf(err, errlen, "shard count must be at least 1"), BFEED_EINVAL;
+  if (o->shard_index >= o->shard_count)
+    return snprintf(err, errlen, "shard index %u must be below the shard count %u", o->shard_index, o->shard_count),
+           BFEED_EINVAL;
+  return 0;
+}
+
+static void opts_shard_format(const bfeed_stream_opts *o, char *buf, size_t cap) {
+  snprintf(buf, cap, "%u/%u", o->shard_index, o->shard_count);
+}
+
+static int opts_codec_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
+  int id, level = o->codec_level;
+  if (codec_parse(value, &id, &level, err, errlen) < 0) return BFEED_EINVAL;
+  o->codec = (bfeed_codec)id;
+  o->codec_level = level;
+  return 0;
+}
+
+static int opts_codec_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
+  return codec_check(o->codec, o->codec_level, err, errlen);
+}
+
+static void opts_codec_format(const bfeed_stream_opts *o, char *buf, size_t cap) {
+  codec_format(o->codec, o->codec_level, buf, cap);
+}
+
+/* all, on-demand, residue:R/M (the batches whose global number is R mod M). */
+static int opts_select_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
+  unsigned long long rem, mod;
+  char extra;
+  if (strcmp(value, "all") == 0) return o->select = BFEED_SELECT_ALL, o->select_mod = 1, o->select_rem = 0, 0;
+  if (strcmp(value, "on-demand") == 0) return o->select = BFEED_SELECT_ON_DEMAND, 0;
+  if (strncmp(value, "residue:", 8) != 0 || strchr(value, '-') ||
+      sscanf(value + 8, "%llu/%llu%c", &rem, &mod, &extra) != 2 || mod < 1 || rem >= mod)
+    return snprintf(err, errlen, "select %s: expected all, on-demand or residue:R/M with 0 <= R < M", value),
+           BFEED_EINVAL;
+  o->select = BFEED_SELECT_RESIDUE;
+  o->select_mod = mod;
+  o->select_rem = rem;
+  return 0;
+}
+
+static int opts_select_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
+  if (o->select_mod < 1) return snprintf(err, errlen, "select_mod must be at least 1"), BFEED_EINVAL;
+  if (o->select_rem >= o->select_mod)
+    return snprintf(err, errlen, "select_rem %llu must be below select_mod %llu", (unsigned long long)o->select_rem,
+                    (unsigned long long)o->select_mod),
+           BFEED_EINVAL;
+  return 0;
+}
+
+typedef struct opts_joint {
+  const char *text; /* the name its fields share in opts.def */
+  int (*parse)(bfeed_stream_opts *o, const char *value, char *err, size_t errlen);
+  int (*check)(const bfeed_stream_opts *o, char *err, size_t errlen);
+  /* Its text form: --help's default, and the fingerprint's value for a
+   * joint option of BYTES fields (shard). */
+  void (*format)(const bfeed_stream_opts *o, char *buf, size_t cap);
+} opts_joint;
+
+static const opts_joint opts_joints[] = {
+    {"shard", opts_shard_parse, opts_shard_check, opts_shard_format},
+    {"codec", opts_codec_parse, opts_codec_check, opts_codec_format},
+    {"select", opts_select_parse, opts_select_check, NULL},
+};
+
+static const opts_joint *opts_joint_of(const opts_row *r) {
+  for (size_t i = 0; r->text && i < sizeof opts_joints / sizeof opts_joints[0]; i++)
+    if (strcmp(opts_joints[i].text, r->text) == 0) return &opts_joints[i];
+  return NULL;
+}
+
+/* Whether r is the first row of its option (a joint option's others are not). */
+static int opts_first_of_text(const opts_row *r) {
+  for (const opts_row *q = opts_table; q < r; q++)
+    if (q->text && r->text && strcmp(q->text, r->text) == 0) return 0;
+  return r->text != NULL;
+}
+
+/* ---- checks ------------------------------------------------------------ */
+
+static int opts_check_row(const bfeed_stream_opts *o, const opts_row *r, char *err, size_t errlen) {
+  uint64_t v = opts_get(o, r);
+  if ((r->type == OPTS_U32 || r->type == OPTS_U64) && (v < r->lo || v > r->hi))
+    return snprintf(err, errlen, "%s %llu out of range %llu..%llu", r->field, (unsigned long long)v,
+                    (unsigned long long)r->lo, (unsigned long long)r->hi),
+           BFEED_EINVAL;
+  if (r->type == OPTS_CHOICE && r->choices && (v >= (uint64_t)r->choices->n))
+    return snprintf(err, errlen, "unknown %s %d", r->choices->noun, (int)v), BFEED_EINVAL;
+  if (r->type != OPTS_F32S) return 0;
+  const float *f = OPTS_CAT(o, r, float);
+  for (int c = 0; c < r->nf; c++) {
+    if ((r->flags & OPTS_NONZERO) && (!isfinite(f[c]) || f[c] == 0.0f))
+      return snprintf(err, errlen, "%s[%d] must be finite and non-zero", r->field, c), BFEED_EINVAL;
+    if (!isfinite(f[c])) return snprintf(err, errlen, "%s[%d] is not finite", r->field, c), BFEED_EINVAL;
+  }
+  if ((r->flags & OPTS_SCALE) && !(f[0] > 0.0f && f[0] <= f[1] && f[1] <= 1.0f))
+    return snprintf(err, errlen, "%s %g,%g: expected 0 < LO <= HI <= 1", r->field, (double)f[0], (double)f[1]),
+           BFEED_EINVAL;
+  return 0;
+}
+
+int opts_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
+  for (size_t i = 0; i < OPTS_N; i++) {
+    const opts_row *r = &opts_table[i];
+    const opts_joint *j = opts_joint_of(r);
+    int rc = opts_check_row(o, r, err, errlen);
+    if (rc == 0 && j && opts_first_of_text(r)) rc = j->check(o, err, errlen);
+    if (rc < 0) return rc;
+  }
+  /* Whether a batch fits one frame depends on the dataset's kind: the
+   * daemon checks that when it opens the stream (batch_spec_check). */
+  return 0;
+}
+
+/* ---- by name ----------------------------------------------------------- */
+
+/* printf at buf + *at, never past cap (the text is cut, NUL-terminated). */
+static void opts_appendf(char *buf, size_t cap, size_t *at, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void opts_appendf(char *buf, size_t cap, size_t *at, const char *fmt, ...) {
+  if (*at >= cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + *at, cap - *at, fmt, ap);
+  va_end(ap);
+  *at = n < 0 ? *at : *at + (size_t)n < cap ? *at + (size_t)n : cap - 1;
+}
+
+/* "start_batch" and "start-batch" name the same option. */
+static int opts_same_name(const char *spelled, const char *name) {
+  for (; *spelled && *name; spelled++, name++)
+    if (*spelled != *name && !(*spelled == '_' && *name == '-')) return 0;
+  return *spelled == *name;
+}
+
+static const opts_row *opts_find(const char *name) {
+  for (size_t i = 0; name && i < OPTS_N; i++)
+    if (opts_table[i].text && opts_same_name(name, opts_table[i].text)) return &opts_table[i];
+  return NULL;
+}
+
+static int opts_parse_number(const opts_row *r, const char *value, uint64_t *out, char *err, size_t errlen) {
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(value, &end, 10);
+  if (!*value || *end || errno || value[0] == '-' || v < r->lo || v > r->hi)
+    return snprintf(err, errlen, "%s %s: expected a whole number from %llu to %llu", r->text, value,
+                    (unsigned long long)r->lo, (unsigned long long)r->hi),
+           BFEED_EINVAL;
+  *out = v;
+  return 0;
+}
+
+static int opts_parse_choice(const opts_row *r, const char *value, uint64_t *out, char *err, size_t errlen) {
+  char list[96] = "";
+  for (int i = 0; i < r->choices->nset; i++) {
+    if (strcmp(value, r->choices->names[i]) == 0) return *out = (uint64_t)i, 0;
+    snprintf(list + strlen(list), sizeof list - strlen(list), " %s", r->choices->names[i]);
+  }
+  return snprintf(err, errlen, "%s %s: expected one of%s", r->text, value, list), BFEED_EINVAL;
+}
+
+/* "LO,HI": nf numbers separated by commas, then the row's checks. */
+static int opts_parse_floats(bfeed_stream_opts *o, const opts_row *r, const char *value, char *err, size_t errlen) {
+  float f[8];
+  const char *p = value;
+  for (int c = 0; c < r->nf; c++) {
+    char *end;
+    errno = 0;
+    f[c] = strtof(p, &end);
+    if (end == p || errno || *end != (c + 1 < r->nf ? ',' : 0))
+      return snprintf(err, errlen, "%s %s: expected %d numbers separated by commas", r->text, value, r->nf),
+             BFEED_EINVAL;
+    p = end + 1;
+  }
+  bfeed_stream_opts t = *o;
+  memcpy(OPTS_AT(&t, r, float), f, sizeof(float) * (size_t)r->nf);
+  if (opts_check_row(&t, r, err, errlen) < 0) return BFEED_EINVAL;
+  *o = t;
+  return 0;
+}
+
+int opts_set(bfeed_stream_opts *o, const char *name, const char *value, char *err, size_t errlen) {
+  const opts_row *r = opts_find(name);
+  if (!r) return snprintf(err, errlen, "unknown stream option '%s'", name ? name : "(null)"), BFEED_EINVAL;
+  uint64_t v = 0;
+  if (r->type == OPTS_FLAG) {
+    if (!value || strcmp(value, "1") == 0 || strcmp(value, "true") == 0) return opts_put(o, r, 1), 0;
+    if (strcmp(value, "0") == 0 || strcmp(value, "false") == 0) return opts_put(o, r, 0), 0;
+    return snprintf(err, errlen, "%s %s: expected 1 or 0 (true or false)", r->text, value), BFEED_EINVAL;
+  }
+  if (!value) return snprintf(err, errlen, "%s needs a value", r->text), BFEED_EINVAL;
+  const opts_joint *j = opts_joint_of(r);
+  if (j) {
+    bfeed_stream_opts t = *o; /* all or nothing */
+    if (j->parse(&t, value, err, errlen) < 0) return BFEED_EINVAL;
+    return *o = t, 0;
+  }
+  if (r->type == OPTS_F32S) return opts_parse_floats(o, r, value, err, errlen);
+  int rc = r->type == OPTS_CHOICE ? opts_parse_choice(r, value, &v, err, errlen)
+                                  : opts_parse_number(r, value, &v, err, errlen);
+  if (rc < 0) return BFEED_EINVAL;
+  opts_put(o, r, v);
+  return 0;
+}
+
+int opts_takes_value(const char *name) {
+  const opts_row *r = opts_find(name);
+  return r ? r->type != OPTS_FLAG : -1;
+}
+
+const char *opts_name(int i) {
+  for (size_t k = 0; k < OPTS_N && i >= 0; k++)
+    if (opts_first_of_text(&opts_table[k]) && i-- == 0) return opts_table[k].text;
+  return NULL;
+}
+
+/* The default as --help shows it: the text form of d's value. */
+static void opts_default_text(const opts_row *r, const bfeed_stream_opts *d, char *buf, size_t n) {
+  uint64_t v = opts_get(d, r);
+  const opts_joint *j = opts_joint_of(r);
+  if (j && j->format) j->format(d, buf, n);
+  else if (r->type == OPTS_CHOICE) snprintf(buf, n, "%s", v < (uint64_t)r->choices->n ? r->choices->names[v] : "?");
+  else if (r->type == OPTS_F32S) {
+    const float *f = OPTS_CAT(d, r, float);
+    size_t at = 0;
+    for (int c = 0; c < r->nf; c++) opts_appendf(buf, n, &at, "%s%g", c ? "," : "", (double)f[c]);
+  } else snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+size_t opts_help(int text, const bfeed_stream_opts *d, char *buf, size_t cap) {
+  size_t at = 0;
+  for (size_t i = 0; i < OPTS_N && at < cap; i++) {
+    const opts_row *r = &opts_table[i];
+    if (!r->help || !(r->flags & OPTS_TEXT) != !text) continue;
+    char head[64], def[48] = "";
+    snprintf(head, sizeof head, "--%s%s%s", r->text, r->arg ? " " : "", r->arg ? r->arg : "");
+    if (r->type != OPTS_FLAG) opts_default_text(r, d, def, sizeof def);
+    /* Words start in column 27; a head too long for that gets two spaces,
+     * or a line of its own; each further line of the words is indented. */
+    size_t hl = strlen(head);
+    if (hl <= 24) opts_appendf(buf, cap, &at, "  %-24s", head);
+    else if (hl <= 26) opts_appendf(buf, cap, &at, "  %s  ", head);
+    else opts_appendf(buf, cap, &at, "  %s\n%26s", head, "");
+    for (const char *p = r->help; *p && at < cap;) {
+      size_t n = strcspn(p, "\n");
+      opts_appendf(buf, cap, &at, "%.*s", (int)n, p);
+      p += n;
+      if (*p == '\n' && at < cap) opts_appendf(buf, cap, &at, "\n%26s", ""), p++;
+    }
+    if (at < cap) opts_appendf(buf, cap, &at, def[0] ? " (%s)\n" : "\n", def);
+  }
+  return at;
+}
+
+/* ---- the daemon's side ------------------------------------------------- */
+
+int opts_shuffled(const bfeed_stream_opts *o) {
+  return o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
+}
+
+static uint32_t opts_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+size_t opts_canon(const bfeed_stream_opts *o, char *buf, size_t cap) {
+  size_t at = 0;
+  for (size_t i = 0; i < OPTS_N && at < cap; i++) {
+    const opts_row *r = &opts_table[i];
+    if (!(r->flags & (OPTS_BYTES | OPTS_BYTES_SET)) || ((r->flags & OPTS_BYTES_SET) && opts_is_default(o, r))) continue;
+    const opts_joint *j = opts_joint_of(r);
+    if (j && !opts_first_of_text(r)) continue; /* the first field says it all */
+    opts_appendf(buf, cap, &at, "%s", j ? j->text : r->field);
+    if (j) {
+      char v[64];
+      j->format(o, v, sizeof v);
+      opts_appendf(buf, cap, &at, " %s", v);
+    } else if (r->type == OPTS_F32S)
+      for (int c = 0; c < r->nf && at < cap; c++)
+        opts_appendf(buf, cap, &at, " %08x", opts_bits(OPTS_CAT(o, r, float)[c]));
+    else if (r->flags & OPTS_RESOLVED)
+      opts_appendf(buf, cap, &at, " %d", opts_shuffled(o));
+    else if (r->type == OPTS_U32 || r->type == OPTS_U64)
+      opts_appendf(buf, cap, &at, " %llu", (unsigned long long)opts_get(o, r));
+    else if (r->type == OPTS_FLAG)
+      opts_appendf(buf, cap, &at, " %d", opts_get(o, r) != 0);
+    else
+      opts_appendf(buf, cap, &at, " %d", (int)opts_get(o, r));
+    if (at < cap) opts_appendf(buf, cap, &at, "\n");
+  }
+  return at;
+}
