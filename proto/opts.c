@@ -350,7 +350,9 @@ static int opts_parse_choice(const opts_row *r, const char *value, uint64_t *out
   return snprintf(err, errlen, "%s %s: expected one of%s", r->text, value, list), BFEED_EINVAL;
 }
 
-/* "LO,HI": nf numbers separated by commas, then the row's checks. */
+/* "LO,HI": nf numbers separated by commas, then the row's checks. A slash
+ * separates them too: a binding turns a pair of whole numbers into "A/B"
+ * whatever the option (shard=(3, 4) and crop_scale=(1, 1) alike). */
 static int opts_parse_floats(bfeed_stream_opts *o, const opts_row *r, const char *value, char *err, size_t errlen) {
   float f[8];
   const char *p = value;
@@ -358,14 +360,16 @@ static int opts_parse_floats(bfeed_stream_opts *o, const opts_row *r, const char
     char *end;
     errno = 0;
     f[c] = strtof(p, &end);
-    if (end == p || errno || *end != (c + 1 < r->nf ? ',' : 0))
+    if (end == p || errno || (c + 1 < r->nf ? *end != ',' && *end != '/' : *end != 0))
       return snprintf(err, errlen, "%s %s: expected %d numbers separated by commas", r->text, value, r->nf),
              BFEED_EINVAL;
     p = end + 1;
   }
   bfeed_stream_opts t = *o;
+  char why[160];
   memcpy(OPTS_AT(&t, r, float), f, sizeof(float) * (size_t)r->nf);
-  if (opts_check_row(&t, r, err, errlen) < 0) return BFEED_EINVAL;
+  if (opts_check_row(&t, r, why, sizeof why) < 0)
+    return snprintf(err, errlen, "%s %s: %s", r->text, value, why), BFEED_EINVAL;
   *o = t;
   return 0;
 }

@@ -1,6 +1,7 @@
 /*
- * test_codec.c -- the wire codecs on the real daemon (suite.h): u8, u8+zstd
- * and zstd give batches byte-identical to codec none, and u8 halves the wire.
+ * test_codec.c -- the wire codecs on the real daemon (suite.h): u8, u8+zstd,
+ * zstd, u8+lz4 and lz4 give batches byte-identical to codec none, and u8
+ * halves the wire.
  *
  * The oracle is codec none itself, whose values test_stream.c checks
  * against a normalisation written there: every batch of every codec must
@@ -34,7 +35,7 @@ static const codec_case codec_cases[] = {
     {BFEED_MODE_EVAL, BFEED_LAYOUT_NHWC, BFEED_NORM_NONE, 0, 9, 8},
 };
 
-static const char *const codec_names[] = {"u8", "u8+zstd:1", "zstd:1", "u8+zstd:7"};
+static const char *const codec_names[] = {"u8", "u8+zstd:1", "zstd:1", "u8+zstd:7", "u8+lz4", "lz4"};
 
 static void codec_opts(const codec_case *k, const char *codec, bfeed_stream_opts *o) {
   bfeed_error err;
@@ -111,6 +112,9 @@ static void test_u8_halves_the_wire(void **state) {
   assert_true(u8z < u8);
   /* zstd compresses an image batch's u8 form: the same bytes on the wire. */
   assert_int_equal(codec_wire(d->unix_addr, "zstd:3", 64), u8z);
+  size_t u8l = codec_wire(d->tcp_addr, "u8+lz4", 64);
+  assert_true(u8l < u8);
+  assert_int_equal(codec_wire(d->unix_addr, "lz4", 64), u8l); /* likewise lz4 */
   suite_stop(d);
 }
 

@@ -382,6 +382,10 @@ static void test_fingerprint(void **state) {
   other = o;
   other.seed = 8;
   assert_int_not_equal(sel_fingerprint(db->unix_addr, &other), fa);
+  /* crop_scale enters by its row in opts.def alone (the table says it changes bytes). */
+  other = o;
+  other.crop_scale[0] = 0.5f;
+  assert_int_not_equal(sel_fingerprint(db->unix_addr, &other), fa);
   /* One file one byte longer: b's daemon, started again, disagrees. */
   suite_stop(db);
   itest_folder f;

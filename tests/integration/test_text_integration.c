@@ -244,9 +244,11 @@ static void test_epoch_in_order(void **state) {
 }
 
 /* Shuffled, with and without bucketing, pooled, zstd: the same bytes from
- * 1 and 2 workers; and codec u8 (no images: sent as they are) as none. */
+ * 1 and 2 workers; and codecs u8 (no images: sent as they are), u8+zstd,
+ * u8+lz4 and lz4 (the raw tensors compressed) as none. */
 static void test_same_bytes_any_workers(void **state) {
-  for (int variant = 0; variant < 6; variant++) {
+  static const bfeed_codec versus_none[] = {BFEED_CODEC_U8, BFEED_CODEC_U8_ZSTD, BFEED_CODEC_U8_LZ4, BFEED_CODEC_LZ4};
+  for (int variant = 0; variant < 8; variant++) {
     bfeed_stream_opts o;
     text_opts(&o);
     o.seed = 42;
@@ -257,7 +259,7 @@ static void test_same_bytes_any_workers(void **state) {
     itest_run r[2] = {{0}};
     bfeed_error err;
     for (int d = 0; d < 2; d++) {
-      if (variant >= 4) o.codec = d == 0 ? BFEED_CODEC_NONE : variant == 4 ? BFEED_CODEC_U8 : BFEED_CODEC_U8_ZSTD;
+      if (variant >= 4) o.codec = d == 0 ? BFEED_CODEC_NONE : versus_none[variant - 4];
       if (itest_fetch(S.d[d].unix_addr, "txt", &o, 0, &r[d], &err) != BFEED_EEOF) fail_msg("%s", err.message);
     }
     assert_int_equal(r[0].n, 2 * (S.n / 16));

@@ -89,20 +89,23 @@ static void pyclient_dealloc(pyclient *self) {
 }
 
 /* An option's text for bfeed_stream_opts_set: True/False -> "1"/"0",
- * (i, n) -> "i/n", anything else str(); NULL with an exception set. */
+ * (i, n) -> "i/n" (shard), (a, b) with a float -> "a,b" (crop_scale),
+ * anything else str(); NULL with an exception set. */
 static PyObject *pyclient_opt_text(PyObject *key, PyObject *v) {
   if (PyBool_Check(v)) return PyUnicode_FromString(v == Py_True ? "1" : "0");
   if (PyUnicode_Check(v)) return Py_NewRef(v);
   if (PyLong_Check(v)) return PyObject_Str(v);
   if ((PyTuple_Check(v) || PyList_Check(v)) && PySequence_Size(v) == 2) {
     PyObject *a = PySequence_GetItem(v, 0), *b = PySequence_GetItem(v, 1);
-    PyObject *r = a && b && PyLong_Check(a) && PyLong_Check(b) ? PyUnicode_FromFormat("%S/%S", a, b) : NULL;
+    int ints = a && b && PyLong_Check(a) && PyLong_Check(b);
+    int nums = a && b && (PyLong_Check(a) || PyFloat_Check(a)) && (PyLong_Check(b) || PyFloat_Check(b));
+    PyObject *r = ints ? PyUnicode_FromFormat("%S/%S", a, b) : nums ? PyUnicode_FromFormat("%R,%R", a, b) : NULL;
     Py_XDECREF(a);
     Py_XDECREF(b);
     if (r) return r;
   }
   if (!PyErr_Occurred())
-    PyErr_Format(PyExc_TypeError, "stream option %S: %R is not a bool, int, str or (i, n) pair", key, v);
+    PyErr_Format(PyExc_TypeError, "stream option %S: %R is not a bool, int, str or pair of numbers", key, v);
   return NULL;
 }
 
@@ -175,9 +178,8 @@ static PyObject *pyclient_repr(pyclient *self) {
 
 static PyMethodDef pyclient_methods[] = {
     {"stream", (PyCFunction)(void (*)(void))pyclient_stream, METH_VARARGS | METH_KEYWORDS,
-     "stream(dataset, **opts) -> Stream. Options are the CLI's names with '_' for '-': batch, size, mode, "
-     "layout, normalize, seed, epoch, start_batch, shard=(i, n), codec, window, shuffle, keep_partial, "
-     "epochs, pool, max_len, fixed_len, bucket."},
+     "stream(dataset, **opts) -> Stream. Options are bfeed.option_names(), the CLI's names with '_' for '-' "
+     "(batch=64, mode='eval', shard=(i, n), crop_scale=(0.25, 1), ...); None keeps the default."},
     {"stats", (PyCFunction)pyclient_stats, METH_NOARGS,
      "stats() -> the daemon's counters: a list of {'kind', 'id', 'counters'}."},
     {"close", (PyCFunction)pyclient_close, METH_NOARGS, "Close the connection and its streams."},
