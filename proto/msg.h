@@ -26,7 +26,6 @@
 #define MSG_MAX_TENSORS 16
 #define MSG_TENSOR_NAME_MAX 32
 #define MSG_MAX_COUNTERS 64
-#define MSG_MAX_LEN_LIMIT (1u << 20) /* the largest max_len a stream may ask for */
 
 /* Start a frame: reserves the header. Returns the offset of the frame. */
 size_t msg_begin(wbuf *w);

@@ -46,9 +46,6 @@ static const opts_choices opts_shuffles = {"shuffle setting", 3, 3, (const char 
 static const opts_choices opts_pools = {"pooling", 2, 2, (const char *const[]){"none", "mean"}};
 static const opts_choices opts_selects = {"select", 3, 0, (const char *const[]){"all", "residue", "on-demand"}};
 static const opts_choices opts_transports = {"transport", 2, 0, (const char *const[]){"socket", "shm"}};
-static const float opts_imagenet_mean[3] = {0.485f, 0.456f, 0.406f};
-static const float opts_imagenet_std[3] = {0.229f, 0.224f, 0.225f};
-static const float opts_crop_scale[2] = {0.08f, 1.0f};
 
 /* What the columns of opts.def become, by type. */
 #define OPTS_CH_U32(a) NULL
@@ -69,6 +66,7 @@ static const float opts_crop_scale[2] = {0.08f, 1.0f};
 #define OPTS_DEF_I32(d) (d), NULL
 #define OPTS_DEF_FLAG(d) (d), NULL
 #define OPTS_DEF_CHOICE(d) (d), NULL
+#define FLOATS(...) ((const float[]){__VA_ARGS__}) /* at file scope: static storage */
 #define ALWAYS OPTS_ALWAYS
 #define NONCRIT OPTS_NONCRIT
 #define BYTES OPTS_BYTES
@@ -84,6 +82,7 @@ static const opts_row opts_table[] = {
 #include "opts.def"
 };
 #undef OPT
+#undef FLOATS
 #undef ALWAYS
 #undef NONCRIT
 #undef BYTES
@@ -352,7 +351,7 @@ static int opts_parse_choice(const opts_row *r, const char *value, uint64_t *out
 
 /* "LO,HI": nf numbers separated by commas, then the row's checks. A slash
  * separates them too: a binding turns a pair of whole numbers into "A/B"
- * whatever the option (shard=(3, 4) and crop_scale=(1, 1) alike). */
+ * whatever the option (shard=(3, 4) and a scale range (1, 1) alike). */
 static int opts_parse_floats(bfeed_stream_opts *o, const opts_row *r, const char *value, char *err, size_t errlen) {
   float f[8];
   const char *p = value;
@@ -409,7 +408,7 @@ const char *opts_name(int i) {
   return NULL;
 }
 
-/* The default as --help shows it: the text form of d's value. */
+/* An option's value in its text form (--help shows the defaults so). */
 static void opts_default_text(const opts_row *r, const bfeed_stream_opts *d, char *buf, size_t n) {
   uint64_t v = opts_get(d, r);
   const opts_joint *j = opts_joint_of(r);
@@ -448,6 +447,29 @@ size_t opts_help(int text, const bfeed_stream_opts *d, char *buf, size_t cap) {
 }
 
 /* ---- the daemon's side ------------------------------------------------- */
+
+size_t opts_text_describe(const bfeed_stream_opts *o, char *buf, size_t cap) {
+  size_t at = 0;
+  if (cap) buf[0] = 0;
+  for (size_t i = 0; i < OPTS_N; i++) {
+    const opts_row *r = &opts_table[i];
+    if (!(r->flags & OPTS_TEXT) || (r->type == OPTS_FLAG && !opts_get(o, r))) continue;
+    char v[48] = "";
+    if (r->type != OPTS_FLAG) opts_default_text(r, o, v, sizeof v);
+    opts_appendf(buf, cap, &at, "%s%s%s%s", at ? ", " : "", r->text, v[0] ? " " : "", v);
+  }
+  return at;
+}
+
+int opts_text_set(const bfeed_stream_opts *o, char *names, size_t cap) {
+  int n = 0;
+  size_t at = 0;
+  if (cap) names[0] = 0;
+  for (size_t i = 0; i < OPTS_N; i++)
+    if ((opts_table[i].flags & OPTS_TEXT) && !opts_is_default(o, &opts_table[i]))
+      opts_appendf(names, cap, &at, "%s%s", n++ ? ", " : "", opts_table[i].field);
+  return n;
+}
 
 int opts_shuffled(const bfeed_stream_opts *o) {
   return o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);

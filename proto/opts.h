@@ -47,6 +47,12 @@ const char *opts_name(int i);
  * datasets) into buf, defaults taken from d. Returns the bytes written. */
 size_t opts_help(int text, const bfeed_stream_opts *d, char *buf, size_t cap);
 
+/* How many of the text datasets' options (opts.def's TEXT rows) o sets
+ * away from their defaults; their names, comma-separated, into names. */
+int opts_text_set(const bfeed_stream_opts *o, char *names, size_t cap);
+/* The text datasets' options as "pool mean, max-len 9, fixed-len, bucket
+ * 4" (flags only when set), for a command's summary line. */
+size_t opts_text_describe(const bfeed_stream_opts *o, char *buf, size_t cap);
 /* Whether the stream's epochs are shuffled: shuffle on, or auto in train. */
 int opts_shuffled(const bfeed_stream_opts *o);
 /* The options' lines of the stream fingerprint's canonical form

@@ -21,6 +21,7 @@
 
 #include "bfeed.h"
 #include "codec.h"
+#include "opts.h"
 #include "cli.h"
 #include "cli_opts.h"
 #include "cli_util.h"
@@ -151,10 +152,11 @@ static void report(const bench_args *b, const bench_result *r) {
   double sps = r->seconds > 0 ? r->samples / r->seconds : 0;
   double tps = r->seconds > 0 ? r->tokens / r->seconds : 0;
   FILE *h = b->json ? stderr : stdout; /* with --json, stdout is the JSON document alone */
+  char text[160];
+  opts_text_describe(o, text, sizeof text);
   if (r->text)
-    fprintf(h, "bfeed bench: %s on %s, text, batch %u, %s, max-len %u%s, bucket %u, codec %s\n", b->c.dataset,
-           b->c.connect, o->batch, o->pool == BFEED_POOL_MEAN ? "pooled (mean)" : "tokens", o->max_len,
-           o->fixed_len ? " (fixed)" : "", o->bucket, codec);
+    fprintf(h, "bfeed bench: %s on %s, text, batch %u, %s, codec %s\n", b->c.dataset, b->c.connect, o->batch, text,
+            codec);
   else
     fprintf(h, "bfeed bench: %s on %s, %s %ux%u, batch %u, %s, codec %s\n", b->c.dataset, b->c.connect, mode, o->size,
            o->size, o->batch, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW", codec);

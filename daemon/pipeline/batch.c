@@ -33,7 +33,7 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   s->stream_id = stream_id;
   s->log = log;
   s->pool = pool;
-  s->max_len = o->max_len ? o->max_len : ds->max_len;
+  s->len_cap = batch_text_cap(o, ds);
   s->sample.size = (int)o->size;
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
   s->sample.allow_dct_scale = 1;
@@ -115,11 +115,8 @@ static size_t frame_overhead(const msg_batch *m) {
 
 /* The layout of the largest batch a stream can make: T at its most. */
 static void batch_largest(const batch_spec *s, batch_layout *L) {
-  const dataset *ds = s->ds;
-  const bfeed_stream_opts *o = &s->opts;
-  uint32_t cap = o->max_len ? o->max_len : ds->max_len, T = 1;
-  if (dataset_has_text(ds)) T = o->fixed_len ? cap : cap && cap < ds->text.longest ? cap : ds->text.longest;
-  layout(s, o->batch, T ? T : 1, L);
+  uint32_t T = dataset_has_text(s->ds) ? batch_text_longest(&s->opts, s->ds) : 1;
+  layout(s, s->opts.batch, T ? T : 1, L);
 }
 
 uint64_t batch_frame_estimate(const batch_spec *s) {
@@ -157,13 +154,7 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), BFEED_EINVAL
   int ready = dataset_ready(ds, err, errlen);
   if (ready < 0) return ready;
-  int text = dataset_has_text(ds);
-  if (!text && (o->pool != BFEED_POOL_NONE || o->max_len || o->fixed_len || o->bucket))
-    BAD("pool, max_len, fixed_len and bucket apply to text datasets; %s is a%s %s dataset", ds->name,
-        ds->kind == DATASET_IMAGE ? "n" : "", dataset_kind_name(ds->kind));
-  uint32_t cap = o->max_len ? o->max_len : ds->max_len;
-  if (text && o->fixed_len && cap == 0)
-    BAD("fixed_len needs a length: set max_len (dataset %s has no max_len setting)", ds->name);
+  if ((ready = batch_text_check(ds, o, err, errlen)) < 0) return ready;
   if (dataset_has_features(ds) && ds->features.row_floats > FRAME_MAX_PAYLOAD / 2 / o->batch)
     BAD("a batch of %u feature rows of %llu values is over the %u-byte frame limit", o->batch,
         (unsigned long long)ds->features.row_floats, FRAME_MAX_PAYLOAD);
@@ -182,7 +173,7 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
              largest_fitting(&s, &s.opts.size, 8, o->size), o->batch);
   BAD("a batch of %u could reach %llu bytes, over the %u-byte frame limit: %s%s", o->batch,
       (unsigned long long)L.m.raw_size, FRAME_MAX_PAYLOAD, batch_fits ? hint : "lower the batch",
-      text && !o->max_len ? "; or set max_len" : "");
+      batch_text_fit_hint(ds, o));
 #undef BAD
 }
 

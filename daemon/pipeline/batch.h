@@ -42,7 +42,8 @@ typedef struct batch_spec {
   bfeed_stream_opts opts;
   sample_params sample;
   uint16_t lut[3][256]; /* bf16 of (v/255 - mean[c]) / std[c], float32 math as torchvision */
-  uint32_t max_len;     /* text: tokens served per sample (opts, else the dataset's); 0 = all */
+  uint32_t len_cap;     /* text: tokens served per sample, the stream's cap or the dataset's
+                           (batch_text_cap); 0 = all */
   uint32_t stream_id;
   const logger *log;
   bufpool *pool;
@@ -50,9 +51,9 @@ typedef struct batch_spec {
 
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
                      const logger *log, bufpool *pool);
-/* Whether o suits ds (after msg_opts_check): text options only on text
- * kinds, fixed_len with a length, and the largest batch the stream can
- * produce within the frame limit. 0, or BFEED_EINVAL with the reason. */
+/* Whether o suits ds (after msg_opts_check): the text options as
+ * batch_text_check says, and the largest batch the stream can produce
+ * within the frame limit. 0, or BFEED_EINVAL with the reason. */
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen);
 /* Bytes of the pooled buffer the largest batch of s takes: what a stream
  * counts against max_memory for a batch before it has made one. */
@@ -62,7 +63,7 @@ uint64_t batch_raw_estimate(const batch_spec *s);
 /* Tokens served for sample i (text kinds): its length, capped. */
 static inline uint32_t batch_sample_len(const batch_spec *s, uint32_t i) {
   uint32_t n = textset_len(&s->ds->text, i);
-  return s->max_len && n > s->max_len ? s->max_len : n;
+  return s->len_cap && n > s->len_cap ? s->len_cap : n;
 }
 
 typedef struct batch_job {

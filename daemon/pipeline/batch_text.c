@@ -1,11 +1,13 @@
 /* batch_text.c -- see batch_text.h */
 #include "batch_text.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bfeed_types.h"
 #include "bf16.h"
+#include "opts.h"
 #include "rng.h"
 
 /* The tables hold bf16 and the files float32 in host order, and tensors
@@ -14,8 +16,32 @@
 #error "text and feature batches assume a little-endian host"
 #endif
 
+uint32_t batch_text_cap(const bfeed_stream_opts *o, const dataset *ds) { return o->max_len ? o->max_len : ds->max_len; }
+
+uint32_t batch_text_longest(const bfeed_stream_opts *o, const dataset *ds) {
+  uint32_t cap = batch_text_cap(o, ds);
+  return o->fixed_len ? cap : cap && cap < ds->text.longest ? cap : ds->text.longest;
+}
+
+int batch_text_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen) {
+  char names[128];
+  int text = dataset_has_text(ds);
+  if (!text && opts_text_set(o, names, sizeof names))
+    return snprintf(err, errlen, "%s: these options apply to text datasets; %s is a%s %s dataset", names, ds->name,
+                    ds->kind == DATASET_IMAGE ? "n" : "", dataset_kind_name(ds->kind)),
+           BFEED_EINVAL;
+  if (text && o->fixed_len && batch_text_cap(o, ds) == 0)
+    return snprintf(err, errlen, "fixed_len needs a length: set max_len (dataset %s has no max_len setting)", ds->name),
+           BFEED_EINVAL;
+  return 0;
+}
+
+const char *batch_text_fit_hint(const dataset *ds, const bfeed_stream_opts *o) {
+  return dataset_has_text(ds) && !o->max_len ? "; or set max_len" : "";
+}
+
 uint32_t batch_text_len(const batch_spec *s, const uint32_t *sel, uint32_t B) {
-  if (s->opts.fixed_len) return s->max_len;
+  if (s->opts.fixed_len) return s->len_cap;
   uint32_t T = 1;
   for (uint32_t i = 0; i < B; i++) {
     uint32_t n = batch_sample_len(s, sel[i]);

@@ -12,7 +12,16 @@
 
 #include "batch.h"
 
-/* T of a tokens tensor for samples sel[0..B): max_len with fixed_len,
+/* The text options, all read here: tokens served per sample (the
+ * stream's cap, else the dataset's setting; 0 = all); T of the largest
+ * batch a stream can make; whether o suits ds (text options only on text
+ * kinds, a fixed length only with a cap: 0 or BFEED_EINVAL with the
+ * reason); and what to add to "a batch does not fit" for text. */
+uint32_t batch_text_cap(const bfeed_stream_opts *o, const dataset *ds);
+uint32_t batch_text_longest(const bfeed_stream_opts *o, const dataset *ds);
+int batch_text_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen);
+const char *batch_text_fit_hint(const dataset *ds, const bfeed_stream_opts *o);
+/* T of a tokens tensor for samples sel[0..B): the cap with a fixed length,
  * else the longest sample's served length; at least 1, so the tensor is
  * never empty. */
 uint32_t batch_text_len(const batch_spec *s, const uint32_t *sel, uint32_t B);

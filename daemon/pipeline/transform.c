@@ -30,7 +30,7 @@
 #define TRANSFORM_MAX_DRAWS (2 * TRANSFORM_TRIES + 3)
 
 /* float32(0.08) and float32(1.0): the default scale bounds after torch's
- * cast (a stream's crop_scale is float32 too: uniform_ on a float tensor
+ * cast (a stream's own scale range is float32 too: uniform_ on a float tensor
  * casts its Python-float bounds so). */
 static const float transform_scale_lo = 0.08f, transform_scale_hi = 1.0f;
 /* torch.log(torch.tensor((3/4, 4/3))), float32. */

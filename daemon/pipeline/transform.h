@@ -29,7 +29,7 @@ void transform_random_resized_crop_draws(int img_w, int img_h, const float *u, i
                                      transform_crop *out);
 /* Both with RandomResizedCrop's scale=(scale_lo, scale_hi) instead of
  * (0.08, 1): the share of the image's area each try draws from (float32,
- * as torch casts them). The stream option crop_scale. */
+ * as torch casts them): the stream option opts.def calls crop-scale. */
 void transform_rrc(int img_w, int img_h, float scale_lo, float scale_hi, rng_t *r, transform_crop *out);
 void transform_rrc_draws(int img_w, int img_h, float scale_lo, float scale_hi, const float *u, int nu, int *used,
                          transform_crop *out);

@@ -89,7 +89,7 @@ static void pyclient_dealloc(pyclient *self) {
 }
 
 /* An option's text for bfeed_stream_opts_set: True/False -> "1"/"0",
- * (i, n) -> "i/n" (shard), (a, b) with a float -> "a,b" (crop_scale),
+ * (i, n) -> "i/n" (shard), (a, b) with a float -> "a,b" (a scale range),
  * anything else str(); NULL with an exception set. */
 static PyObject *pyclient_opt_text(PyObject *key, PyObject *v) {
   if (PyBool_Check(v)) return PyUnicode_FromString(v == Py_True ? "1" : "0");
@@ -179,7 +179,7 @@ static PyObject *pyclient_repr(pyclient *self) {
 static PyMethodDef pyclient_methods[] = {
     {"stream", (PyCFunction)(void (*)(void))pyclient_stream, METH_VARARGS | METH_KEYWORDS,
      "stream(dataset, **opts) -> Stream. Options are bfeed.option_names(), the CLI's names with '_' for '-' "
-     "(batch=64, mode='eval', shard=(i, n), crop_scale=(0.25, 1), ...); None keeps the default."},
+     "(batch=64, mode='eval', shard=(i, n), pairs of numbers as (lo, hi), ...); None keeps the default."},
     {"stats", (PyCFunction)pyclient_stats, METH_NOARGS,
      "stats() -> the daemon's counters: a list of {'kind', 'id', 'counters'}."},
     {"close", (PyCFunction)pyclient_close, METH_NOARGS, "Close the connection and its streams."},
