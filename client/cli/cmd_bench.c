@@ -1,5 +1,5 @@
 /*
- * bench.c -- `bfeed bench`: how fast does the daemon feed a training loop?
+ * cmd_bench.c -- `bfeed bench`: how fast does the daemon feed a training loop?
  *
  * Consumes a stream as a trainer would, as fast as batches come, and times
  * the wait for each batch. Shows progress on a terminal, ends with one
@@ -32,11 +32,11 @@ typedef struct bench_args {
   int json;
 } bench_args;
 
-static int bench_takes_value(const char *name) {
+static int cmd_bench_takes_value(const char *name) {
   return strcmp(name, "batches") == 0 || strcmp(name, "epochs") == 0 || strcmp(name, "warmup") == 0;
 }
 
-static int bench_opt(const char *name, const char *value, void *ctx) {
+static int cmd_bench_opt(const char *name, const char *value, void *ctx) {
   bench_args *b = ctx;
   if (strcmp(name, "json") == 0) return b->json = 1, 1;
   if (strcmp(name, "batches") == 0) return cli_u64(name, value, 1, UINT64_MAX, &b->batches) < 0 ? -1 : 1;
@@ -55,11 +55,11 @@ static const char bench_usage[] =
     "  --json                  print one JSON object on stdout; the summary goes to stderr\n\n";
 
 /* 0 parsed, 1 help or version printed, -1 error printed. */
-static int parse(int argc, char **argv, bench_args *b) {
+static int cmd_bench_parse(int argc, char **argv, bench_args *b) {
   memset(b, 0, sizeof *b);
   b->c.cmd = "bench";
   b->c.usage = bench_usage;
-  int r = cli_parse_stream_cmd(argc, argv, &b->c, bench_opt, bench_takes_value, b);
+  int r = cli_parse_stream_cmd(argc, argv, &b->c, cmd_bench_opt, cmd_bench_takes_value, b);
   if (r != 0) return r;
   if (b->batches && b->epochs) return fprintf(stderr, "bfeed bench: give --batches or --epochs, not both\n"), -1;
   if (!b->batches && !b->epochs) b->epochs = 1;
@@ -67,13 +67,13 @@ static int parse(int argc, char **argv, bench_args *b) {
 }
 
 /* Nearest-rank percentile of sorted v[0..n). */
-static double percentile(const double *v, size_t n, double p) {
+static double cmd_bench_percentile(const double *v, size_t n, double p) {
   if (n == 0) return 0;
   size_t k = (size_t)ceil(p / 100.0 * (double)n);
   return v[k > 0 ? k - 1 : 0];
 }
 
-static uint64_t counter(const bfeed_counter *c, size_t n, const char *name) {
+static uint64_t cmd_bench_counter(const bfeed_counter *c, size_t n, const char *name) {
   for (size_t i = 0; i < n; i++)
     if (strcmp(c[i].name, name) == 0) return c[i].value;
   return 0;
@@ -92,7 +92,7 @@ typedef struct bench_result {
 } bench_result;
 
 /* Count a batch; -1 when it lacks the tensors every kind serves. */
-static int tally(const bfeed_batch *batch, bench_result *r) {
+static int cmd_bench_tally(const bfeed_batch *batch, bench_result *r) {
   bfeed_tensor ix, len, tok;
   if (bfeed_batch_find(batch, "index", &ix) < 0 || ix.dtype != BFEED_DTYPE_I64 || ix.ndim != 1) return -1;
   r->samples += (uint64_t)ix.shape[0];
@@ -106,14 +106,14 @@ static int tally(const bfeed_batch *batch, bench_result *r) {
 }
 
 /* This process's CPU seconds so far, user and system, all threads. */
-static double bench_cpu_s(void) {
+static double cmd_bench_cpu_s(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 /* The daemon's CPU seconds so far (its "daemon" group's cpu_us), or -1. */
-static double bench_one_daemon_cpu_s(bfeed_client *c) {
+static double cmd_bench_one_daemon_cpu_s(bfeed_client *c) {
   bfeed_stat_group *g;
   size_t n;
   bfeed_error err;
@@ -128,23 +128,23 @@ static double bench_one_daemon_cpu_s(bfeed_client *c) {
 
 /* The same summed over the daemons behind c (several: one connection to
  * each, for the question), or -1 when one does not say. */
-static double bench_daemon_cpu_s(bfeed_client *c) {
+static double cmd_bench_daemon_cpu_s(bfeed_client *c) {
   size_t n = bfeed_client_endpoints(c);
-  if (n == 1) return bench_one_daemon_cpu_s(c);
+  if (n == 1) return cmd_bench_one_daemon_cpu_s(c);
   double sum = 0;
   for (size_t i = 0; i < n && sum >= 0; i++) {
     char ep[256];
     bfeed_client *m;
     bfeed_error err;
     if (bfeed_client_endpoint(c, i, ep, sizeof ep) < 0 || bfeed_connect(ep, &m, &err) < 0) return -1;
-    double v = bench_one_daemon_cpu_s(m);
+    double v = cmd_bench_one_daemon_cpu_s(m);
     bfeed_close(m);
     sum = v < 0 ? -1 : sum + v;
   }
   return sum;
 }
 
-static void report(const bench_args *b, const bench_result *r) {
+static void cmd_bench_report(const bench_args *b, const bench_result *r) {
   const bfeed_stream_opts *o = &b->c.o;
   const char *mode = o->mode == BFEED_MODE_EVAL ? "eval" : "train";
   const codec_info *ci = codec_get(o->codec);
@@ -199,7 +199,7 @@ static void report(const bench_args *b, const bench_result *r) {
 
 int cmd_bench(int argc, char **argv) {
   bench_args b;
-  int pr = parse(argc, argv, &b);
+  int pr = cmd_bench_parse(argc, argv, &b);
   if (pr != 0) return pr > 0 ? 0 : 2;
   bfeed_error err;
   bfeed_client *c;
@@ -219,7 +219,7 @@ int cmd_bench(int argc, char **argv) {
   }
   int tty = isatty(STDERR_FILENO) && !b.json, rc = 0;
   bench_result r = {0};
-  double cpu0 = bench_cpu_s(), dcpu0 = bench_daemon_cpu_s(c);
+  double cpu0 = cmd_bench_cpu_s(), dcpu0 = cmd_bench_daemon_cpu_s(c);
   double t0 = cli_now_s(), last_print = 0, prev = t0;
   for (uint64_t n = 0; n < total; n++) {
     bfeed_batch *batch;
@@ -236,7 +236,7 @@ int cmd_bench(int argc, char **argv) {
     if (bfeed_batch_find(batch, "index", &ix) == 0 && ix.ndim == 1) r.all_samples += (uint64_t)ix.shape[0];
     if (n == b.warmup) t0 = prev; /* the clock starts when the first measured wait begins */
     if (n >= b.warmup) {
-      if (tally(batch, &r) < 0) {
+      if (cmd_bench_tally(batch, &r) < 0) {
         fprintf(stderr, "bfeed bench: batch %llu has no i64 [B] index tensor\n", (unsigned long long)n);
         bfeed_batch_release(batch);
         rc = 1;
@@ -258,26 +258,26 @@ int cmd_bench(int argc, char **argv) {
     }
   }
   r.seconds = prev - t0;
-  r.client_cpu_s = bench_cpu_s() - cpu0;
-  double dcpu1 = dcpu0 >= 0 && rc == 0 ? bench_daemon_cpu_s(c) : -1;
+  r.client_cpu_s = cmd_bench_cpu_s() - cpu0;
+  double dcpu1 = dcpu0 >= 0 && rc == 0 ? cmd_bench_daemon_cpu_s(c) : -1;
   r.daemon_cpu_s = dcpu1 >= 0 ? dcpu1 - dcpu0 : -1;
   if (tty) fprintf(stderr, "\r%60s\r", "");
   bfeed_counter ctr[32];
   size_t nctr = 0;
   if (rc == 0 && bfeed_stream_stats(s, ctr, 32, &nctr, &err) < 0)
     fprintf(stderr, "bfeed bench: cannot read the stream's counters: %s\n", err.message);
-  r.skipped = counter(ctr, nctr, "skipped");
-  uint64_t sent = counter(ctr, nctr, "batches");
-  r.kcopy_per_batch = sent ? (double)counter(ctr, nctr, "kernel_copy_bytes") / (double)sent : 0;
-  r.shm_batches = counter(ctr, nctr, "shm_batches");
+  r.skipped = cmd_bench_counter(ctr, nctr, "skipped");
+  uint64_t sent = cmd_bench_counter(ctr, nctr, "batches");
+  r.kcopy_per_batch = sent ? (double)cmd_bench_counter(ctr, nctr, "kernel_copy_bytes") / (double)sent : 0;
+  r.shm_batches = cmd_bench_counter(ctr, nctr, "shm_batches");
   r.reconnects = bfeed_client_reconnects(c);
   if (r.reconnects) r.daemon_cpu_s = -1; /* the daemon's counter started again with it */
   bfeed_stream_close(s);
   bfeed_close(c);
   qsort(lat, r.batches, sizeof *lat, cli_cmp_double);
-  r.p50 = percentile(lat, r.batches, 50);
-  r.p99 = percentile(lat, r.batches, 99);
+  r.p50 = cmd_bench_percentile(lat, r.batches, 50);
+  r.p99 = cmd_bench_percentile(lat, r.batches, 99);
   free(lat);
-  if (rc == 0) report(&b, &r);
+  if (rc == 0) cmd_bench_report(&b, &r);
   return rc;
 }

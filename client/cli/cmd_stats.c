@@ -1,5 +1,5 @@
 /*
- * stats.c -- `bfeed stats`: what is the daemon doing?
+ * cmd_stats.c -- `bfeed stats`: what is the daemon doing?
  *
  * Prints the daemon's counters (daemon, per dataset, per open stream) as
  * aligned text, or with --json one JSON object:
@@ -17,12 +17,12 @@
 #include "cli.h"
 #include "cli_opts.h"
 
-static int stats_takes_value(const char *name, void *ctx) {
+static int cmd_stats_takes_value(const char *name, void *ctx) {
   (void)ctx;
   return strcmp(name, "connect") == 0 || cli_connect_opt_takes_value(name);
 }
 
-static void print_json_obj(const bfeed_stat_group *g, size_t n) {
+static void cmd_stats_print_json(const bfeed_stat_group *g, size_t n) {
   static const char *const kinds[] = {"daemon", "dataset", "stream"};
   static const char *const keys[] = {"daemon", "datasets", "streams"};
   printf("{");
@@ -49,7 +49,7 @@ static void print_json_obj(const bfeed_stat_group *g, size_t n) {
   printf("}");
 }
 
-static void print_text(const bfeed_stat_group *g, size_t n) {
+static void cmd_stats_print_text(const bfeed_stat_group *g, size_t n) {
   for (size_t i = 0; i < n; i++) {
     printf("%s %s\n", g[i].kind, g[i].id);
     for (size_t c = 0; c < g[i].ncounters; c++)
@@ -65,7 +65,7 @@ typedef struct stats_total {
   size_t n;
 } stats_total;
 
-static void stats_add(stats_total *t, const bfeed_stat_group *g, size_t n) {
+static void cmd_stats_add(stats_total *t, const bfeed_stat_group *g, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (strcmp(g[i].kind, "daemon") != 0) continue;
     for (size_t c = 0; c < g[i].ncounters; c++) {
@@ -79,7 +79,7 @@ static void stats_add(stats_total *t, const bfeed_stat_group *g, size_t n) {
 }
 
 /* One daemon's report: 0, or 1 with the reason on stderr. */
-static int stats_one(const char *addr, const bfeed_connect_opts *co, int json, int first, stats_total *t) {
+static int cmd_stats_one(const char *addr, const bfeed_connect_opts *co, int json, int first, stats_total *t) {
   bfeed_client *c;
   bfeed_error err;
   bfeed_stat_group *g;
@@ -91,25 +91,25 @@ static int stats_one(const char *addr, const bfeed_connect_opts *co, int json, i
   }
   if (rc < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;
   if (json && t) printf("%s", first ? "" : ", "), cli_json_str(stdout, addr), printf(": ");
-  if (json) print_json_obj(g, n);
+  if (json) cmd_stats_print_json(g, n);
   else {
     if (t) printf("== %s\n", addr);
-    print_text(g, n);
+    cmd_stats_print_text(g, n);
   }
-  if (t) stats_add(t, g, n);
+  if (t) cmd_stats_add(t, g, n);
   bfeed_daemon_stats_free(g, n);
   return 0;
 }
 
 /* Each daemon behind a pool address, then the total. */
-static int stats_pool(bfeed_client *pc, const bfeed_connect_opts *co, int json) {
+static int cmd_stats_fanout(bfeed_client *pc, const bfeed_connect_opts *co, int json) {
   static stats_total t;
   int bad = 0;
   size_t n = bfeed_client_endpoints(pc);
   if (json) printf("{\"endpoints\": {");
   for (size_t i = 0; i < n; i++) {
     char ep[256];
-    if (bfeed_client_endpoint(pc, i, ep, sizeof ep) == 0) bad |= stats_one(ep, co, json, i == 0, &t);
+    if (bfeed_client_endpoint(pc, i, ep, sizeof ep) == 0) bad |= cmd_stats_one(ep, co, json, i == 0, &t);
   }
   if (json) printf("}, \"total\": {");
   else printf("== total of %zu daemons\ndaemon total\n", n);
@@ -134,7 +134,7 @@ int cmd_stats(int argc, char **argv) {
   bfeed_connect_opts co;
   int json = 0, r, k;
   bfeed_connect_opts_init(&co);
-  while ((r = cli_next(&a, stats_takes_value, NULL)) == 1) {
+  while ((r = cli_next(&a, cmd_stats_takes_value, NULL)) == 1) {
     if (cli_help_or_version(a.name, stats_usage, NULL)) return 0;
     if ((k = cli_connect_opt(a.name, a.value, &co)) != 0) {
       if (k < 0) return 2;
@@ -149,9 +149,9 @@ int cmd_stats(int argc, char **argv) {
   if (bfeed_connect2(connect, &co, &c, &err) < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;
   int rc;
   if (bfeed_client_endpoints(c) > 1) {
-    rc = stats_pool(c, &co, json);
+    rc = cmd_stats_fanout(c, &co, json);
   } else {
-    rc = stats_one(connect, &co, json, 1, NULL);
+    rc = cmd_stats_one(connect, &co, json, 1, NULL);
     if (json && rc == 0) printf("\n");
   }
   bfeed_close(c);

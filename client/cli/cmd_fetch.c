@@ -1,5 +1,5 @@
 /*
- * fetch.c -- `bfeed fetch`: one batch to .npy files, for inspection and for
+ * cmd_fetch.c -- `bfeed fetch`: one batch to .npy files, for inspection and for
  * checking bfeed against other pipelines (numpy.load reads them).
  *
  * DIR/<tensor>.npy for each tensor (bf16 as '<u2' bit patterns: view them
@@ -22,11 +22,11 @@ typedef struct fetch_args {
   const char *out;
 } fetch_args;
 
-static int fetch_takes_value(const char *name) {
+static int cmd_fetch_takes_value(const char *name) {
   return strcmp(name, "batch-index") == 0 || strcmp(name, "out") == 0;
 }
 
-static int fetch_opt(const char *name, const char *value, void *ctx) {
+static int cmd_fetch_opt(const char *name, const char *value, void *ctx) {
   fetch_args *f = ctx;
   if (strcmp(name, "out") == 0) return f->out = value, 1;
   if (strcmp(name, "batch-index") == 0) {
@@ -36,7 +36,7 @@ static int fetch_opt(const char *name, const char *value, void *ctx) {
   return 0;
 }
 
-static int write_meta(const char *dir, const fetch_args *f, const bfeed_batch *b, char *err, size_t errlen) {
+static int cmd_fetch_write_meta(const char *dir, const fetch_args *f, const bfeed_batch *b, char *err, size_t errlen) {
   char path[4096];
   snprintf(path, sizeof path, "%s/meta.json", dir);
   FILE *m = fopen(path, "w");
@@ -79,7 +79,7 @@ int cmd_fetch(int argc, char **argv) {
   memset(&f, 0, sizeof f);
   f.c.cmd = "fetch";
   f.c.usage = fetch_usage;
-  int pr = cli_parse_stream_cmd(argc, argv, &f.c, fetch_opt, fetch_takes_value, &f);
+  int pr = cli_parse_stream_cmd(argc, argv, &f.c, cmd_fetch_opt, cmd_fetch_takes_value, &f);
   if (pr != 0) return pr > 0 ? 0 : 2;
   if (!f.have_index || !f.out) return fprintf(stderr, "bfeed fetch: --batch-index K and --out DIR are required\n"), 2;
   if (mkdir(f.out, 0777) < 0 && errno != EEXIST)
@@ -109,7 +109,7 @@ int cmd_fetch(int argc, char **argv) {
       snprintf(path, sizeof path, "%s/%s.npy", f.out, t.name);
       rc = npy_write(path, t.dtype, t.ndim, t.shape, t.data, msg, sizeof msg);
     }
-    if (rc == 0) rc = write_meta(f.out, &f, b, msg, sizeof msg);
+    if (rc == 0) rc = cmd_fetch_write_meta(f.out, &f, b, msg, sizeof msg);
     if (rc < 0) fprintf(stderr, "bfeed fetch: %s\n", msg);
     else printf("wrote batch %llu of epoch %llu (%d tensors) to %s\n", (unsigned long long)bfeed_batch_index(b),
                 (unsigned long long)bfeed_batch_epoch(b), bfeed_batch_ntensors(b), f.out);
