@@ -52,13 +52,12 @@ static int codec_of(int u8, const codec_comp *comp) {
   return comp ? (u8 ? comp->id_u8 : comp->id) : u8 ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
 }
 
-/* "auto, none, u8, zstd[:L], u8+zstd[:L], lz4, u8+lz4" for messages. */
-static void codec_names(char *buf, size_t n) {
-  size_t at = (size_t)snprintf(buf, n, "auto, none, u8");
+void codec_list(const char *sep, const char *level, char *buf, size_t n) {
+  size_t at = (size_t)snprintf(buf, n, "auto%snone%su8", sep, sep);
   for (size_t i = 0; i < CODEC_NCOMPS && at < n; i++) {
     const codec_comp *c = codec_comps[i];
-    const char *lv = c->level_hi ? "[:LEVEL]" : "";
-    at += (size_t)snprintf(buf + at, n - at, ", %s%s, u8+%s%s", c->name, lv, c->name, lv);
+    const char *lv = c->level_hi ? level : "";
+    at += (size_t)snprintf(buf + at, n - at, "%s%s%s%su8+%s%s", sep, c->name, lv, sep, c->name, lv);
   }
 }
 
@@ -90,7 +89,7 @@ int codec_parse(const char *text, int *id, int *level, char *err, size_t errlen)
     return 0;
   }
   char names[160];
-  codec_names(names, sizeof names);
+  codec_list(", ", "[:LEVEL]", names, sizeof names);
   return snprintf(err, errlen, "codec %s: expected %s", text, names), BFEED_EINVAL;
 }
 

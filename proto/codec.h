@@ -63,6 +63,9 @@ int codec_is_plain(int id);
 /* The text form: auto, none, u8, NAME or u8+NAME, with :LEVEL where the
  * compressor takes one ("zstd:3"). 0, or BFEED_EINVAL with a message. */
 int codec_parse(const char *text, int *id, int *level, char *err, size_t errlen);
+/* Every name codec_parse takes, sep between them, level after those that
+ * take one: ("|", "[:L]") gives "auto|none|u8|zstd[:L]|u8+zstd[:L]|...". */
+void codec_list(const char *sep, const char *level, char *buf, size_t n);
 /* codec_parse's form of (id, level): "u8+zstd:3", "auto", "none". */
 void codec_format(int id, int level, char *buf, size_t n);
 /* Whether (id, level) is a codec a stream may ask for (AUTO included):

@@ -213,6 +213,8 @@ static void opts_codec_format(const bfeed_stream_opts *o, char *buf, size_t cap)
   codec_format(o->codec, o->codec_level, buf, cap);
 }
 
+static void opts_codec_metavar(char *buf, size_t cap) { codec_list("|", "[:L]", buf, cap); }
+
 /* all, on-demand, residue:R/M (the batches whose global number is R mod M). */
 static int opts_select_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
   unsigned long long rem, mod;
@@ -245,12 +247,14 @@ typedef struct opts_joint {
   /* Its text form: --help's default, and the fingerprint's value for a
    * joint option of BYTES fields (shard). */
   void (*format)(const bfeed_stream_opts *o, char *buf, size_t cap);
+  /* --help's metavariable, when the row has none. */
+  void (*metavar)(char *buf, size_t cap);
 } opts_joint;
 
 static const opts_joint opts_joints[] = {
-    {"shard", opts_shard_parse, opts_shard_check, opts_shard_format},
-    {"codec", opts_codec_parse, opts_codec_check, opts_codec_format},
-    {"select", opts_select_parse, opts_select_check, NULL},
+    {"shard", opts_shard_parse, opts_shard_check, opts_shard_format, NULL},
+    {"codec", opts_codec_parse, opts_codec_check, opts_codec_format, opts_codec_metavar},
+    {"select", opts_select_parse, opts_select_check, NULL, NULL},
 };
 
 static const opts_joint *opts_joint_of(const opts_row *r) {
@@ -426,8 +430,11 @@ size_t opts_help(int text, const bfeed_stream_opts *d, char *buf, size_t cap) {
   for (size_t i = 0; i < OPTS_N && at < cap; i++) {
     const opts_row *r = &opts_table[i];
     if (!r->help || !(r->flags & OPTS_TEXT) != !text) continue;
-    char head[64], def[48] = "";
-    snprintf(head, sizeof head, "--%s%s%s", r->text, r->arg ? " " : "", r->arg ? r->arg : "");
+    char head[160], def[48] = "", arg[128] = "";
+    const opts_joint *j = opts_joint_of(r);
+    if (r->arg) snprintf(arg, sizeof arg, "%s", r->arg);
+    else if (j && j->metavar) j->metavar(arg, sizeof arg);
+    snprintf(head, sizeof head, "--%s%s%s", r->text, arg[0] ? " " : "", arg);
     if (r->type != OPTS_FLAG) opts_default_text(r, d, def, sizeof def);
     /* Words start in column 27; a head too long for that gets two spaces,
      * or a line of its own; each further line of the words is indented. */
