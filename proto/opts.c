@@ -15,15 +15,10 @@
 #include "codec.h"
 
 typedef enum { OPTS_U32, OPTS_U64, OPTS_I32, OPTS_FLAG, OPTS_CHOICE, OPTS_F32S } opts_type;
+/* opts.def's flags (its header says what each means). */
 enum {
-  OPTS_ALWAYS = 1,
-  OPTS_NONCRIT = 2,
-  OPTS_BYTES = 4,
-  OPTS_BYTES_SET = 8,
-  OPTS_TEXT = 16,
-  OPTS_RESOLVED = 32,
-  OPTS_NONZERO = 64,
-  OPTS_SCALE = 128,
+  OPTS_ALWAYS = 1 << 0, OPTS_NONCRIT = 1 << 1, OPTS_BYTES = 1 << 2, OPTS_BYTES_SET = 1 << 3,
+  OPTS_TEXT = 1 << 4, OPTS_RESOLVED = 1 << 5, OPTS_NONZERO = 1 << 6, OPTS_SCALE = 1 << 7,
 };
 
 typedef struct opts_row {
@@ -175,22 +170,33 @@ int opts_decode_item(const tlv_item *it, bfeed_stream_opts *o) {
 
 /* ---- the options written as one value ---------------------------------- */
 
-static int opts_shard_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
-  unsigned idx, count;
+/* "A/B" with 0 <= A < B: shard I/N and select residue:R/M. */
+static int opts_ratio(const char *text, unsigned long long *a, unsigned long long *b) {
   char extra;
-  if (sscanf(value, "%u/%u%c", &idx, &count, &extra) != 2 || count < 1 || idx >= count || value[0] == '-')
+  return !strchr(text, '-') && sscanf(text, "%llu/%llu%c", a, b, &extra) == 2 && *b >= 1 && *a < *b ? 0 : -1;
+}
+
+/* a below b, b at least 1: 0, or BFEED_EINVAL naming both. */
+static int opts_below(uint64_t a, uint64_t b, const char *a_name, const char *b_name, char *err, size_t errlen) {
+  if (b < 1) return snprintf(err, errlen, "%s must be at least 1", b_name), BFEED_EINVAL;
+  if (a >= b)
+    return snprintf(err, errlen, "%s %llu must be below %s %llu", a_name, (unsigned long long)a, b_name,
+                    (unsigned long long)b),
+           BFEED_EINVAL;
+  return 0;
+}
+
+static int opts_shard_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
+  unsigned long long idx, count;
+  if (opts_ratio(value, &idx, &count) < 0 || count > UINT32_MAX)
     return snprintf(err, errlen, "shard %s: expected I/N with 0 <= I < N", value), BFEED_EINVAL;
-  o->shard_index = idx;
-  o->shard_count = count;
+  o->shard_index = (uint32_t)idx;
+  o->shard_count = (uint32_t)count;
   return 0;
 }
 
 static int opts_shard_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
-  if (o->shard_count < 1) return snprintf(err, errlen, "shard count must be at least 1"), BFEED_EINVAL;
-  if (o->shard_index >= o->shard_count)
-    return snprintf(err, errlen, "shard index %u must be below the shard count %u", o->shard_index, o->shard_count),
-           BFEED_EINVAL;
-  return 0;
+  return opts_below(o->shard_index, o->shard_count, "shard index", "shard count", err, errlen);
 }
 
 static void opts_shard_format(const bfeed_stream_opts *o, char *buf, size_t cap) {
@@ -218,11 +224,9 @@ static void opts_codec_metavar(char *buf, size_t cap) { codec_list("|", "[:L]", 
 /* all, on-demand, residue:R/M (the batches whose global number is R mod M). */
 static int opts_select_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
   unsigned long long rem, mod;
-  char extra;
   if (strcmp(value, "all") == 0) return o->select = BFEED_SELECT_ALL, o->select_mod = 1, o->select_rem = 0, 0;
   if (strcmp(value, "on-demand") == 0) return o->select = BFEED_SELECT_ON_DEMAND, 0;
-  if (strncmp(value, "residue:", 8) != 0 || strchr(value, '-') ||
-      sscanf(value + 8, "%llu/%llu%c", &rem, &mod, &extra) != 2 || mod < 1 || rem >= mod)
+  if (strncmp(value, "residue:", 8) != 0 || opts_ratio(value + 8, &rem, &mod) < 0)
     return snprintf(err, errlen, "select %s: expected all, on-demand or residue:R/M with 0 <= R < M", value),
            BFEED_EINVAL;
   o->select = BFEED_SELECT_RESIDUE;
@@ -232,12 +236,7 @@ static int opts_select_parse(bfeed_stream_opts *o, const char *value, char *err,
 }
 
 static int opts_select_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
-  if (o->select_mod < 1) return snprintf(err, errlen, "select_mod must be at least 1"), BFEED_EINVAL;
-  if (o->select_rem >= o->select_mod)
-    return snprintf(err, errlen, "select_rem %llu must be below select_mod %llu", (unsigned long long)o->select_rem,
-                    (unsigned long long)o->select_mod),
-           BFEED_EINVAL;
-  return 0;
+  return opts_below(o->select_rem, o->select_mod, "select_rem", "select_mod", err, errlen);
 }
 
 typedef struct opts_joint {

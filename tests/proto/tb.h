@@ -19,6 +19,13 @@ typedef struct tb {
 
 typedef int (*tb_decode_fn)(const void *p, size_t n, const char **why);
 
+/* A test file's main(): its cmocka tests as one group (cmocka.h first). */
+#define TB_MAIN(...)                                      \
+  int main(void) {                                        \
+    const struct CMUnitTest tb_tests[] = {__VA_ARGS__};   \
+    return cmocka_run_group_tests(tb_tests, NULL, NULL);  \
+  }
+
 /* Append v as `bytes` little-endian bytes (asserts on overflow of b). */
 void tb_le(tb *t, uint64_t v, int bytes);
 void tb_u8(tb *t, uint64_t v);

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "tb.h"
 
 static uint32_t test_codecs_rand(uint64_t *s) {
   *s = *s * 6364136223846793005ull + 1442695040888963407ull;
@@ -186,12 +187,5 @@ static void test_u8_expand(void **state) {
     for (int nhwc = 0; nhwc < 2; nhwc++) test_u8_case(dims[i][0], dims[i][1], dims[i][2], nhwc, &seed);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_names),
-      cmocka_unit_test(test_for_batch),
-      cmocka_unit_test(test_compressors),
-      cmocka_unit_test(test_u8_expand),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TB_MAIN(cmocka_unit_test(test_names), cmocka_unit_test(test_for_batch), cmocka_unit_test(test_compressors),
+        cmocka_unit_test(test_u8_expand))

@@ -207,12 +207,5 @@ static void test_help_names_options(void **state) {
   assert_non_null(strstr(text, "--max-len N"));
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_canonical_lines),
-      cmocka_unit_test(test_open_roundtrip),
-      cmocka_unit_test(test_crop_scale_by_name),
-      cmocka_unit_test(test_help_names_options),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
-}
+TB_MAIN(cmocka_unit_test(test_canonical_lines), cmocka_unit_test(test_open_roundtrip),
+        cmocka_unit_test(test_crop_scale_by_name), cmocka_unit_test(test_help_names_options))
