@@ -99,17 +99,26 @@ static int flow_fits(const flow *f, uint64_t bytes, uint64_t holding) {
  * back. How many were freed. */
 static int flow_shed(flow_stream *fs, uint64_t keep);
 
+/* Give the pool's free buffers back to the system: 1 if there were any. */
+static int flow_trim(flow *f) {
+  if (!f->buffers || bufpool_idle_bytes(f->buffers) == 0) return 0;
+  bufpool_trim(f->buffers, 1);
+  return 1;
+}
+
 /* Take memory back for a stream within its share: free buffers kept for
  * reuse first, then finished, unsent batches of streams over their share
- * (clients that do not read). 1 if the request fits then. */
+ * (clients that do not read). A shed batch's buffer goes back to the pool,
+ * where it still counts as held, so the pool is emptied again after each
+ * stream shed. 1 if the request fits then. */
 static int flow_reclaim(flow *f, uint64_t bytes, uint64_t holding) {
-  if (f->buffers && bufpool_idle_bytes(f->buffers) > 0) {
-    bufpool_trim(f->buffers, 1);
+  if (flow_trim(f) && flow_fits(f, bytes, holding)) return 1;
+  uint64_t share = flow_share(f);
+  for (flow_stream *fs = f->streams; fs; fs = fs->next) {
+    if (!fs->owner || flow_holding(fs) <= share || !flow_shed(fs, share)) continue;
+    flow_trim(f);
     if (flow_fits(f, bytes, holding)) return 1;
   }
-  uint64_t share = flow_share(f);
-  for (flow_stream *fs = f->streams; fs; fs = fs->next)
-    if (fs->owner && flow_holding(fs) > share && flow_shed(fs, share) && flow_fits(f, bytes, holding)) return 1;
   return 0;
 }
 

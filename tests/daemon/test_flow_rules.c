@@ -2,8 +2,8 @@
  * test_flow_rules.c -- daemon/serve/flow.c on its own, with fake streams
  * that make, send and drop batches in a real buffer pool: the window and
  * ACKs, the shared-memory slots and releases, max_memory's shares and the
- * one-batch rule, shedding a stream that does not read for one that does,
- * waking refused streams when bytes are written, and a closed stream's
+ * one-batch rule, shedding a stream that does not read for one that does
+ * (its buffers leaving the pool too), waking refused streams when bytes are written, and a closed stream's
  * bytes counted until its queued frames are out. test_flow and test_memory
  * check the same rules through the real daemon.
  */
@@ -282,11 +282,37 @@ static void test_shed_for_a_reader(void **state) {
   bufpool_unref(pool);
 }
 
+/* The same with a pool that keeps free buffers, as the daemon's does: a
+ * shed batch's buffer goes back to the pool, where it still counts as
+ * held, so the shedding must give those buffers back too, or the reader
+ * is refused beside the memory it just freed. */
+static void test_shed_buffers_leave_the_pool(void **state) {
+  (void)state;
+  uint64_t max = 8 * MIB;
+  bufpool *pool = bufpool_new(64);
+  flow *f = flow_new(&max, pool);
+  fake a, b;
+  fake_open(&a, f, pool, 16, 0);
+  assert_int_equal(fake_fill(&a), 8);
+  fake_open(&b, f, pool, 16, 0);
+  assert_int_equal(fake_fill(&b), 4);
+  assert_int_equal(a.dropped, 4);
+  assert_int_equal(bufpool_idle_bytes(pool), 0);
+  assert_int_equal(flow_held(f), 8 * MIB);
+  fake_free(&a);
+  fake_free(&b);
+  flow_close(a.fs);
+  flow_close(b.fs);
+  flow_free(f);
+  bufpool_unref(pool);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_and_acks),      cmocka_unit_test(test_client_not_reading),
       cmocka_unit_test(test_shm_slots),            cmocka_unit_test(test_shares_and_one_batch),
       cmocka_unit_test(test_closed_stream_queued), cmocka_unit_test(test_shed_for_a_reader),
+      cmocka_unit_test(test_shed_buffers_leave_the_pool),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
