@@ -257,11 +257,11 @@ static void test_closed_stream_queued(void **state) {
 
 /* A stream that does not read holds more than its share once a reader
  * opens beside it: the reader's request sheds the non-reader's last
- * batches, down to its share, and their slots come back. */
-static void test_shed_for_a_reader(void **state) {
-  (void)state;
+ * batches, down to its share, and their slots come back. pool_keep: the
+ * free buffers the pool keeps (the daemon's keeps some). */
+static void shed_for_a_reader(int pool_keep) {
   uint64_t max = 8 * MIB;
-  bufpool *pool = bufpool_new(0);
+  bufpool *pool = bufpool_new(pool_keep);
   flow *f = flow_new(&max, pool);
   fake a, b;
   fake_open(&a, f, pool, 16, 8);
@@ -270,6 +270,7 @@ static void test_shed_for_a_reader(void **state) {
   assert_int_equal(fake_fill(&b), 4); /* one for nothing held, then within its share as a sheds */
   assert_int_equal(a.dropped, 4);
   assert_int_equal(flow_scheduled(a.fs), 4);
+  assert_int_equal(bufpool_idle_bytes(pool), 0);
   assert_int_equal(flow_held(f), 8 * MIB);
   int slot;
   assert_int_equal(flow_schedule(a.fs, &slot), 4); /* its turn again: made anew, in a freed slot */
@@ -282,29 +283,17 @@ static void test_shed_for_a_reader(void **state) {
   bufpool_unref(pool);
 }
 
-/* The same with a pool that keeps free buffers, as the daemon's does: a
- * shed batch's buffer goes back to the pool, where it still counts as
- * held, so the shedding must give those buffers back too, or the reader
- * is refused beside the memory it just freed. */
+static void test_shed_for_a_reader(void **state) {
+  (void)state;
+  shed_for_a_reader(0);
+}
+
+/* A shed batch's buffer goes back to the pool, where it still counts as
+ * held: the shedding must give those buffers back too, or the reader is
+ * refused beside the memory it just freed. */
 static void test_shed_buffers_leave_the_pool(void **state) {
   (void)state;
-  uint64_t max = 8 * MIB;
-  bufpool *pool = bufpool_new(64);
-  flow *f = flow_new(&max, pool);
-  fake a, b;
-  fake_open(&a, f, pool, 16, 0);
-  assert_int_equal(fake_fill(&a), 8);
-  fake_open(&b, f, pool, 16, 0);
-  assert_int_equal(fake_fill(&b), 4);
-  assert_int_equal(a.dropped, 4);
-  assert_int_equal(bufpool_idle_bytes(pool), 0);
-  assert_int_equal(flow_held(f), 8 * MIB);
-  fake_free(&a);
-  fake_free(&b);
-  flow_close(a.fs);
-  flow_close(b.fs);
-  flow_free(f);
-  bufpool_unref(pool);
+  shed_for_a_reader(64);
 }
 
 int main(void) {
