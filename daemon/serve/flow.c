@@ -23,13 +23,14 @@ struct flow_stream {
   flow *f;
   flow_stream *prev, *next; /* every stream flow still tracks */
   const flow_ops *ops;
-  void *owner;          /* NULL once closed: then it lives only for its queued bytes */
+  void *owner;          /* NULL once closed: then it lives only until its queued frames are reported */
   uint32_t window;
   uint64_t scheduled;   /* batches scheduled in all: the next one's seq */
   uint64_t sent;        /* batches handed to the connection: the next to send */
   uint64_t acked;       /* batches the client has consumed */
   uint64_t frame_bytes; /* a batch's buffer: estimated at open, then the largest so far */
   uint64_t queued;      /* bytes of its batches in the socket's write queue */
+  uint64_t frames;      /* those batches: conn.c holds fs for each until it reports it written */
   uint32_t slots;       /* of its shared-memory ring; 0: none */
   uint64_t slot_busy;   /* bit i: slot i holds a batch scheduled, sent or held by the caller */
   uint64_t slot_seq[MSG_SHM_MAX_SLOTS]; /* the batch in each busy slot */
@@ -168,7 +169,7 @@ void flow_close(flow_stream *fs) {
   if (!fs || !fs->owner) return;
   fs->owner = NULL;
   fs->f->open--;
-  if (fs->queued == 0) flow_discard(fs);
+  if (fs->frames == 0) flow_discard(fs);
 }
 
 uint64_t flow_scheduled(const flow_stream *fs) { return fs->scheduled; }
@@ -242,15 +243,19 @@ int flow_release(flow_stream *fs, uint64_t seq, char *err, size_t errlen) {
 
 void flow_queued(flow *f, flow_stream *fs, uint64_t bytes) {
   f->queued += bytes;
-  if (fs) fs->queued += bytes;
+  if (fs) {
+    fs->queued += bytes;
+    fs->frames++;
+  }
 }
 
 void flow_written(flow *f, flow_stream *fs, uint64_t bytes) {
   f->queued -= bytes < f->queued ? bytes : f->queued;
   if (fs) {
     fs->queued -= bytes < fs->queued ? bytes : fs->queued;
+    fs->frames--;
     if (fs->owner) fs->ops->resume(fs->owner);
-    else if (fs->queued == 0) flow_discard(fs);
+    else if (fs->frames == 0) flow_discard(fs);
   }
   flow_wake(f);
 }
