@@ -39,7 +39,7 @@ struct flow_stream {
 struct flow {
   const uint64_t *max_memory; /* the server's limit, changed in place by a reload */
   bufpool *buffers;
-  flow_stream *streams;       /* open ones and closed ones with bytes queued */
+  flow_stream *streams;       /* open ones, and closed ones with frames still queued */
   int open;                   /* of those, the open ones */
   uint64_t queued;            /* bytes in every socket's write queue */
   int blocked;                /* a stream was refused memory and waits for bytes to be freed */

@@ -37,8 +37,8 @@
  * the free buffers the pool keeps.
  *
  * Loop thread only. A flow_stream belongs to its stream until
- * flow_close; it lives on, without an owner, while conn.c has bytes of
- * it queued (they are reported written later), and flow.c frees it.
+ * flow_close; it lives on, without an owner, while conn.c holds frames
+ * of it (each is reported written later), and flow.c frees it.
  */
 #ifndef BFEED_FLOW_H
 #define BFEED_FLOW_H
