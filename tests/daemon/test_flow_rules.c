@@ -26,7 +26,8 @@
  * sent, and batches queued on its "socket", by seq. */
 typedef struct fake {
   flow *f;
-  flow_stream *fs;
+  flow_stream *fs; /* still set once closed (the test writes its queued frames) */
+  int closed;
   bufpool *pool;
   uint8_t *made[FAKE_MAX];
   size_t made_cap[FAKE_MAX];
@@ -92,93 +93,110 @@ static void fake_write(fake *k, flow_stream *fs) {
   flow_written(k->f, fs, cap);
 }
 
-static void fake_free(fake *k) {
-  for (int i = 0; i < FAKE_MAX; i++) {
-    bufpool_put(k->pool, k->made[i], k->made_cap[i]);
-    bufpool_put(k->pool, k->queued[i], k->queued_cap[i]);
+/* The daemon's side for a test: the limit, a pool, the flow, its fakes. */
+typedef struct rig {
+  uint64_t max;
+  bufpool *pool;
+  flow *f;
+  fake k[3];
+  int n;
+} rig;
+
+/* pool_keep: the free buffers the pool keeps (the daemon's keeps some). */
+static rig *rig_new(uint64_t max, int pool_keep) {
+  rig *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  r->max = max;
+  r->pool = bufpool_new(pool_keep);
+  r->f = flow_new(&r->max, r->pool);
+  assert_non_null(r->f);
+  return r;
+}
+
+static fake *rig_open(rig *r, uint32_t window, uint32_t slots) {
+  assert_true(r->n < 3);
+  fake *k = &r->k[r->n++];
+  fake_open(k, r->f, r->pool, window, slots);
+  return k;
+}
+
+static void rig_free(rig *r) {
+  for (int n = 0; n < r->n; n++) {
+    fake *k = &r->k[n];
+    for (int i = 0; i < FAKE_MAX; i++) {
+      bufpool_put(k->pool, k->made[i], k->made_cap[i]);
+      bufpool_put(k->pool, k->queued[i], k->queued_cap[i]);
+    }
+    if (!k->closed) flow_close(k->fs);
   }
+  flow_free(r->f);
+  bufpool_unref(r->pool);
+  free(r);
 }
 
 static void test_window_and_acks(void **state) {
   (void)state;
-  uint64_t max = 0; /* no memory limit: the window alone */
-  bufpool *pool = bufpool_new(64);
-  flow *f = flow_new(&max, pool);
-  fake k;
+  rig *r = rig_new(0, 64); /* no memory limit: the window alone */
+  fake *k = rig_open(r, 3, 0);
   char err[128];
-  fake_open(&k, f, pool, 3, 0);
-  assert_int_equal(fake_fill(&k), 3);
-  assert_int_equal(flow_scheduled(k.fs), 3);
-  assert_false(flow_may_schedule(k.fs, UINT64_MAX));
-  assert_int_equal(flow_ack(k.fs, 1, err, sizeof err), BFEED_EPROTO); /* nothing sent yet */
+  assert_int_equal(fake_fill(k), 3);
+  assert_int_equal(flow_scheduled(k->fs), 3);
+  assert_false(flow_may_schedule(k->fs, UINT64_MAX));
+  assert_int_equal(flow_ack(k->fs, 1, err, sizeof err), BFEED_EPROTO); /* nothing sent yet */
   assert_string_equal(err, "ACK of 1 batches, more than were sent");
-  assert_true(fake_send(&k));
-  assert_true(fake_send(&k));
-  assert_int_equal(flow_ack(k.fs, 1, err, sizeof err), 0);
-  assert_int_equal(flow_acked(k.fs), 1);
-  assert_int_equal(fake_fill(&k), 1); /* seq 3 < consumed 1 + window 3 */
-  assert_int_equal(flow_ack(k.fs, 0, err, sizeof err), 0); /* an older ACK moves nothing back */
-  assert_int_equal(flow_acked(k.fs), 1);
-  assert_false(flow_may_schedule(k.fs, UINT64_MAX));
-  assert_int_equal(flow_ack(k.fs, 2, err, sizeof err), 0);
-  assert_false(flow_may_schedule(k.fs, 4)); /* the stream's end */
-  assert_true(flow_may_schedule(k.fs, 5));
-  fake_free(&k);
-  flow_close(k.fs);
-  flow_free(f);
-  bufpool_unref(pool);
+  assert_true(fake_send(k));
+  assert_true(fake_send(k));
+  assert_int_equal(flow_ack(k->fs, 1, err, sizeof err), 0);
+  assert_int_equal(flow_acked(k->fs), 1);
+  assert_int_equal(fake_fill(k), 1); /* seq 3 < consumed 1 + window 3 */
+  assert_int_equal(flow_ack(k->fs, 0, err, sizeof err), 0); /* an older ACK moves nothing back */
+  assert_int_equal(flow_acked(k->fs), 1);
+  assert_false(flow_may_schedule(k->fs, UINT64_MAX));
+  assert_int_equal(flow_ack(k->fs, 2, err, sizeof err), 0);
+  assert_false(flow_may_schedule(k->fs, 4)); /* the stream's end */
+  assert_true(flow_may_schedule(k->fs, 5));
+  rig_free(r);
 }
 
 /* Two batches in the socket's queue: the client is not reading, the next
  * waits in the daemon; a write lets it go and resumes the stream. */
 static void test_client_not_reading(void **state) {
   (void)state;
-  uint64_t max = 0;
-  bufpool *pool = bufpool_new(64);
-  flow *f = flow_new(&max, pool);
-  fake k;
-  fake_open(&k, f, pool, 8, 0);
-  assert_int_equal(fake_fill(&k), 8);
-  assert_true(fake_send(&k));
-  assert_true(fake_send(&k));
-  assert_false(fake_send(&k));
-  fake_write(&k, k.fs);
-  assert_int_equal(k.resumed, 1);
-  assert_true(fake_send(&k));
-  fake_free(&k);
-  flow_close(k.fs);
-  flow_free(f);
-  bufpool_unref(pool);
+  rig *r = rig_new(0, 64);
+  fake *k = rig_open(r, 8, 0);
+  assert_int_equal(fake_fill(k), 8);
+  assert_true(fake_send(k));
+  assert_true(fake_send(k));
+  assert_false(fake_send(k));
+  fake_write(k, k->fs);
+  assert_int_equal(k->resumed, 1);
+  assert_true(fake_send(k));
+  rig_free(r);
 }
 
 static void test_shm_slots(void **state) {
   (void)state;
-  uint64_t max = 0;
-  bufpool *pool = bufpool_new(64);
-  flow *f = flow_new(&max, pool);
-  fake k;
+  rig *r = rig_new(0, 64);
+  fake *k = rig_open(r, 8, 2);
   char err[128];
   int slot;
-  fake_open(&k, f, pool, 8, 2);
-  assert_int_equal(flow_schedule(k.fs, &slot), 0);
+  assert_int_equal(flow_schedule(k->fs, &slot), 0);
   assert_int_equal(slot, 0);
-  assert_int_equal(flow_schedule(k.fs, &slot), 1);
+  assert_int_equal(flow_schedule(k->fs, &slot), 1);
   assert_int_equal(slot, 1);
-  assert_int_equal(flow_schedule(k.fs, &slot), 2);
+  assert_int_equal(flow_schedule(k->fs, &slot), 2);
   assert_int_equal(slot, -1); /* every slot held: over the socket */
-  assert_int_equal(flow_release(k.fs, 0, err, sizeof err), BFEED_EPROTO); /* not sent yet */
+  assert_int_equal(flow_release(k->fs, 0, err, sizeof err), BFEED_EPROTO); /* not sent yet */
   assert_string_equal(err, "ACK releases batch 0, which holds no shared-memory slot");
-  flow_send(k.fs);
-  flow_send(k.fs);
-  flow_send(k.fs);
-  assert_int_equal(flow_release(k.fs, 2, err, sizeof err), BFEED_EPROTO); /* went over the socket */
-  assert_int_equal(flow_release(k.fs, 1, err, sizeof err), 0);
-  assert_int_equal(flow_release(k.fs, 1, err, sizeof err), BFEED_EPROTO); /* twice */
-  assert_int_equal(flow_schedule(k.fs, &slot), 3);
+  flow_send(k->fs);
+  flow_send(k->fs);
+  flow_send(k->fs);
+  assert_int_equal(flow_release(k->fs, 2, err, sizeof err), BFEED_EPROTO); /* went over the socket */
+  assert_int_equal(flow_release(k->fs, 1, err, sizeof err), 0);
+  assert_int_equal(flow_release(k->fs, 1, err, sizeof err), BFEED_EPROTO); /* twice */
+  assert_int_equal(flow_schedule(k->fs, &slot), 3);
   assert_int_equal(slot, 1);
-  flow_close(k.fs);
-  flow_free(f);
-  bufpool_unref(pool);
+  rig_free(r);
 }
 
 /* Each stream may hold its share; one holding nothing may always schedule
@@ -186,101 +204,74 @@ static void test_shm_slots(void **state) {
  * the limit. */
 static void test_shares_and_one_batch(void **state) {
   (void)state;
-  uint64_t max = 4 * MIB;
-  bufpool *pool = bufpool_new(0); /* keeps nothing: held is what the fakes hold */
-  flow *f = flow_new(&max, pool);
-  fake a, b;
-  fake_open(&a, f, pool, 16, 0);
-  fake_open(&b, f, pool, 16, 0);
-  assert_int_equal(fake_fill(&a), 2); /* 4 MiB / 2 streams */
-  assert_int_equal(fake_fill(&b), 2);
-  assert_int_equal(flow_held(f), 4 * MIB);
-  max = MIB; /* a reload lowers the limit: read at the next decision */
-  assert_int_equal(fake_fill(&a), 0);
-  max = 4 * MIB;
+  rig *r = rig_new(4 * MIB, 0); /* the pool keeps nothing: held is what the fakes hold */
+  fake *a = rig_open(r, 16, 0), *b = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(a), 2); /* 4 MiB / 2 streams */
+  assert_int_equal(fake_fill(b), 2);
+  assert_int_equal(flow_held(r->f), 4 * MIB);
+  r->max = MIB; /* a reload lowers the limit: read at the next decision */
+  assert_int_equal(fake_fill(a), 0);
+  r->max = 4 * MIB;
   /* b sends both; its client reads one: b may make one more, and a, refused, is resumed. */
-  assert_true(fake_send(&b));
-  assert_true(fake_send(&b));
-  assert_int_equal(flow_held(f), 4 * MIB); /* queued bytes count as held */
-  max = 2 * MIB;
-  assert_int_equal(fake_fill(&a), 0); /* refused: waits */
-  max = 4 * MIB;
-  a.resumed = 0;
-  fake_write(&b, b.fs);
-  assert_int_equal(a.resumed, 1);
-  assert_int_equal(flow_held(f), 3 * MIB);
-  assert_int_equal(fake_fill(&b), 1);
+  assert_true(fake_send(b));
+  assert_true(fake_send(b));
+  assert_int_equal(flow_held(r->f), 4 * MIB); /* queued bytes count as held */
+  r->max = 2 * MIB;
+  assert_int_equal(fake_fill(a), 0); /* refused: waits */
+  r->max = 4 * MIB;
+  a->resumed = 0;
+  fake_write(b, b->fs);
+  assert_int_equal(a->resumed, 1);
+  assert_int_equal(flow_held(r->f), 3 * MIB);
+  assert_int_equal(fake_fill(b), 1);
   /* A stream holding nothing gets one batch past the limit. */
-  fake c;
-  fake_open(&c, f, pool, 16, 0);
-  assert_int_equal(fake_fill(&c), 1);
-  assert_int_equal(flow_held(f), 5 * MIB);
-  fake *all[] = {&a, &b, &c};
-  for (int i = 0; i < 3; i++) {
-    fake_free(all[i]);
-    flow_close(all[i]->fs);
-  }
-  flow_free(f);
-  bufpool_unref(pool);
+  fake *c = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(c), 1);
+  assert_int_equal(flow_held(r->f), 5 * MIB);
+  rig_free(r);
 }
 
 /* A closed stream's batches still queued count as held until written; it
  * is no longer resumed, and no longer counts for the shares. */
 static void test_closed_stream_queued(void **state) {
   (void)state;
-  uint64_t max = 8 * MIB;
-  bufpool *pool = bufpool_new(0);
-  flow *f = flow_new(&max, pool);
-  fake a;
-  fake_open(&a, f, pool, 16, 0);
-  assert_int_equal(fake_fill(&a), 8);
-  assert_true(fake_send(&a));
-  assert_true(fake_send(&a));
-  flow_stream *fs = a.fs;
-  for (uint64_t s = 2; s < 8; s++) fake_drop(&a, s); /* the stream frees what it made */
-  flow_close(fs);
-  assert_int_equal(flow_held(f), 2 * MIB);
-  a.resumed = 0;
-  fake_write(&a, fs);
-  assert_int_equal(flow_held(f), MIB);
-  fake_write(&a, fs); /* the last: flow frees fs */
-  assert_int_equal(flow_held(f), 0);
-  assert_int_equal(a.resumed, 0);
-  fake b;
-  fake_open(&b, f, pool, 16, 0);
-  assert_int_equal(fake_fill(&b), 8); /* the whole limit: the only open stream */
-  fake_free(&b);
-  flow_close(b.fs);
-  flow_free(f);
-  bufpool_unref(pool);
+  rig *r = rig_new(8 * MIB, 0);
+  fake *a = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(a), 8);
+  assert_true(fake_send(a));
+  assert_true(fake_send(a));
+  for (uint64_t s = 2; s < 8; s++) fake_drop(a, s); /* the stream frees what it made */
+  flow_close(a->fs);
+  a->closed = 1;
+  assert_int_equal(flow_held(r->f), 2 * MIB);
+  a->resumed = 0;
+  fake_write(a, a->fs);
+  assert_int_equal(flow_held(r->f), MIB);
+  fake_write(a, a->fs); /* the last: flow frees it */
+  assert_int_equal(flow_held(r->f), 0);
+  assert_int_equal(a->resumed, 0);
+  fake *b = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(b), 8); /* the whole limit: the only open stream */
+  rig_free(r);
 }
 
 /* A stream that does not read holds more than its share once a reader
  * opens beside it: the reader's request sheds the non-reader's last
- * batches, down to its share, and their slots come back. pool_keep: the
- * free buffers the pool keeps (the daemon's keeps some). */
+ * batches, down to its share, and their slots come back. */
 static void shed_for_a_reader(int pool_keep) {
-  uint64_t max = 8 * MIB;
-  bufpool *pool = bufpool_new(pool_keep);
-  flow *f = flow_new(&max, pool);
-  fake a, b;
-  fake_open(&a, f, pool, 16, 8);
-  assert_int_equal(fake_fill(&a), 8);
-  fake_open(&b, f, pool, 16, 0);
-  assert_int_equal(fake_fill(&b), 4); /* one for nothing held, then within its share as a sheds */
-  assert_int_equal(a.dropped, 4);
-  assert_int_equal(flow_scheduled(a.fs), 4);
-  assert_int_equal(bufpool_idle_bytes(pool), 0);
-  assert_int_equal(flow_held(f), 8 * MIB);
+  rig *r = rig_new(8 * MIB, pool_keep);
+  fake *a = rig_open(r, 16, 8);
+  assert_int_equal(fake_fill(a), 8);
+  fake *b = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(b), 4); /* one for nothing held, then within its share as a sheds */
+  assert_int_equal(a->dropped, 4);
+  assert_int_equal(flow_scheduled(a->fs), 4);
+  assert_int_equal(bufpool_idle_bytes(r->pool), 0);
+  assert_int_equal(flow_held(r->f), 8 * MIB);
   int slot;
-  assert_int_equal(flow_schedule(a.fs, &slot), 4); /* its turn again: made anew, in a freed slot */
+  assert_int_equal(flow_schedule(a->fs, &slot), 4); /* its turn again: made anew, in a freed slot */
   assert_int_equal(slot, 4);
-  fake_free(&a);
-  fake_free(&b);
-  flow_close(a.fs);
-  flow_close(b.fs);
-  flow_free(f);
-  bufpool_unref(pool);
+  rig_free(r);
 }
 
 static void test_shed_for_a_reader(void **state) {
