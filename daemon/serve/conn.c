@@ -3,10 +3,12 @@
  *
  * Frames are read with proto's freader (header checked against the control
  * frame limit before any payload memory exists) and handed to dispatch.c.
- * Writes are queued on the socket; their bytes count against the memory
- * budget until libuv reports them written. Control replies count against
- * the connection's own budget too: over it, the daemon stops reading the
- * connection's requests until the replies are out.
+ * Writes are queued on the socket; conn.c reports each frame's bytes to
+ * flow.c when it is queued and when libuv reports it written, and flow
+ * decides what that means for the memory budget and the streams. Control
+ * replies count against the connection's own limit too: over it, the
+ * daemon stops reading the connection's requests until the replies are
+ * out.
  *
  * A connection is never freed from inside a send: a stream that sends is
  * still on the stack when the send fails, so a failed send only marks the
@@ -21,7 +23,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "budget.h"
 #include "dispatch.h"
 #include "msg.h"
 #include "stream.h"
@@ -33,7 +34,7 @@ typedef struct write_req {
   size_t len;
   batch_job *job;
   size_t cost;    /* what it holds: a batch's whole pooled buffer, else len */
-  uint64_t owner; /* a batch's stream (stream_serial) */
+  flow_stream *fs; /* a batch's stream's flow, for the report; NULL for other frames */
   uv_pipe_t *fd_handle; /* the descriptor sent with the frame (conn_send_frame_fd), closed once written */
 } write_req;
 
@@ -57,26 +58,26 @@ static void conn_doom(conn *c) {
 static void conn_on_write(uv_write_t *req, int status) {
   write_req *w = (write_req *)req;
   conn *c = w->c;
-  uint64_t owner = w->job ? w->owner : 0, cost = w->cost;
+  flow_stream *fs = w->fs;
+  uint64_t cost = w->cost;
   c->write_queue -= w->cost;
   if (!w->job) c->control_queue -= w->cost;
   if (w->job) batch_job_free(w->job);
   else free(w->buf);
   if (w->fd_handle) uv_close((uv_handle_t *)w->fd_handle, (uv_close_cb)free);
   free(w);
-  for (int i = 0; owner && !c->closing && i < c->nstreams; i++)
-    if (stream_serial(c->streams[i]) == owner) stream_written(c->streams[i], cost);
+  flow_written(c->s->flow, fs, cost); /* the stream may send and schedule more; waiting streams wake */
   if (status < 0 && status != UV_ECANCELED) {
     log_debug(c->s->log, "client %u: write failed: %s", c->id, uv_strerror(status));
     conn_doom(c);
   }
   if (!c->closing && !c->doomed && !c->reading && c->control_queue <= CONN_CONTROL_QUEUE_MAX / 2)
     conn_read_resume(c);
-  budget_released(c->s);
 }
 
-/* fd_handle (may be NULL): a descriptor to send with the frame. */
-static void conn_queue(conn *c, wbuf *frame, batch_job *job, uv_pipe_t *fd_handle) {
+/* job, fs: a batch's (else NULL); fd_handle (may be NULL): a descriptor
+ * to send with the frame. */
+static void conn_queue(conn *c, wbuf *frame, batch_job *job, flow_stream *fs, uv_pipe_t *fd_handle) {
   write_req *w = NULL;
   if (frame->failed || c->closing || c->doomed || !(w = calloc(1, sizeof *w))) {
     if (job) batch_job_free(job);
@@ -91,7 +92,7 @@ static void conn_queue(conn *c, wbuf *frame, batch_job *job, uv_pipe_t *fd_handl
   w->buf = frame->data;
   w->len = frame->len;
   w->cost = job ? job->buf_cap : frame->len;
-  w->owner = job ? stream_serial(job->owner) : 0;
+  w->fs = job ? fs : NULL;
   if (!job) wbuf_init(frame); /* the request owns the bytes now */
   uv_buf_t b = uv_buf_init((char *)w->buf, (unsigned)w->len);
   int rc = uv_write2(&w->req, &c->h.stream, &b, 1, (uv_stream_t *)fd_handle, conn_on_write);
@@ -105,9 +106,12 @@ static void conn_queue(conn *c, wbuf *frame, batch_job *job, uv_pipe_t *fd_handl
   }
   c->write_queue += w->cost;
   if (!job) c->control_queue += w->cost;
+  flow_queued(c->s->flow, w->fs, w->cost);
 }
 
-void conn_send_frame(conn *c, wbuf *frame, batch_job *job) { conn_queue(c, frame, job, NULL); }
+void conn_send_frame(conn *c, wbuf *frame) { conn_queue(c, frame, NULL, NULL, NULL); }
+
+void conn_send_batch(conn *c, batch_job *job, flow_stream *fs) { conn_queue(c, &job->frame, job, fs, NULL); }
 
 /* libuv sends descriptors only as handles: a duplicate of fd wrapped in a
  * pipe handle that is never read, closed once the frame is written. */
@@ -128,7 +132,7 @@ void conn_send_frame_fd(conn *c, wbuf *frame, int fd) {
     conn_doom(c);
     return;
   }
-  conn_queue(c, frame, NULL, p);
+  conn_queue(c, frame, NULL, NULL, p);
 }
 
 int conn_is_tcp(const conn *c) { return c->tcp; }
@@ -139,7 +143,7 @@ static void conn_send_msg_error(conn *c, uint32_t stream, int code, const char *
   size_t at = msg_begin(&w);
   msg_error_encode(&w, code, msg);
   msg_finish(&w, at, FRAME_ERROR, stream);
-  conn_send_frame(c, &w, NULL);
+  conn_send_frame(c, &w);
 }
 
 void conn_send_error(conn *c, uint32_t stream, int code, const char *fmt, ...) {
@@ -150,9 +154,6 @@ void conn_send_error(conn *c, uint32_t stream, int code, const char *fmt, ...) {
   va_end(ap);
   conn_send_msg_error(c, stream, code, msg);
 }
-
-int conn_budget_allows(conn *c, uint64_t bytes, uint64_t holding) { return budget_allows(c->s, bytes, holding); }
-int conn_budget_admits(conn *c, uint64_t bytes) { return budget_admits(c->s, bytes); }
 
 /* ------------------------------------------------------------------ */
 /* Streams and timeouts                                                */

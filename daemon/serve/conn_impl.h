@@ -1,6 +1,6 @@
 /*
  * conn_impl.h -- a client connection's insides, for the files that serve it.
- * Included by conn.c, dispatch.c, listen.c, budget.c and stats.c; stream.c sees only conn.h.
+ * Included by conn.c, dispatch.c, listen.c and stats.c; stream.c sees only conn.h, flow.c none of it.
  */
 #ifndef BFEED_CONN_IMPL_H
 #define BFEED_CONN_IMPL_H

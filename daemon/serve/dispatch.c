@@ -17,7 +17,7 @@ static void send_reply(conn *c, int type, uint32_t stream, void (*encode)(wbuf *
   size_t at = msg_begin(&w);
   encode(&w, msg);
   msg_finish(&w, at, type, stream);
-  conn_send_frame(c, &w, NULL);
+  conn_send_frame(c, &w);
 }
 
 static void enc_hello_ok(wbuf *w, const void *m) { msg_hello_ok_encode(w, m); }
@@ -95,7 +95,7 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   ds_stats *stats = stats_for(s, ds->name);
   if (!stats) return conn_send_error(c, id, BFEED_ENOMEM, "out of memory");
   stream *st;
-  rc = stream_open(&st, c, id, ds, &m.opts, s->pool, s->buffers, stats, s->log, &ok, err, sizeof err);
+  rc = stream_open(&st, c, s->flow, id, ds, &m.opts, s->pool, s->buffers, stats, s->log, &ok, err, sizeof err);
   if (rc < 0) return conn_send_error(c, id, rc, "%s", err);
   stream_set_max_pixels(st, s->limits.max_pixels);
   ok.fingerprint = fingerprint_stream(ds->fingerprint, &m.opts, s->limits.max_pixels);
@@ -112,15 +112,11 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
 static void on_ack(conn *c, uint32_t id, int i, const uint8_t *p, size_t n) {
   msg_ack a;
   const char *why;
+  char err[MSG_ERROR_MAX];
   if (msg_ack_decode(p, n, &a, &why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
   if (i < 0) return; /* the stream ended or failed: a late ack is harmless */
-  if (stream_ack(c->streams[i], a.consumed) < 0)
-    return conn_fail(c, BFEED_EPROTO, "stream %u: ACK of %llu batches, more than were sent", id,
-                     (unsigned long long)a.consumed);
-  for (uint32_t k = 0; k < a.nreleased; k++)
-    if (stream_release(c->streams[i], a.released[k]) < 0)
-      return conn_fail(c, BFEED_EPROTO, "stream %u: ACK releases batch %llu, which holds no shared-memory slot", id,
-                       (unsigned long long)a.released[k]);
+  int rc = stream_ack(c->streams[i], &a, err, sizeof err);
+  if (rc < 0) return conn_fail(c, rc, "stream %u: %s", id, err);
 }
 
 /* Malformed or not, REQUEST is judged like ACK: a broken frame ends the
@@ -145,7 +141,7 @@ static void on_stats_req(conn *c, uint32_t id, int i) {
     msg_stats_encode(&w, ctr, stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS));
   }
   msg_finish(&w, at, FRAME_STATS, id);
-  conn_send_frame(c, &w, NULL);
+  conn_send_frame(c, &w);
 }
 
 void dispatch_frame(conn *c, const frame_header *h, const uint8_t *p) {

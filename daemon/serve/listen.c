@@ -86,19 +86,32 @@ static int stale_socket(const char *path) {
   return !alive;
 }
 
-/* The group socket_group names (a name or a number), or -1 with err. */
-static gid_t listen_group(const char *name, char *err, size_t errlen) {
+/* The group socket_group names (a name or a number), in *gid. 0, or
+ * BFEED_EINVAL with err set. */
+static int listen_group(const char *name, gid_t *gid, char *err, size_t errlen) {
   char buf[4096], *end;
   struct group g, *gp = NULL;
   unsigned long n = strtoul(name, &end, 10);
-  if (*name && !*end) return (gid_t)n;
+  if (*name && !*end) return *gid = (gid_t)n, 0;
   if (getgrnam_r(name, &g, buf, sizeof buf, &gp) != 0 || !gp)
-    return snprintf(err, errlen, "socket_group '%s': no such group", name), (gid_t)-1;
-  return gp->gr_gid;
+    return snprintf(err, errlen, "socket_group '%s': no such group", name), BFEED_EINVAL;
+  *gid = gp->gr_gid;
+  return 0;
+}
+
+/* A Unix listener's bind or listen failed with libuv's rc: BFEED_EIO, why in err. */
+static int listen_unix_failed(const listener *l, const char *path, int rc, char *err, size_t errlen) {
+  char reason[4200];
+  net_unix_strerror(rc, path, reason, sizeof reason);
+  return snprintf(err, errlen, "cannot listen on %s: %s%s", l->name, reason,
+                  rc == UV_EADDRINUSE ? " (another bfeedd is running there?)" : ""),
+         BFEED_EIO;
 }
 
 /* Bind with only the owner able to connect (umask), then open the socket
- * to socket_mode and socket_group: nobody else gets in before that. */
+ * to socket_mode and socket_group: nobody else gets in before that. 0, or
+ * BFEED_EIO with err set; a socket file bound here is removed again (one
+ * that could not be bound may be another daemon's, and stays). */
 static int listen_bind_private(listener *l, const char *path, char *err, size_t errlen) {
   const server_limits *lim = &l->s->limits;
   mode_t old = umask(0177);
@@ -108,31 +121,27 @@ static int listen_bind_private(listener *l, const char *path, char *err, size_t 
     rc = uv_pipe_bind(&l->h.pipe, path);
   }
   umask(old);
-  if (rc < 0) return rc;
-  gid_t gid = lim->socket_group ? listen_group(lim->socket_group, err, errlen) : (gid_t)-1;
-  if (lim->socket_group && gid == (gid_t)-1) return UV_EINVAL;
-  if (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) != 0)
-    return snprintf(err, errlen, "cannot give %s to group %s: %s", path, lim->socket_group, strerror(errno)), UV_EPERM;
-  if (chmod(path, (mode_t)lim->socket_mode) != 0)
-    return snprintf(err, errlen, "cannot set the mode of %s: %s", path, strerror(errno)), UV_EPERM;
-  return 0;
+  if (rc < 0) return listen_unix_failed(l, path, rc, err, errlen);
+  gid_t gid = (gid_t)-1;
+  if (lim->socket_group && listen_group(lim->socket_group, &gid, err, errlen) < 0) {
+    rc = BFEED_EIO;
+  } else if (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) != 0) {
+    snprintf(err, errlen, "cannot give %s to group %s: %s", path, lim->socket_group, strerror(errno));
+    rc = BFEED_EIO;
+  } else if (chmod(path, (mode_t)lim->socket_mode) != 0) {
+    snprintf(err, errlen, "cannot set the mode of %s: %s", path, strerror(errno));
+    rc = BFEED_EIO;
+  }
+  if (rc < 0) unlink(path);
+  return rc;
 }
 
 static int listen_unix(listener *l, const addr_spec *a, char *err, size_t errlen) {
-  char why[4200];
   int rc = uv_pipe_init(l->s->loop, &l->h.pipe, 0);
   if (rc < 0) return snprintf(err, errlen, "%s: %s", l->name, uv_strerror(rc)), BFEED_EIO;
-  err[0] = 0;
-  rc = listen_bind_private(l, a->path, err, errlen);
-  if (rc < 0 && err[0]) {
-    unlink(a->path);
-    return BFEED_EIO;
-  }
-  if (rc == 0) rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, on_connection);
-  if (rc < 0)
-    return snprintf(err, errlen, "cannot listen on %s: %s%s", l->name, net_unix_strerror(rc, a->path, why, sizeof why),
-                    rc == UV_EADDRINUSE ? " (another bfeedd is running there?)" : ""),
-           BFEED_EIO;
+  if ((rc = listen_bind_private(l, a->path, err, errlen)) < 0) return rc;
+  if ((rc = uv_listen(&l->h.stream, LISTEN_BACKLOG, on_connection)) < 0)
+    return listen_unix_failed(l, a->path, rc, err, errlen);
   snprintf(l->unix_path, sizeof l->unix_path, "%s", a->path);
   return 0;
 }

@@ -181,15 +181,17 @@ static void respond(http_conn *hc, const char *status, const char *ctype, const 
 }
 
 /* /readyz: 0 when every dataset can serve and the daemon is not stopping,
- * else the first reason, one line, in why. */
-static int metrics_ready(server *s, char *why, size_t cap) {
-  if (s->stopping) return snprintf(why, cap, "shutting down\n"), -1;
+ * else BFEED_ESHUTDOWN or the first dataset's code, the reason in err as
+ * the response's one line. */
+static int metrics_ready(server *s, char *err, size_t errlen) {
+  if (s->stopping) return snprintf(err, errlen, "shutting down\n"), BFEED_ESHUTDOWN;
   for (size_t i = 0; i < s->ndatasets; i++) {
-    char err[MSG_ERROR_MAX];
-    if (dataset_ready(s->datasets[i], err, sizeof err) != 0) {
-      for (char *c = err; *c; c++)
+    char msg[MSG_ERROR_MAX];
+    int rc = dataset_ready(s->datasets[i], msg, sizeof msg);
+    if (rc < 0) {
+      for (char *c = msg; *c; c++)
         if (*c == '\n' || *c == '\r') *c = ' ';
-      return snprintf(why, cap, "%s\n", err), -1;
+      return snprintf(err, errlen, "%s\n", msg), rc;
     }
   }
   return 0;
@@ -197,7 +199,7 @@ static int metrics_ready(server *s, char *why, size_t cap) {
 
 static void handle_request(http_conn *hc) {
   static const char text[] = "text/plain; charset=utf-8";
-  char method[16], path[256], why[MSG_ERROR_MAX + 2];
+  char method[16], path[256], err[MSG_ERROR_MAX + 2];
   if (sscanf(hc->req, "%15s %255s", method, path) != 2) return respond(hc, "400 Bad Request", text, "bad request\n", 12);
   if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
     return respond(hc, "405 Method Not Allowed", text, "only GET\n", 9);
@@ -205,8 +207,8 @@ static void handle_request(http_conn *hc) {
   /* Liveness: the loop answered, so the daemon is not wedged. */
   if (strcmp(path, "/healthz") == 0) return respond(hc, "200 OK", text, "ok\n", head ? 0 : 3);
   if (strcmp(path, "/readyz") == 0) {
-    if (metrics_ready(hc->s, why, sizeof why) == 0) return respond(hc, "200 OK", text, "ready\n", head ? 0 : 6);
-    return respond(hc, "503 Service Unavailable", text, why, head ? 0 : strlen(why));
+    if (metrics_ready(hc->s, err, sizeof err) == 0) return respond(hc, "200 OK", text, "ready\n", head ? 0 : 6);
+    return respond(hc, "503 Service Unavailable", text, err, head ? 0 : strlen(err));
   }
   if (strcmp(path, "/metrics") != 0)
     return respond(hc, "404 Not Found", text, "try /metrics, /healthz or /readyz\n", 34);

@@ -38,14 +38,13 @@ int net_tcp_listen(uv_loop_t *loop, uv_tcp_t *tcp, const char *host, uint16_t po
   return 0;
 }
 
-const char *net_unix_strerror(int uv_err, const char *path, char *buf, size_t cap) {
+void net_unix_strerror(int uv_err, const char *path, char *err, size_t errlen) {
   char dir[4096];
   const char *slash = strrchr(path, '/');
   struct stat st;
-  if (uv_err != UV_EACCES && uv_err != UV_ENOENT) return uv_strerror(uv_err);
+  snprintf(err, errlen, "%s", uv_strerror(uv_err));
+  if (uv_err != UV_EACCES && uv_err != UV_ENOENT) return;
   snprintf(dir, sizeof dir, "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1, slash ? path : ".");
-  if (stat(dir, &st) != 0 && errno == ENOENT) snprintf(buf, cap, "folder %s does not exist", dir);
-  else if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) snprintf(buf, cap, "%s is not a folder", dir);
-  else return uv_strerror(uv_err);
-  return buf;
+  if (stat(dir, &st) != 0 && errno == ENOENT) snprintf(err, errlen, "folder %s does not exist", dir);
+  else if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) snprintf(err, errlen, "%s is not a folder", dir);
 }

@@ -26,8 +26,9 @@ typedef union net_stream {
 int net_tcp_listen(uv_loop_t *loop, uv_tcp_t *tcp, const char *host, uint16_t port, int backlog,
                    uv_connection_cb cb, const char *what, char *name, size_t namelen, int *inited, char *err,
                    size_t errlen);
-/* The message for a libuv error on a Unix socket path: libuv reports a
- * missing folder as "permission denied", so tell the two apart here. */
-const char *net_unix_strerror(int uv_err, const char *path, char *buf, size_t cap);
+/* Write into err the message for a libuv error on a Unix socket path:
+ * libuv reports a missing folder as "permission denied", so tell the two
+ * apart here. */
+void net_unix_strerror(int uv_err, const char *path, char *err, size_t errlen);
 
 #endif

@@ -24,7 +24,8 @@ int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dat
   s->ndatasets = ndatasets;
   s->limits = *limits;
   /* Enough for every stream's window to cycle without allocating. */
-  if (!(s->buffers = bufpool_new(32))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+  if (!(s->buffers = bufpool_new(32)) || !(s->flow = flow_new(&s->limits.max_memory, s->buffers)))
+    return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   return workers_start(&s->pool, nworkers, loop, on_job_done, s, err, errlen);
 }
 
@@ -67,6 +68,8 @@ void server_set_datasets(server *s, dataset **ds, size_t n) {
 
 void server_free(server *s) {
   server_set_datasets(s, NULL, 0);
+  flow_free(s->flow);
+  s->flow = NULL;
   bufpool_unref(s->buffers);
   s->buffers = NULL;
   stats_free(s);

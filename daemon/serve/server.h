@@ -4,7 +4,8 @@
  *
  * Everything here runs on the loop thread. listen.c accepts, conn.c reads
  * and writes a connection's frames, dispatch.c answers them, stream.c runs
- * the streams, budget.c keeps the memory limit and stats.c the counters. A
+ * the streams, flow.c decides what they may schedule and send (the window,
+ * the memory limit) and stats.c keeps the counters. A
  * client that breaks the protocol gets an ERROR frame and is disconnected;
  * nobody else notices.
  */
@@ -15,6 +16,7 @@
 #include <uv.h>
 
 #include "dataset.h"
+#include "flow.h"
 #include "log.h"
 #include "msg.h"
 #include "stats.h"
@@ -43,6 +45,7 @@ typedef struct server {
   const logger *log;
   workers *pool;
   bufpool *buffers;
+  flow *flow;         /* flow control for every stream: window, max_memory (flow.h) */
   dataset **datasets; /* the server holds a reference to each */
   size_t ndatasets;
   server_limits limits;
@@ -55,7 +58,6 @@ typedef struct server {
   ds_stats *stats;          /* one per dataset name ever served */
   uint64_t clients_total, rejected_total, protocol_errors;
   uint64_t started_ns;
-  int memory_blocked; /* a stream waits for batch memory to be freed */
   int http_conns;     /* /metrics connections open (metrics.c caps them) */
 } server;
 

@@ -1,14 +1,15 @@
 /*
  * shm_ring.h -- a stream's shared-memory ring: `slots` slots of slot_size
  * bytes in one memfd that the client maps read-only (PROTOCOL.md "Shared memory").
- * Called by stream.c (make, slot addresses, free) and budget.c (bytes held).
+ * Called by stream.c (make, slot addresses, free) and flow.c (bytes held).
  *
  * The memfd is sealed against shrinking (F_SEAL_SHRINK) and growing, so
  * that neither side can make the other's mapping fault (SIGBUS) by
- * truncating it. Workers write batch seq s into slot s mod slots while the
- * loop owns the ring; the stream never schedules seq s before the client
- * has released seq s - slots (the window), so a slot is never written
- * while the client may read it. Loop thread only, except the slot writes.
+ * truncating it. Workers write a batch into the slot flow.c picked for it
+ * while the loop owns the ring; flow.c picks only slots whose last batch
+ * the client has released (or that were never used), so a slot is never
+ * written while the client may read it. Loop thread only, except the slot
+ * writes.
  */
 #ifndef BFEED_SHM_RING_H
 #define BFEED_SHM_RING_H
@@ -26,7 +27,7 @@ int shm_ring_fd(const shm_ring *r);
 uint32_t shm_ring_slots(const shm_ring *r);
 uint64_t shm_ring_slot_size(const shm_ring *r);
 uint8_t *shm_ring_slot(const shm_ring *r, uint32_t i);
-/* Bytes all rings hold now: counted against max_memory (budget.c). */
+/* Bytes all rings hold now: counted against max_memory (flow.c). */
 uint64_t shm_ring_bytes(void);
 
 #endif

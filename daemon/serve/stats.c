@@ -6,8 +6,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "budget.h"
 #include "conn_impl.h"
+#include "flow.h"
 #include "jpeg_decode.h"
 #include "report.h"
 #include "server.h"
@@ -60,7 +60,7 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "workers_busy", busy);
   report_counter_put(&r, "queue_depth", queued);
   report_counter_put(&r, "datasets", s->ndatasets);
-  report_counter_put(&r, "memory_held_bytes", budget_held(s));
+  report_counter_put(&r, "memory_held_bytes", flow_held(s->flow));
   report_counter_put(&r, "max_memory_bytes", s->limits.max_memory);
   report_counter_put(&r, "buffer_pool_bytes", s->buffers ? bufpool_idle_bytes(s->buffers) : 0);
   report_counter_put(&r, "decode_memory_bytes", jpeg_decode_held());

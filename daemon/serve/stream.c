@@ -12,10 +12,11 @@
 
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
 
-static uint64_t stream_serials; /* loop thread only */
-
+/* Its positions (scheduled, sent, acknowledged), bytes and ring slots are
+ * flow.c's: the stream asks it before scheduling or sending. */
 struct stream {
   conn *conn;      /* NULL once closed */
+  flow_stream *flow; /* NULL once closed */
   uint32_t id;
   batch_spec spec;
   workers *pool;
@@ -23,23 +24,15 @@ struct stream {
   int shuffle;
   uint64_t shard_samples, bpe;
   select_plan sel;   /* which batch each seq is (select.h) */
-  uint64_t next_seq; /* next batch to schedule */
-  uint64_t sent_seq; /* next batch to send */
-  uint64_t acked;    /* batches the client has consumed */
   uint64_t end_seq;  /* batches to serve in all; UINT64_MAX: forever */
-  batch_job *ready[READY_SLOTS];
+  batch_job *ready[READY_SLOTS]; /* made, not sent: seq at seq % READY_SLOTS */
   epoch_cache orders;
   uint64_t submitted_ns[READY_SLOTS]; /* when each batch in flight was scheduled */
   ds_stats *stats;
-  uint64_t frame_bytes; /* a batch's buffer: estimated at open, then the largest so far */
-  uint64_t serial;      /* unique in the daemon's life: how writes find their stream */
-  uint64_t queued;      /* bytes of its batches in the connection's write queue */
   unsigned inflight;
   int failed, end_sent;
   shm_ring *ring;    /* a shared-memory stream's ring (PROTOCOL.md "Shared memory"), else NULL */
   int ring_sent;     /* SHM_RING is queued */
-  uint64_t slot_busy;           /* bit i: slot i holds a batch scheduled, sent or held by the caller */
-  uint64_t slot_seq[MSG_SHM_MAX_SLOTS]; /* the batch in each busy slot */
   /* counters */
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
   uint64_t kernel_copy_bytes, shm_batches; /* batch bytes through the socket; batches through the ring */
@@ -56,14 +49,14 @@ void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.ma
  * max_memory now (a stream beside clients that do not read must still be
  * served), or when the ring cannot be made: the socket is the fallback,
  * and the client takes what comes. */
-static void stream_open_ring(stream *st, conn *c) {
+static void stream_open_ring(stream *st, flow *f, uint64_t *frame_bytes) {
   /* window + 2: the batch a caller holds while it asks for the next (a
    * for-loop's variable), and one more, so that a steady reader never
    * finds every slot held and sees its batches fall back to the socket. */
   uint32_t slots = st->spec.opts.window + 2 < MSG_SHM_MAX_SLOTS ? st->spec.opts.window + 2 : MSG_SHM_MAX_SLOTS;
   uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
   if (slot_size == 0) slot_size = 64;
-  if (!conn_budget_admits(c, slots * slot_size)) {
+  if (!flow_admits(f, slots * slot_size)) {
     log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
              "served over the socket", st->id, slots, (unsigned long long)slot_size);
     return;
@@ -74,11 +67,23 @@ static void stream_open_ring(stream *st, conn *c) {
     return;
   }
   /* A batch's pooled buffer holds only its BATCH_SHM frame now. */
-  st->frame_bytes = FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4;
+  *frame_bytes = FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4;
 }
 
-int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_stream_opts *opts, workers *pool,
-                bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err, size_t errlen) {
+static const flow_ops stream_flow_ops; /* below, beside what it calls */
+
+static void stream_free(stream *st) {
+  select_free(&st->sel);
+  for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
+  epoch_cache_free(&st->orders);
+  dataset_unref(st->spec.ds);
+  shm_ring_free(st->ring);
+  free(st);
+}
+
+int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const bfeed_stream_opts *opts,
+                workers *pool, bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err,
+                size_t errlen) {
   bfeed_stream_opts shm_opts = *opts, *o = &shm_opts;
   int shm = o->transport == BFEED_TRANSPORT_SHM && !conn_is_tcp(c);
   if (shm) o->codec = BFEED_CODEC_NONE;
@@ -112,17 +117,21 @@ int stream_open(stream **out, conn *c, uint32_t id, dataset *ds, const bfeed_str
   st->conn = c;
   st->id = id;
   batch_spec_init(&st->spec, dataset_ref(ds), o, id, log, buffers);
-  st->frame_bytes = batch_frame_estimate(&st->spec);
-  st->serial = ++stream_serials;
+  uint64_t frame_bytes = batch_frame_estimate(&st->spec);
   st->pool = pool;
   st->log = log;
   st->stats = stats;
-  stats->streams++;
   st->shuffle = opts_shuffled(o);
   epoch_cache_init(&st->orders, &st->spec, st->shuffle);
   st->shard_samples = n;
   st->bpe = bpe;
-  if (shm) stream_open_ring(st, c);
+  if (shm) stream_open_ring(st, f, &frame_bytes);
+  st->flow = flow_open(f, o->window, frame_bytes, st->ring ? shm_ring_slots(st->ring) : 0, &stream_flow_ops, st);
+  if (!st->flow) {
+    stream_free(st);
+    return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+  }
+  stats->streams++;
   info->samples = n;
   info->batches_per_epoch = bpe;
   info->classes = (uint32_t)ds->nclasses;
@@ -138,86 +147,47 @@ static void fail(stream *st, int code, const char *msg) {
   if (st->conn) conn_send_error(st->conn, st->id, code, "%s", msg);
 }
 
-/* What this stream holds now: batches scheduled and not yet sent, and its
- * batches the socket has not taken yet. A client that does not read holds
- * its bytes and is the one that waits (budget.c). */
-static uint64_t stream_holding(const stream *st) {
-  return (st->next_seq - st->sent_seq) * st->frame_bytes + st->queued;
-}
-
-static int memory_allows(stream *st) { return conn_budget_allows(st->conn, st->frame_bytes, stream_holding(st)); }
-
-uint64_t stream_held_bytes(const stream *st) { return (st->next_seq - st->sent_seq) * st->frame_bytes; }
-
-uint64_t stream_serial(const stream *st) { return st->serial; }
-
-/* A shared-memory stream's batch goes to a free slot; when the caller
- * still holds every slot's batch (it may keep batches as long as it
- * likes), the batch travels over the socket instead, so holding batches
- * never stalls the stream. */
-static void stream_take_slot(stream *st, batch_job *job) {
-  uint32_t slots = st->ring ? shm_ring_slots(st->ring) : 0;
-  for (uint32_t i = 0; i < slots; i++) {
-    if (st->slot_busy >> i & 1) continue;
-    st->slot_busy |= 1ull << i;
-    st->slot_seq[i] = job->seq;
-    job->shm_index = i;
-    job->shm_slot = shm_ring_slot(st->ring, i);
-    job->shm_slot_size = shm_ring_slot_size(st->ring);
-    return;
-  }
-}
-
-/* A job that will not be sent (shed, failed) gives its slot back. */
-static void stream_put_slot(stream *st, const batch_job *job) {
-  if (job->shm_slot) st->slot_busy &= ~(1ull << job->shm_index);
-}
-
-int stream_release(stream *st, uint64_t seq) {
-  uint32_t slots = st->ring ? shm_ring_slots(st->ring) : 0;
-  for (uint32_t i = 0; i < slots; i++)
-    if ((st->slot_busy >> i & 1) && st->slot_seq[i] == seq && seq < st->sent_seq) {
-      st->slot_busy &= ~(1ull << i);
-      return 0;
-    }
-  return BFEED_EPROTO;
-}
-
+/* Schedule what flow allows. A shared-memory stream's batch is made in the
+ * slot flow picks; when the caller still holds every slot's batch (it may
+ * keep batches as long as it likes), the batch travels over the socket
+ * instead, so holding batches never stalls the stream. */
 static void pump(stream *st) {
-  uint32_t window = st->spec.opts.window;
-  while (st->conn && !st->failed && st->next_seq < st->end_seq && st->next_seq < st->acked + window &&
-         memory_allows(st)) {
+  while (st->conn && !st->failed && flow_may_schedule(st->flow, st->end_seq)) {
     batch_job *job = calloc(1, sizeof *job);
     if (!job) {
       fail(st, BFEED_ENOMEM, "out of memory scheduling a batch");
       return;
     }
+    int slot;
+    uint64_t seq = flow_schedule(st->flow, &slot);
     job->spec = &st->spec;
     job->orders = &st->orders;
     job->pool = st->spec.pool;
-    select_at(&st->sel, st->next_seq, &job->epoch, &job->index);
-    job->seq = st->next_seq;
+    select_at(&st->sel, seq, &job->epoch, &job->index);
+    job->seq = seq;
     job->first = (uint32_t)(job->index * st->spec.opts.batch);
     uint64_t left = st->shard_samples - job->first;
     job->count = left < st->spec.opts.batch ? (uint32_t)left : st->spec.opts.batch;
     job->owner = st;
-    stream_take_slot(st, job);
+    if (slot >= 0) {
+      job->shm_index = (uint32_t)slot;
+      job->shm_slot = shm_ring_slot(st->ring, (uint32_t)slot);
+      job->shm_slot_size = shm_ring_slot_size(st->ring);
+    }
     st->inflight++;
-    st->submitted_ns[st->next_seq % READY_SLOTS] = uv_hrtime();
-    st->next_seq++;
+    st->submitted_ns[seq % READY_SLOTS] = uv_hrtime();
     workers_submit(st->pool, job);
   }
 }
 
-/* A client that has not taken the batches already queued for it is not
- * reading: further batches wait in ready[], where budget.c can take their
- * memory back (stream_shed) for streams whose clients read. */
-static int client_keeps_up(const stream *st) { return st->queued < 2 * st->frame_bytes; }
-
+/* Send the finished batches in order while flow says the client keeps
+ * up; the others wait in ready[], where flow may shed them. */
 static void deliver(stream *st) {
   batch_job *job;
-  while (st->conn && !st->failed && client_keeps_up(st) && (job = st->ready[st->sent_seq % READY_SLOTS]) != NULL) {
-    st->ready[st->sent_seq % READY_SLOTS] = NULL;
+  while (st->conn && !st->failed && flow_may_send(st->flow) &&
+         (job = st->ready[flow_sent(st->flow) % READY_SLOTS]) != NULL) {
+    uint64_t seq = flow_sent(st->flow);
+    st->ready[seq % READY_SLOTS] = NULL;
     st->samples += job->count;
     st->batches++;
     st->raw_bytes += job->raw_bytes;
@@ -229,21 +199,20 @@ static void deliver(stream *st) {
     d->batches++;
     d->raw_bytes += job->raw_bytes;
     d->wire_bytes += job->frame.len;
-    hist_observe(&d->batch_latency, (double)(uv_hrtime() - st->submitted_ns[st->sent_seq % READY_SLOTS]) * 1e-9);
-    st->sent_seq++;
-    st->queued += job->buf_cap;
-    conn_send_frame(st->conn, &job->frame, job);
+    hist_observe(&d->batch_latency, (double)(uv_hrtime() - st->submitted_ns[seq % READY_SLOTS]) * 1e-9);
+    flow_send(st->flow);
+    conn_send_batch(st->conn, job, st->flow);
   }
   /* An on-demand stream has served all it was asked for so far, not all it will be. */
-  if (st->conn && !st->failed && st->sent_seq == st->end_seq && !st->end_sent &&
+  if (st->conn && !st->failed && flow_sent(st->flow) == st->end_seq && !st->end_sent &&
       st->sel.kind != BFEED_SELECT_ON_DEMAND) {
     wbuf w;
     wbuf_init(&w);
     size_t at = msg_begin(&w);
-    msg_u64_encode(&w, st->sent_seq);
+    msg_u64_encode(&w, flow_sent(st->flow));
     msg_finish(&w, at, FRAME_END, st->id);
     st->end_sent = 1;
-    conn_send_frame(st->conn, &w, NULL);
+    conn_send_frame(st->conn, &w);
   }
 }
 
@@ -265,51 +234,45 @@ void stream_start(stream *st) {
   deliver(st);
 }
 
-void stream_written(stream *st, uint64_t bytes) {
-  st->queued -= bytes < st->queued ? bytes : st->queued;
+/* flow_ops.resume: memory was freed, or the socket took our bytes. */
+static void stream_on_resume(void *owner) {
+  stream *st = owner;
   deliver(st);
   pump(st);
 }
 
-uint64_t stream_shed(stream *st, uint64_t keep) {
-  uint64_t freed = 0;
-  batch_job *job;
-  while (stream_holding(st) > keep && st->next_seq > st->sent_seq &&
-         (job = st->ready[(st->next_seq - 1) % READY_SLOTS]) != NULL) {
-    st->ready[(st->next_seq - 1) % READY_SLOTS] = NULL;
-    st->next_seq--; /* made again, byte for byte, when its turn comes */
-    stream_put_slot(st, job);
-    freed += job->buf_cap;
-    batch_job_free(job);
-  }
-  return freed;
+/* flow_ops.drop: free batch seq if it is made (it is made again, byte for
+ * byte, when flow lets its turn come again). */
+static int stream_on_drop(void *owner, uint64_t seq) {
+  stream *st = owner;
+  batch_job *job = st->ready[seq % READY_SLOTS];
+  if (!job || job->seq != seq) return 0;
+  st->ready[seq % READY_SLOTS] = NULL;
+  batch_job_free(job);
+  return 1;
 }
 
-uint64_t stream_holding_bytes(const stream *st) { return stream_holding(st); }
+static const flow_ops stream_flow_ops = {.resume = stream_on_resume, .drop = stream_on_drop};
 
-int stream_ack(stream *st, uint64_t consumed) {
-  if (consumed > st->sent_seq) return BFEED_EPROTO;
-  if (consumed > st->acked) st->acked = consumed;
+/* The window moves, and what it lets in is scheduled, before the releases
+ * free their slots: the order the daemon has always taken them in, which
+ * decides which batches go through the ring and which over the socket. */
+int stream_ack(stream *st, const msg_ack *a, char *err, size_t errlen) {
+  int rc = flow_ack(st->flow, a->consumed, err, errlen);
+  if (rc < 0) return rc;
   pump(st);
+  for (uint32_t k = 0; k < a->nreleased; k++)
+    if ((rc = flow_release(st->flow, a->released[k], err, errlen)) < 0) return rc;
   return 0;
 }
 
 void stream_request(stream *st, const msg_request *m) {
   char err[MSG_ERROR_MAX];
   if (st->failed) return; /* the client has been told; what it asked after does not matter */
-  int rc = select_request(&st->sel, m, st->acked, st->spec.opts.window, err, sizeof err);
+  int rc = select_request(&st->sel, m, flow_acked(st->flow), st->spec.opts.window, err, sizeof err);
   if (rc < 0) return fail(st, rc, err);
   st->end_seq = st->sel.requested;
   pump(st);
-}
-
-static void stream_free(stream *st) {
-  select_free(&st->sel);
-  for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
-  epoch_cache_free(&st->orders);
-  dataset_unref(st->spec.ds);
-  shm_ring_free(st->ring);
-  free(st);
 }
 
 void stream_job_done(batch_job *job) {
@@ -326,7 +289,7 @@ void stream_job_done(batch_job *job) {
     fail(st, job->rc, job->err);
     batch_job_free(job);
   } else {
-    if (job->buf_cap > st->frame_bytes) st->frame_bytes = job->buf_cap;
+    flow_built(st->flow, job->buf_cap);
     st->ready[job->seq % READY_SLOTS] = job;
     deliver(st);
     pump(st);
@@ -336,6 +299,8 @@ void stream_job_done(batch_job *job) {
 
 void stream_close(stream *st) {
   st->conn = NULL;
+  flow_close(st->flow); /* its batches still queued on the socket are counted until written */
+  st->flow = NULL;
   batch_job *j = workers_cancel(st->pool, st);
   while (j) {
     batch_job *next = j->next;
@@ -359,8 +324,8 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"wire_bytes", st->wire_bytes},
       {"skipped", st->skipped},
       {"worker_busy_us", st->busy_ns / 1000},
-      {"in_flight", st->next_seq - st->sent_seq},
-      {"unacked", st->sent_seq - st->acked},
+      {"in_flight", flow_scheduled(st->flow) - flow_sent(st->flow)},
+      {"unacked", flow_sent(st->flow) - flow_acked(st->flow)},
       {"samples_per_epoch", st->shard_samples},
       {"batches_per_epoch", st->bpe},
       {"kernel_copy_bytes", st->kernel_copy_bytes},

@@ -273,9 +273,9 @@ static void test_libbfeed_shm(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_raw_shm_equals_socket),
-      cmocka_unit_test(test_release_beyond_what_was_sent),
-      cmocka_unit_test(test_libbfeed_shm),
+      cmocka_unit_test_teardown(test_raw_shm_equals_socket, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_release_beyond_what_was_sent, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_libbfeed_shm, suite_kill_daemons),
   };
   return SUITE_RUN("shm", tests);
 }

@@ -1,0 +1,120 @@
+/*
+ * flow.h -- flow control in one place: each stream's window and acknowledgements,
+ * its shared-memory slots, the memory budget (max_memory) and shedding.
+ * Called by stream.c (may it schedule or send; what it scheduled, built and sent; what the client
+ * acknowledged), conn.c (bytes queued on and written to a socket), server.c (make, free) and stats.c
+ * (bytes held).
+ *
+ * flow.c decides and counts; it builds, sends and frees nothing itself.
+ * What it needs done it asks of the stream through the two calls of
+ * flow_ops: send and schedule what may go now (resume), and free a
+ * finished, unsent batch so that it can be made again later (drop). It
+ * knows neither connections nor servers: conn.c reports byte counts, and
+ * the streams it tracks are those that called flow_open.
+ *
+ * The rules (PROTOCOL.md "Flow control", ARCHITECTURE.md "How flow
+ * control works"):
+ *  - window: batch seq is scheduled only while seq < consumed + window;
+ *  - a stream whose batches fill its socket's queue (two of them) is not
+ *    reading: what it has made waits in the daemon, where it may be shed;
+ *  - max_memory: bytes held (below) stay under it; each open stream may
+ *    hold at most its share, max_memory / open streams; a stream holding
+ *    nothing may always schedule one batch, so the limit is passed by at
+ *    most one batch per such stream; when memory is short, idle pooled
+ *    buffers go back first, then finished, unsent batches of streams over
+ *    their share are shed (a batch is a pure function of its position, so
+ *    it is made again byte for byte when its turn comes);
+ *  - a stream refused memory waits until bytes are freed (a write
+ *    finishes) and held is under max_memory again;
+ *  - shared memory: each batch scheduled takes a free slot of the ring,
+ *    busy until the client releases that batch; with none free the batch
+ *    travels over the socket. Releases never stall nor start scheduling.
+ *
+ * Held bytes: batches scheduled and not yet sent (estimated per stream:
+ * its largest batch so far, or the largest it can make before its first),
+ * every byte queued on a socket (a batch's whole pooled buffer, replies
+ * too), the workers' buffers and the decodes in progress, the rings, and
+ * the free buffers the pool keeps.
+ *
+ * Loop thread only. A flow_stream belongs to its stream until
+ * flow_close; it lives on, without an owner, while conn.c holds frames
+ * of it (each is reported written later), and flow.c frees it.
+ */
+#ifndef BFEED_FLOW_H
+#define BFEED_FLOW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bufpool.h"
+
+typedef struct flow flow;
+typedef struct flow_stream flow_stream;
+
+/* What flow asks of a stream (owner is flow_open's). */
+typedef struct flow_ops {
+  /* Memory was freed, or the socket took some of the stream's bytes:
+   * send what may be sent, schedule what may be scheduled. */
+  void (*resume)(void *owner);
+  /* Free batch seq -- the stream's last scheduled, not yet sent -- if it is
+   * finished: 1, and flow counts it unscheduled; 0 if it is still being
+   * made (it stays). */
+  int (*drop)(void *owner, uint64_t seq);
+} flow_ops;
+
+/* The daemon's flow control. *max_memory (0: no limit) is read at every
+ * decision, so a reload that changes it takes effect at once; buffers is
+ * the pool whose free buffers count as held and are given back first.
+ * NULL out of memory. */
+flow *flow_new(const uint64_t *max_memory, bufpool *buffers);
+/* After the loop has finished (NULL: nothing). */
+void flow_free(flow *f);
+/* Bytes held now (see above): the daemon's memory_held_bytes. */
+uint64_t flow_held(const flow *f);
+/* 1 if `bytes` more, held for as long as a stream lives (a shared-memory
+ * ring), fit max_memory beside what is held now, with no exception
+ * (always, with no limit). */
+int flow_admits(const flow *f, uint64_t bytes);
+
+/* A stream opens with this window, an estimate of a batch's buffer (what
+ * it counts per batch scheduled before it has made one) and `slots`
+ * shared-memory slots (0: none). NULL out of memory. */
+flow_stream *flow_open(flow *f, uint32_t window, uint64_t frame_bytes, uint32_t slots, const flow_ops *ops,
+                       void *owner);
+/* The stream is closed: it no longer counts nor is asked anything. */
+void flow_close(flow_stream *fs);
+
+/* The stream's positions: batches scheduled (the next one's seq), sent
+ * (the next to send) and consumed by the client, in all. */
+uint64_t flow_scheduled(const flow_stream *fs);
+uint64_t flow_sent(const flow_stream *fs);
+uint64_t flow_acked(const flow_stream *fs);
+
+/* 1 if the next batch may be scheduled now: it is before `end` (the
+ * stream's batches in all), inside the window, and memory allows. A 0 for
+ * memory means wait: flow_ops.resume comes once bytes are freed. */
+int flow_may_schedule(flow_stream *fs, uint64_t end);
+/* The next batch is scheduled: its seq. *slot gets the ring slot it is
+ * made in, or -1 (no ring, or every slot held): then it goes over the
+ * socket. */
+uint64_t flow_schedule(flow_stream *fs, int *slot);
+/* A batch of the stream was made in a pooled buffer of `bytes`. */
+void flow_built(flow_stream *fs, uint64_t bytes);
+/* 1 if the client keeps up: a finished batch may go to the socket now. */
+int flow_may_send(const flow_stream *fs);
+/* Batch flow_sent(fs) goes to the connection now. */
+void flow_send(flow_stream *fs);
+/* ACK: the client has consumed `consumed` batches in all. 0, or
+ * BFEED_EPROTO (more than were sent) with err set. */
+int flow_ack(flow_stream *fs, uint64_t consumed, char *err, size_t errlen);
+/* ACK's release of batch seq on a shared-memory stream: its slot is free.
+ * 0, or BFEED_EPROTO (seq holds no slot, or was not sent) with err set. */
+int flow_release(flow_stream *fs, uint64_t seq, char *err, size_t errlen);
+
+/* conn.c's reports: a frame holding `bytes` was queued on a socket, and
+ * later written (or dropped with its connection). fs: the stream whose
+ * batch it is, NULL for replies and control frames. */
+void flow_queued(flow *f, flow_stream *fs, uint64_t bytes);
+void flow_written(flow *f, flow_stream *fs, uint64_t bytes);
+
+#endif

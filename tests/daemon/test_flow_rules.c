@@ -1,0 +1,298 @@
+/*
+ * test_flow_rules.c -- daemon/serve/flow.c on its own, with fake streams
+ * that make, send and drop batches in a real buffer pool: the window and
+ * ACKs, the shared-memory slots and releases, max_memory's shares and the
+ * one-batch rule, shedding a stream that does not read for one that does
+ * (its buffers leaving the pool too), waking refused streams when bytes are written, and a closed stream's
+ * bytes counted until its queued frames are out. test_flow and test_memory
+ * check the same rules through the real daemon.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bfeed_types.h"
+#include "bufpool.h"
+#include "flow.h"
+
+#define MIB (1ull << 20)
+#define FAKE_MAX 64
+
+/* A stream as flow sees it: batches made (in pooled buffers) and not
+ * sent, and batches queued on its "socket", by seq. */
+typedef struct fake {
+  flow *f;
+  flow_stream *fs; /* still set once closed (the test writes its queued frames) */
+  int closed;
+  bufpool *pool;
+  uint8_t *made[FAKE_MAX];
+  size_t made_cap[FAKE_MAX];
+  uint8_t *queued[FAKE_MAX];
+  size_t queued_cap[FAKE_MAX];
+  uint64_t written; /* queued batches written so far: the next to write */
+  int resumed, dropped;
+} fake;
+
+static void fake_resume(void *owner) { ((fake *)owner)->resumed++; }
+
+/* As batch_job_free: the buffer goes back to the pool. */
+static int fake_drop(void *owner, uint64_t seq) {
+  fake *k = owner;
+  if (!k->made[seq % FAKE_MAX]) return 0;
+  bufpool_put(k->pool, k->made[seq % FAKE_MAX], k->made_cap[seq % FAKE_MAX]);
+  k->made[seq % FAKE_MAX] = NULL;
+  k->dropped++;
+  return 1;
+}
+
+static const flow_ops fake_ops = {.resume = fake_resume, .drop = fake_drop};
+
+static void fake_open(fake *k, flow *f, bufpool *pool, uint32_t window, uint32_t slots) {
+  memset(k, 0, sizeof *k);
+  k->f = f;
+  k->pool = pool;
+  k->fs = flow_open(f, window, MIB, slots, &fake_ops, k);
+  assert_non_null(k->fs);
+}
+
+/* Schedule and make every batch flow allows now; how many. */
+static int fake_fill(fake *k) {
+  int n = 0, slot;
+  while (flow_may_schedule(k->fs, UINT64_MAX)) {
+    uint64_t seq = flow_schedule(k->fs, &slot);
+    k->made[seq % FAKE_MAX] = bufpool_get(k->pool, MIB, &k->made_cap[seq % FAKE_MAX]);
+    assert_non_null(k->made[seq % FAKE_MAX]);
+    flow_built(k->fs, k->made_cap[seq % FAKE_MAX]);
+    n++;
+  }
+  return n;
+}
+
+/* Hand the next batch to the socket, if flow lets it go: 1 if it went. */
+static int fake_send(fake *k) {
+  uint64_t seq = flow_sent(k->fs);
+  if (!flow_may_send(k->fs) || seq == flow_scheduled(k->fs) || !k->made[seq % FAKE_MAX]) return 0;
+  k->queued[seq % FAKE_MAX] = k->made[seq % FAKE_MAX];
+  k->queued_cap[seq % FAKE_MAX] = k->made_cap[seq % FAKE_MAX];
+  k->made[seq % FAKE_MAX] = NULL;
+  flow_send(k->fs);
+  flow_queued(k->f, k->fs, k->queued_cap[seq % FAKE_MAX]);
+  return 1;
+}
+
+/* The socket wrote the oldest queued batch (conn.c's order: free, report). */
+static void fake_write(fake *k, flow_stream *fs) {
+  uint64_t seq = k->written++;
+  size_t cap = k->queued_cap[seq % FAKE_MAX];
+  bufpool_put(k->pool, k->queued[seq % FAKE_MAX], cap);
+  k->queued[seq % FAKE_MAX] = NULL;
+  flow_written(k->f, fs, cap);
+}
+
+/* The daemon's side for a test: the limit, a pool, the flow, its fakes. */
+typedef struct rig {
+  uint64_t max;
+  bufpool *pool;
+  flow *f;
+  fake k[3];
+  int n;
+} rig;
+
+/* pool_keep: the free buffers the pool keeps (the daemon's keeps some). */
+static rig *rig_new(uint64_t max, int pool_keep) {
+  rig *r = calloc(1, sizeof *r);
+  assert_non_null(r);
+  r->max = max;
+  r->pool = bufpool_new(pool_keep);
+  r->f = flow_new(&r->max, r->pool);
+  assert_non_null(r->f);
+  return r;
+}
+
+static fake *rig_open(rig *r, uint32_t window, uint32_t slots) {
+  assert_true(r->n < 3);
+  fake *k = &r->k[r->n++];
+  fake_open(k, r->f, r->pool, window, slots);
+  return k;
+}
+
+static void rig_free(rig *r) {
+  for (int n = 0; n < r->n; n++) {
+    fake *k = &r->k[n];
+    for (int i = 0; i < FAKE_MAX; i++) {
+      bufpool_put(k->pool, k->made[i], k->made_cap[i]);
+      bufpool_put(k->pool, k->queued[i], k->queued_cap[i]);
+    }
+    if (!k->closed) flow_close(k->fs);
+  }
+  flow_free(r->f);
+  bufpool_unref(r->pool);
+  free(r);
+}
+
+static void test_window_and_acks(void **state) {
+  (void)state;
+  rig *r = rig_new(0, 64); /* no memory limit: the window alone */
+  fake *k = rig_open(r, 3, 0);
+  char err[128];
+  assert_int_equal(fake_fill(k), 3);
+  assert_int_equal(flow_scheduled(k->fs), 3);
+  assert_false(flow_may_schedule(k->fs, UINT64_MAX));
+  assert_int_equal(flow_ack(k->fs, 1, err, sizeof err), BFEED_EPROTO); /* nothing sent yet */
+  assert_string_equal(err, "ACK of 1 batches, more than were sent");
+  assert_true(fake_send(k));
+  assert_true(fake_send(k));
+  assert_int_equal(flow_ack(k->fs, 1, err, sizeof err), 0);
+  assert_int_equal(flow_acked(k->fs), 1);
+  assert_int_equal(fake_fill(k), 1); /* seq 3 < consumed 1 + window 3 */
+  assert_int_equal(flow_ack(k->fs, 0, err, sizeof err), 0); /* an older ACK moves nothing back */
+  assert_int_equal(flow_acked(k->fs), 1);
+  assert_false(flow_may_schedule(k->fs, UINT64_MAX));
+  assert_int_equal(flow_ack(k->fs, 2, err, sizeof err), 0);
+  assert_false(flow_may_schedule(k->fs, 4)); /* the stream's end */
+  assert_true(flow_may_schedule(k->fs, 5));
+  rig_free(r);
+}
+
+/* Two batches in the socket's queue: the client is not reading, the next
+ * waits in the daemon; a write lets it go and resumes the stream. */
+static void test_client_not_reading(void **state) {
+  (void)state;
+  rig *r = rig_new(0, 64);
+  fake *k = rig_open(r, 8, 0);
+  assert_int_equal(fake_fill(k), 8);
+  assert_true(fake_send(k));
+  assert_true(fake_send(k));
+  assert_false(fake_send(k));
+  fake_write(k, k->fs);
+  assert_int_equal(k->resumed, 1);
+  assert_true(fake_send(k));
+  rig_free(r);
+}
+
+static void test_shm_slots(void **state) {
+  (void)state;
+  rig *r = rig_new(0, 64);
+  fake *k = rig_open(r, 8, 2);
+  char err[128];
+  int slot;
+  assert_int_equal(flow_schedule(k->fs, &slot), 0);
+  assert_int_equal(slot, 0);
+  assert_int_equal(flow_schedule(k->fs, &slot), 1);
+  assert_int_equal(slot, 1);
+  assert_int_equal(flow_schedule(k->fs, &slot), 2);
+  assert_int_equal(slot, -1); /* every slot held: over the socket */
+  assert_int_equal(flow_release(k->fs, 0, err, sizeof err), BFEED_EPROTO); /* not sent yet */
+  assert_string_equal(err, "ACK releases batch 0, which holds no shared-memory slot");
+  flow_send(k->fs);
+  flow_send(k->fs);
+  flow_send(k->fs);
+  assert_int_equal(flow_release(k->fs, 2, err, sizeof err), BFEED_EPROTO); /* went over the socket */
+  assert_int_equal(flow_release(k->fs, 1, err, sizeof err), 0);
+  assert_int_equal(flow_release(k->fs, 1, err, sizeof err), BFEED_EPROTO); /* twice */
+  assert_int_equal(flow_schedule(k->fs, &slot), 3);
+  assert_int_equal(slot, 1);
+  rig_free(r);
+}
+
+/* Each stream may hold its share; one holding nothing may always schedule
+ * one batch; a refused stream is resumed once a write brings held under
+ * the limit. */
+static void test_shares_and_one_batch(void **state) {
+  (void)state;
+  rig *r = rig_new(4 * MIB, 0); /* the pool keeps nothing: held is what the fakes hold */
+  fake *a = rig_open(r, 16, 0), *b = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(a), 2); /* 4 MiB / 2 streams */
+  assert_int_equal(fake_fill(b), 2);
+  assert_int_equal(flow_held(r->f), 4 * MIB);
+  r->max = MIB; /* a reload lowers the limit: read at the next decision */
+  assert_int_equal(fake_fill(a), 0);
+  r->max = 4 * MIB;
+  /* b sends both; its client reads one: b may make one more, and a, refused, is resumed. */
+  assert_true(fake_send(b));
+  assert_true(fake_send(b));
+  assert_int_equal(flow_held(r->f), 4 * MIB); /* queued bytes count as held */
+  r->max = 2 * MIB;
+  assert_int_equal(fake_fill(a), 0); /* refused: waits */
+  r->max = 4 * MIB;
+  a->resumed = 0;
+  fake_write(b, b->fs);
+  assert_int_equal(a->resumed, 1);
+  assert_int_equal(flow_held(r->f), 3 * MIB);
+  assert_int_equal(fake_fill(b), 1);
+  /* A stream holding nothing gets one batch past the limit. */
+  fake *c = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(c), 1);
+  assert_int_equal(flow_held(r->f), 5 * MIB);
+  rig_free(r);
+}
+
+/* A closed stream's batches still queued count as held until written; it
+ * is no longer resumed, and no longer counts for the shares. */
+static void test_closed_stream_queued(void **state) {
+  (void)state;
+  rig *r = rig_new(8 * MIB, 0);
+  fake *a = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(a), 8);
+  assert_true(fake_send(a));
+  assert_true(fake_send(a));
+  for (uint64_t s = 2; s < 8; s++) fake_drop(a, s); /* the stream frees what it made */
+  flow_close(a->fs);
+  a->closed = 1;
+  assert_int_equal(flow_held(r->f), 2 * MIB);
+  a->resumed = 0;
+  fake_write(a, a->fs);
+  assert_int_equal(flow_held(r->f), MIB);
+  fake_write(a, a->fs); /* the last: flow frees it */
+  assert_int_equal(flow_held(r->f), 0);
+  assert_int_equal(a->resumed, 0);
+  fake *b = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(b), 8); /* the whole limit: the only open stream */
+  rig_free(r);
+}
+
+/* A stream that does not read holds more than its share once a reader
+ * opens beside it: the reader's request sheds the non-reader's last
+ * batches, down to its share, and their slots come back. */
+static void shed_for_a_reader(int pool_keep) {
+  rig *r = rig_new(8 * MIB, pool_keep);
+  fake *a = rig_open(r, 16, 8);
+  assert_int_equal(fake_fill(a), 8);
+  fake *b = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(b), 4); /* one for nothing held, then within its share as a sheds */
+  assert_int_equal(a->dropped, 4);
+  assert_int_equal(flow_scheduled(a->fs), 4);
+  assert_int_equal(bufpool_idle_bytes(r->pool), 0);
+  assert_int_equal(flow_held(r->f), 8 * MIB);
+  int slot;
+  assert_int_equal(flow_schedule(a->fs, &slot), 4); /* its turn again: made anew, in a freed slot */
+  assert_int_equal(slot, 4);
+  rig_free(r);
+}
+
+static void test_shed_for_a_reader(void **state) {
+  (void)state;
+  shed_for_a_reader(0);
+}
+
+/* A shed batch's buffer goes back to the pool, where it still counts as
+ * held: the shedding must give those buffers back too, or the reader is
+ * refused beside the memory it just freed. */
+static void test_shed_buffers_leave_the_pool(void **state) {
+  (void)state;
+  shed_for_a_reader(64);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_window_and_acks),      cmocka_unit_test(test_client_not_reading),
+      cmocka_unit_test(test_shm_slots),            cmocka_unit_test(test_shares_and_one_batch),
+      cmocka_unit_test(test_closed_stream_queued), cmocka_unit_test(test_shed_for_a_reader),
+      cmocka_unit_test(test_shed_buffers_leave_the_pool),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
