@@ -104,7 +104,7 @@ typedef struct batch_worker {
   codec_state codecs;        /* compressor contexts (zstd) */
 } batch_worker;
 void batch_worker_free(batch_worker *w);
-/* Bytes all workers' buffers above hold now (budget.c counts them against
+/* Bytes all workers' buffers above hold now (flow.c counts them against
  * max_memory; the decoder's own are jpeg_decode_held's). */
 uint64_t batch_scratch_bytes(void);
 

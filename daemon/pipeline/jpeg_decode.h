@@ -35,7 +35,7 @@
  * before workers decode. A file over it fails with BFEED_EDATASET. */
 void jpeg_decode_set_limit(uint64_t bytes);
 /* Bytes of coefficient buffers held by decodes in progress now, in all
- * threads (budget.c counts them against max_memory). */
+ * threads (flow.c counts them against max_memory). */
 uint64_t jpeg_decode_held(void);
 
 typedef struct jdec jdec;
