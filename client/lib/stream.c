@@ -138,18 +138,29 @@ BFEED_API int bfeed_stream_open(bfeed_client *c, const char *dataset, const bfee
   snprintf(s->open.dataset, sizeof s->open.dataset, "%s", dataset);
   s->c = c;
   if (c->pool) { /* several daemons: the stream fans out */
-    int rc = fanout_open(c, s, err);
+    /* A call in progress like any other, so that bfeed_close waits for it
+     * (the members take a while to join) rather than free c under it. */
+    int rc = conn_lock_enter(c, err);
     if (rc < 0) {
-      stream_free(s);
+      free(s);
       return rc;
     }
-    pthread_mutex_lock(&c->mu);
-    s->id = ++c->next_id;
-    s->next_stream = c->streams;
-    c->streams = s;
     pthread_mutex_unlock(&c->mu);
-    *out = s;
-    return 0;
+    rc = fanout_open(c, s, err);
+    pthread_mutex_lock(&c->mu);
+    if (rc == 0 && c->closing) rc = common_err(err, BFEED_ECLOSED, "the client is being closed (bfeed_close)");
+    if (rc == 0) {
+      s->id = ++c->next_id;
+      s->next_stream = c->streams;
+      c->streams = s;
+      *out = s;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (rc < 0) stream_free(s); /* before the call ends: fanout_free takes c->mu */
+    pthread_mutex_lock(&c->mu);
+    conn_leave(c);
+    pthread_mutex_unlock(&c->mu);
+    return rc;
   }
   s->next = s->queued = (stream_pos){o->epoch, o->batch_index};
   int rc = conn_lock_enter(c, err);
