@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client.h"
+#include "api.h"
 
 typedef enum { OPT_U32, OPT_U64, OPT_FLAG, OPT_CHOICE, OPT_SHARD, OPT_CODEC, OPT_SELECT } options_kind;
 
@@ -74,8 +74,8 @@ static int options_number(const options_row *r, const char *value, uint64_t lo, 
   errno = 0;
   unsigned long long v = strtoull(value, &end, 10);
   if (!*value || *end || errno || value[0] == '-' || v < lo || v > hi)
-    return common_err(err, BFEED_EINVAL, "%s %s: expected a whole number from %llu to %llu", r->name, value,
-                       (unsigned long long)lo, (unsigned long long)hi);
+    return api_err_public(err, BFEED_EINVAL, "%s %s: expected a whole number from %llu to %llu", r->name, value,
+                          (unsigned long long)lo, (unsigned long long)hi);
   *out = v;
   return 0;
 }
@@ -86,7 +86,7 @@ static int options_choice(const options_row *r, const char *value, int *out, bfe
     if (strcmp(value, r->choices[i]) == 0) return *out = i, 0;
     snprintf(list + strlen(list), sizeof list - strlen(list), " %s", r->choices[i]);
   }
-  return common_err(err, BFEED_EINVAL, "%s %s: expected one of%s", r->name, value, list);
+  return api_err_public(err, BFEED_EINVAL, "%s %s: expected one of%s", r->name, value, list);
 }
 
 /* none, zstd[:L], u8, u8+zstd[:L]. */
@@ -99,8 +99,8 @@ static int options_codec(bfeed_stream_opts *o, const char *value, bfeed_error *e
   int u8 = strncmp(value, "u8+", 3) == 0;
   const char *z = value + (u8 ? 3 : 0);
   if (strncmp(z, "zstd", 4) != 0 || (z[4] != 0 && z[4] != ':'))
-    return common_err(err, BFEED_EINVAL, "codec %s: expected auto, none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL] (1..19)",
-                      value);
+    return api_err_public(err, BFEED_EINVAL,
+                          "codec %s: expected auto, none, zstd[:LEVEL], u8 or u8+zstd[:LEVEL] (1..19)", value);
   if (z[4] == ':' && options_number(&zstd, z + 5, 1, 19, &level, err) < 0) return BFEED_EINVAL;
   o->codec = u8 ? BFEED_CODEC_U8_ZSTD : BFEED_CODEC_ZSTD;
   o->codec_level = (int)level;
@@ -111,7 +111,7 @@ static int options_shard(bfeed_stream_opts *o, const char *value, bfeed_error *e
   unsigned idx, count;
   char extra;
   if (sscanf(value, "%u/%u%c", &idx, &count, &extra) != 2 || count < 1 || idx >= count || value[0] == '-')
-    return common_err(err, BFEED_EINVAL, "shard %s: expected I/N with 0 <= I < N", value);
+    return api_err_public(err, BFEED_EINVAL, "shard %s: expected I/N with 0 <= I < N", value);
   o->shard_index = idx;
   o->shard_count = count;
   return 0;
@@ -125,7 +125,8 @@ static int options_select(bfeed_stream_opts *o, const char *value, bfeed_error *
   if (strcmp(value, "on-demand") == 0) return o->select = BFEED_SELECT_ON_DEMAND, 0;
   if (strncmp(value, "residue:", 8) != 0 || strchr(value, '-') || sscanf(value + 8, "%llu/%llu%c", &rem, &mod, &extra) != 2 ||
       mod < 1 || rem >= mod)
-    return common_err(err, BFEED_EINVAL, "select %s: expected all, on-demand or residue:R/M with 0 <= R < M", value);
+    return api_err_public(err, BFEED_EINVAL, "select %s: expected all, on-demand or residue:R/M with 0 <= R < M",
+                          value);
   o->select = BFEED_SELECT_RESIDUE;
   o->select_mod = mod;
   o->select_rem = rem;
@@ -134,16 +135,16 @@ static int options_select(bfeed_stream_opts *o, const char *value, bfeed_error *
 
 BFEED_API int bfeed_stream_opts_set(bfeed_stream_opts *o, const char *name, const char *value, bfeed_error *err) {
   const options_row *r = name ? options_find(name) : NULL;
-  if (!r) return common_err(err, BFEED_EINVAL, "unknown stream option '%s'", name ? name : "(null)");
+  if (!r) return api_err_public(err, BFEED_EINVAL, "unknown stream option '%s'", name ? name : "(null)");
   char *field = (char *)o + r->offset;
   uint64_t v = 0; /* set by options_number on success; gcc -O3 cannot tell */
   int k = 0;
   if (r->kind == OPT_FLAG) {
     if (!value || strcmp(value, "1") == 0 || strcmp(value, "true") == 0) return *(int *)field = 1, 0;
     if (strcmp(value, "0") == 0 || strcmp(value, "false") == 0) return *(int *)field = 0, 0;
-    return common_err(err, BFEED_EINVAL, "%s %s: expected 1 or 0 (true or false)", r->name, value);
+    return api_err_public(err, BFEED_EINVAL, "%s %s: expected 1 or 0 (true or false)", r->name, value);
   }
-  if (!value) return common_err(err, BFEED_EINVAL, "%s needs a value", r->name);
+  if (!value) return api_err_public(err, BFEED_EINVAL, "%s needs a value", r->name);
   switch (r->kind) {
     case OPT_U32:
       if (options_number(r, value, r->lo, r->hi, &v, err) < 0) return BFEED_EINVAL;
