@@ -53,7 +53,7 @@ static int api_stream_request(bfeed_client *c, const char *dataset, const bfeed_
   if (!dataset || strlen(dataset) >= sizeof m->dataset || !*dataset)
     return api_err(err, errlen, BFEED_EINVAL, "dataset name must be 1..%zu bytes", sizeof m->dataset - 1);
   m->opts = *o;
-  if (o->codec == BFEED_CODEC_AUTO) /* one codec for all of a pool's members: the same bytes from each */
+  if (o->codec == BFEED_CODEC_AUTO) /* one codec for all of a fan-out client's members: the same bytes from each */
     m->opts.codec = c->ops->any_tcp(c) ? BFEED_CODEC_U8 : BFEED_CODEC_NONE;
   /* Shared memory only where descriptors can travel; TCP never asks, nor a
    * fan-out client (its members are clients of their own, on the socket). */
