@@ -31,7 +31,7 @@ static int fanout_endpoints_add(char (*out)[FANOUT_ADDR_MAX], size_t max, size_t
  * "[v6]:port"; the item itself when it is a literal or does not resolve
  * (connecting reports why). */
 static int fanout_endpoints_resolve_tcp(const addr_spec *a, const char *item, char (*out)[FANOUT_ADDR_MAX], size_t max,
-                            size_t *n) {
+                                        size_t *n) {
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
   struct in6_addr a6;
   struct in_addr a4;

@@ -257,7 +257,9 @@ static void fanout_stream_check(fanout_stream *f) {
   fanout_stream_flush(f);
 }
 
-static int fanout_stream_ready(const fanout_stream *f) { return f->slot[f->next % f->window].b != NULL && f->next < f->assigned; }
+static int fanout_stream_ready(const fanout_stream *f) {
+  return f->slot[f->next % f->window].b != NULL && f->next < f->assigned;
+}
 
 /* Why the stream cannot go on (c->base.mu held), or 0. */
 static int fanout_stream_failed(fanout_stream *f, char *err, size_t errlen) {

@@ -30,8 +30,8 @@ static int single_conn_write_all(int fd, const uint8_t *p, size_t n) {
   return 0;
 }
 
-int single_conn_frame(wbuf *w, int type, uint32_t stream, void (*enc)(wbuf *, const void *), const void *msg,
-               char *err, size_t errlen) {
+int single_conn_frame(wbuf *w, int type, uint32_t stream, void (*enc)(wbuf *, const void *), const void *msg, char *err,
+                      size_t errlen) {
   size_t at = msg_begin(w);
   if (enc) enc(w, msg);
   int rc = msg_finish(w, at, type, stream);
@@ -50,7 +50,7 @@ int single_conn_write_locked(single_client *c, const wbuf *w, const char *what, 
 }
 
 int single_conn_send(single_client *c, uint64_t gen, int type, uint32_t stream, void (*enc)(wbuf *, const void *),
-              const void *msg, char *err, size_t errlen) {
+                     const void *msg, char *err, size_t errlen) {
   wbuf w;
   wbuf_init(&w);
   int rc = single_conn_frame(&w, type, stream, enc, msg, err, errlen);
@@ -107,7 +107,8 @@ int single_conn_read_event(single_client *c, char *err, size_t errlen) {
     if (r < 0) return api_err(err, errlen, BFEED_EIO, "reading from the daemon: %s", strerror(errno));
     int ev = freader_got(in, (size_t)r);
     if (ev == BFEED_ECHECKSUM)
-      return api_err(err, errlen, ev, "%s frame failed its checksum (corrupted in transit?)", frame_type_name(in->h.type));
+      return api_err(err, errlen, ev, "%s frame failed its checksum (corrupted in transit?)",
+                     frame_type_name(in->h.type));
     if (ev < 0) return api_err(err, errlen, ev, "bad frame from the daemon: %s", in->why);
     if (ev != FREADER_MORE) return ev;
   }
@@ -149,7 +150,7 @@ static int single_conn_open_socket(const addr_spec *a, const char *addr, int att
       int e = errno;
       if (fd >= 0) close(fd);
       return api_err(err, errlen, BFEED_ECONNECT, "cannot connect to %s: %s%s", addr, strerror(e),
-                        e == ENOENT || e == ECONNREFUSED ? " (is bfeedd running and listening there?)" : "");
+                     e == ENOENT || e == ECONNREFUSED ? " (is bfeedd running and listening there?)" : "");
     }
     return fd;
   }
@@ -171,7 +172,7 @@ static int single_conn_open_socket(const addr_spec *a, const char *addr, int att
   freeaddrinfo(res);
   if (fd < 0)
     return api_err(err, errlen, BFEED_ECONNECT, "cannot connect to %s: %s%s", addr, strerror(e),
-                      e == ECONNREFUSED ? " (is bfeedd running and listening there?)" : "");
+                   e == ECONNREFUSED ? " (is bfeedd running and listening there?)" : "");
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
@@ -205,10 +206,10 @@ static int single_conn_handshake(single_client *c, char *err, size_t errlen) {
   msg_hello_ok ok;
   if (h->type != FRAME_HELLO_OK || msg_hello_ok_decode(p, h->length, &ok, &wy) < 0)
     return api_err(err, errlen, BFEED_EPROTO, "%s: expected HELLO_OK, got a malformed or %s frame", addr,
-                      frame_type_name(h->type));
+                   frame_type_name(h->type));
   if (ok.version < FRAME_VERSION_MIN || ok.version > FRAME_VERSION_MAX)
     return api_err(err, errlen, BFEED_EVERSION, "%s chose protocol %u, this client speaks %u..%u", addr, ok.version,
-                      FRAME_VERSION_MIN, FRAME_VERSION_MAX);
+                   FRAME_VERSION_MIN, FRAME_VERSION_MAX);
   c->in.limit = ok.max_frame < FRAME_MAX_PAYLOAD ? ok.max_frame : FRAME_MAX_PAYLOAD;
   if (c->gen == 0) { /* what bfeed_client_version/server say: the first daemon's, never rewritten */
     c->base.version = ok.version;
@@ -246,7 +247,7 @@ int single_conn_establish(single_client *c, int attempt_ms, char *err, size_t er
   if (c->passed_fd >= 0) close(c->passed_fd); /* the lost connection's */
   c->passed_fd = -1;
   int rc = freader_init(&c->in, FRAME_MAX_CONTROL) < 0 ? api_err(err, errlen, BFEED_ENOMEM, "out of memory")
-                                                        : single_conn_handshake(c, err, errlen);
+                                                       : single_conn_handshake(c, err, errlen);
   if (rc == 0) single_conn_set_timeouts(fd, 0); /* from now on the reader waits as long as batches take */
   return rc;
 }

@@ -180,7 +180,8 @@ static int single_reader_shm_ring(single_client *c, const frame_header *h, const
 }
 
 /* BATCH_SHM: the batch's tensors are in its stream's ring. */
-static int single_reader_batch_shm(single_client *c, const frame_header *h, const uint8_t *p, char *err, size_t errlen) {
+static int single_reader_batch_shm(single_client *c, const frame_header *h, const uint8_t *p, char *err,
+                                   size_t errlen) {
   pthread_mutex_lock(&c->base.mu);
   single_stream *s = single_stream_find(c, h->stream);
   single_shm *t = s ? s->shm : NULL;
@@ -211,8 +212,8 @@ static int single_reader_frame(single_client *c, char *err, size_t errlen) {
   }
   int report = h.type == FRAME_STATS && h.stream == 0;
   if (h.length > (report ? SINGLE_MAX_REPORT : FRAME_MAX_CONTROL))
-    return api_err(err, errlen, BFEED_ETOOBIG, "%s frame of %u bytes exceeds the control-frame limit", frame_type_name(h.type),
-                    h.length);
+    return api_err(err, errlen, BFEED_ETOOBIG, "%s frame of %u bytes exceeds the control-frame limit",
+                   frame_type_name(h.type), h.length);
   uint8_t *p = malloc(h.length ? h.length : 1);
   if (!p) return api_err(err, errlen, BFEED_ENOMEM, "out of memory");
   if ((rc = single_conn_read_payload(c, p, h.length, err, errlen)) == 0 && report) {

@@ -43,7 +43,8 @@ int single_shm_map(single_client *c, uint32_t stream, int fd, const msg_shm_ring
   int seals = fcntl(fd, F_GET_SEALS);
   if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < r->size) {
     close(fd);
-    return api_err(err, errlen, BFEED_EPROTO, "SHM_RING: the memfd is smaller than its %llu-byte ring", (unsigned long long)r->size);
+    return api_err(err, errlen, BFEED_EPROTO, "SHM_RING: the memfd is smaller than its %llu-byte ring",
+                   (unsigned long long)r->size);
   }
   /* Unsealed, the daemon could shrink it under our mapping: SIGBUS. */
   if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
