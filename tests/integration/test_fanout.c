@@ -7,7 +7,9 @@
  * most of the time (SIGSTOP/SIGCONT) serves clearly less than its third;
  * one stopped for good is dropped after stall_timeout and rejoins when
  * continued; bfeed_close while another thread opens a fan-out stream waits
- * for that call, as it does for a single daemon's.
+ * for that call, as it does for a single daemon's; streams opened while a
+ * member's thread resolves the endpoints again read the list under the
+ * client's lock (the ThreadSanitizer build judges that one).
  *
  * The oracle is one daemon's stream with the same options, itself checked
  * against the files by test_stream.c. Nothing here asserts a time.
@@ -287,6 +289,27 @@ static void test_fanout_close_during_open(void **state) {
   assert_null(t.st);
 }
 
+/* One endpoint has no daemon: its member thread keeps trying, resolving
+ * the endpoint list afresh each time (fanout_member.c), while this thread
+ * opens more streams, each of which reads the list for the AUTO codec. */
+static void test_fanout_open_while_refreshing(void **state) {
+  suite *s = *state;
+  fan_start(s, 0, s->demo_arg);
+  fan_start(s, 1, s->demo_arg);
+  char addr[512];
+  snprintf(addr, sizeof addr, "%s,%s,unix:%s/nobody.sock", fan_d[0].unix_addr, fan_d[1].unix_addr, s->root);
+  bfeed_client *c = suite_connect(addr);
+  bfeed_stream_opts o;
+  fan_opts(&o, 1);
+  bfeed_stream *first = suite_open(c, "demo", &o);
+  for (int i = 0; i < 8; i++) {
+    itest_sleep_ms(300); /* the member's thread re-resolves meanwhile */
+    bfeed_stream_close(suite_open(c, "demo", &o));
+  }
+  bfeed_stream_close(first);
+  bfeed_close(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_fanout_failover, fan_teardown),
@@ -294,6 +317,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_fanout_throttled, fan_teardown),
       cmocka_unit_test_teardown(test_fanout_stall, fan_teardown),
       cmocka_unit_test_teardown(test_fanout_close_during_open, fan_teardown),
+      cmocka_unit_test_teardown(test_fanout_open_while_refreshing, fan_teardown),
   };
   return SUITE_RUN("fanout", tests);
 }

@@ -112,7 +112,7 @@ int fanout_endpoints_resolve(const char *addr, char (*out)[FANOUT_ADDR_MAX], siz
  * while resolving): 0, or -1 keeping the old list. */
 int fanout_endpoints_refresh(fanout_endpoints *e, pthread_mutex_t *mu);
 int fanout_endpoints_has(const fanout_endpoints *e, const char *ep);
-/* Whether any endpoint is TCP. */
+/* Whether any endpoint is TCP (base.mu held, or no stream yet). */
 int fanout_endpoints_any_tcp(const fanout_endpoints *e);
 
 /* fanout_client.c: a single client to one member, as fc->member says. */

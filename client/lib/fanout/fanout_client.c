@@ -77,8 +77,13 @@ int fanout_client_connect(const char *addr, const api_settings *set, bfeed_clien
   return 0;
 }
 
-/* Read without c->base.mu, as bfeed_stream_open always has. */
-static int fanout_client_any_tcp(bfeed_client *c) { return fanout_endpoints_any_tcp(&fanout_client_of(c)->ends); }
+/* Under c->mu: another stream's member may be resolving the list again. */
+static int fanout_client_any_tcp(bfeed_client *c) {
+  pthread_mutex_lock(&c->mu);
+  int tcp = fanout_endpoints_any_tcp(&fanout_client_of(c)->ends);
+  pthread_mutex_unlock(&c->mu);
+  return tcp;
+}
 
 static int fanout_client_shm(const bfeed_client *c) {
   (void)c;

@@ -181,9 +181,14 @@ static int fanout_stream_start(fanout_stream *f, char *err, size_t errlen) {
   f->retry = calloc(f->window, sizeof *f->retry);
   f->req = malloc(sizeof *f->req);
   if (!f->slot || !f->retry || !f->req) return api_err(err, errlen, BFEED_ENOMEM, "out of memory");
-  for (size_t i = 0; i < f->fc->ends.n; i++)
-    if (fanout_member_init(f, f->fc->ends.ep[i]) < 0) return api_err(err, errlen, BFEED_ENOMEM, "out of memory");
-  int rc = fanout_stream_open_members(f, err, errlen);
+  /* The endpoints as they are now, under c->mu: another stream's member
+   * may be resolving them again (fanout_member.c). */
+  int rc = 0;
+  pthread_mutex_lock(&f->base.c->mu);
+  for (size_t i = 0; i < f->fc->ends.n && rc == 0; i++) rc = fanout_member_init(f, f->fc->ends.ep[i]);
+  pthread_mutex_unlock(&f->base.c->mu);
+  if (rc < 0) return api_err(err, errlen, BFEED_ENOMEM, "out of memory");
+  rc = fanout_stream_open_members(f, err, errlen);
   if (rc < 0) return rc;
   const bfeed_stream_opts *o = &f->base.open.opts;
   f->bpe = f->base.info.batches_per_epoch;
