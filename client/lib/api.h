@@ -169,6 +169,8 @@ void api_client_free(bfeed_client *c);
  * ends the call (c->mu held, and still held after). */
 int api_client_enter(bfeed_client *c, char *err, size_t errlen);
 void api_client_leave(bfeed_client *c);
+/* ops->free: take the next stream still open out of c (NULL: none left). */
+bfeed_stream *api_client_pop_stream(bfeed_client *c);
 
 /* api_stream.c */
 /* The common part of a new stream, for request m. */

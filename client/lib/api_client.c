@@ -107,6 +107,12 @@ void api_client_leave(bfeed_client *c) {
   if (--c->busy == 0 && c->closing) pthread_cond_broadcast(&c->cv);
 }
 
+bfeed_stream *api_client_pop_stream(bfeed_client *c) {
+  bfeed_stream *s = c->streams;
+  if (s) c->streams = s->next_stream;
+  return s;
+}
+
 BFEED_API void bfeed_close(bfeed_client *c) {
   if (!c) return;
   pthread_mutex_lock(&c->mu);

@@ -11,23 +11,21 @@
 #include "names.h"
 
 int api_err(char *err, size_t errlen, int code, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  if (err && errlen) vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
   return code;
 }
 
 int api_err_public(bfeed_error *pub, int code, const char *fmt, ...) {
-  if (pub && code < 0) {
-    va_list ap;
+  va_list ap;
+  va_start(ap, fmt);
+  if (pub && code < 0) { /* a call that succeeded leaves the caller's bfeed_error as it was */
     pub->code = code;
-    va_start(ap, fmt);
     vsnprintf(pub->message, sizeof pub->message, fmt, ap);
-    va_end(ap);
   }
+  va_end(ap);
   return code;
 }
 

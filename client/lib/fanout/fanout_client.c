@@ -23,11 +23,7 @@ int fanout_client_member(const fanout_client *fc, const char *ep, bfeed_client *
 
 static void fanout_client_free(bfeed_client *bc) {
   fanout_client *c = fanout_client_of(bc);
-  while (bc->streams) {
-    bfeed_stream *s = bc->streams;
-    bc->streams = s->next_stream;
-    fanout_stream_free((fanout_stream *)s);
-  }
+  for (bfeed_stream *s; (s = api_client_pop_stream(bc));) fanout_stream_free((fanout_stream *)s);
   free(c->ends.ep);
   api_client_free(bc);
 }
@@ -114,13 +110,11 @@ static int fanout_client_endpoint(bfeed_client *bc, size_t i, char *buf, size_t 
   return rc;
 }
 
+/* By the public call each serves. No .stop: nothing of the client's own
+ * runs; the streams' member threads stop when .free frees the streams. */
 static const api_client_ops fanout_client_ops = {
-    .open = fanout_stream_open,
-    .any_tcp = fanout_client_any_tcp,
-    .shm = fanout_client_shm,
-    .report = fanout_client_report,
-    .endpoints = fanout_client_endpoints,
-    .endpoint = fanout_client_endpoint,
-    .stop = NULL, /* the streams' member threads stop when bfeed_close frees the streams */
-    .free = fanout_client_free,
+    .open = fanout_stream_open, .any_tcp = fanout_client_any_tcp, .shm = fanout_client_shm, /* bfeed_stream_open */
+    .report = fanout_client_report,                                                         /* bfeed_daemon_stats */
+    .endpoints = fanout_client_endpoints, .endpoint = fanout_client_endpoint,               /* bfeed_client_endpoint* */
+    .free = fanout_client_free,                                                             /* bfeed_close */
 };

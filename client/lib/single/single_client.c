@@ -136,11 +136,7 @@ static void single_client_free(bfeed_client *bc) {
   for (bfeed_stream *s = bc->streams; s; s = s->next_stream) single_shm_forget(single_stream_of(s)->shm);
   single_conn_drop_locked(c); /* nobody else is left to hold wmu */
   if (c->passed_fd >= 0) close(c->passed_fd);
-  while (bc->streams) {
-    bfeed_stream *s = bc->streams;
-    bc->streams = s->next_stream;
-    single_stream_free(single_stream_of(s));
-  }
+  for (bfeed_stream *s; (s = api_client_pop_stream(bc));) single_stream_free(single_stream_of(s));
   pthread_mutex_destroy(&c->wmu);
   pthread_mutex_destroy(&c->fdmu);
   pthread_mutex_destroy(&c->stats_mu);
@@ -150,13 +146,10 @@ static void single_client_free(bfeed_client *bc) {
   api_client_free(bc);
 }
 
+/* By the public call each serves. */
 static const api_client_ops single_client_ops = {
-    .open = single_stream_open,
-    .any_tcp = single_client_any_tcp,
-    .shm = single_client_shm,
-    .report = single_client_report,
-    .endpoints = single_client_endpoints,
-    .endpoint = single_client_endpoint,
-    .stop = single_client_stop,
-    .free = single_client_free,
+    .open = single_stream_open, .any_tcp = single_client_any_tcp, .shm = single_client_shm, /* bfeed_stream_open */
+    .report = single_client_report,                                                         /* bfeed_daemon_stats */
+    .endpoints = single_client_endpoints, .endpoint = single_client_endpoint,               /* bfeed_client_endpoint* */
+    .stop = single_client_stop, .free = single_client_free,                                 /* bfeed_close */
 };
