@@ -197,8 +197,9 @@ int single_client_check(const char *addr, char *err, size_t errlen);
 int single_client_connect(const char *addr, const api_settings *set, bfeed_client **out, char *err, size_t errlen);
 /* Shut the socket down, so that the reader ends the connection. */
 void single_client_abort(bfeed_client *c);
-/* Send a REQUEST on stream s of c (any thread, c->mu may be held); 0 or
- * the error (the socket is then shut down). */
+/* Send a REQUEST on s, an on-demand stream of a single client (any
+ * thread; not holding that client's mu); 0 or the error (the socket is
+ * then shut down). */
 int single_stream_request(bfeed_stream *s, const msg_request *r);
 /* Whether a connection that ended with code may be tried again. */
 int single_reconnect_transient(int code);

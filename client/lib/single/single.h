@@ -24,10 +24,10 @@
  * writers and guards ready; c->fd changes only under wmu and fdmu
  * (bfeed_close shuts it down under fdmu alone, so a writer blocked in
  * send() cannot hold it up). Order: wmu, then base.mu or fdmu; nobody
- * writes to the socket holding base.mu (but fanout/'s REQUESTs, see
- * single_stream_request). Only the reader thread reads from the socket once
- * the first handshake is done, and only it replaces the socket
- * (single_reconnect.c).
+ * writes to the socket holding base.mu (fanout/ sends a member's REQUESTs
+ * holding its own client's lock, never the member's). Only the reader
+ * thread reads from the socket once the first handshake is done, and only
+ * it replaces the socket (single_reconnect.c).
  *
  * Generations: c->gen counts connections. A writer that decided what to
  * send under base.mu passes the generation it saw; single_conn_send drops
