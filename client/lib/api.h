@@ -118,12 +118,13 @@ struct bfeed_batch {
 };
 
 struct api_client_ops {
-  /* bfeed_stream_open: a stream for m (checked; codec and transport
-   * resolved), linked into c->streams once open. Counts itself as a call
-   * (it must not wait under c->mu while members join or the daemon
-   * answers). */
+  /* bfeed_stream_open, no lock held: a stream for m (checked; codec and
+   * transport resolved), linked into c->streams once open. Counts itself
+   * as a call between api_client_enter and api_client_leave (the daemon's
+   * answer, or the members joining, are waited for without c->mu). */
   int (*open)(bfeed_client *c, const msg_open *m, bfeed_stream **out, char *err, size_t errlen);
-  /* For the AUTO codec: whether a daemon behind c is reached over TCP. */
+  /* For the AUTO codec, no lock held: whether a daemon behind c is
+   * reached over TCP. */
   int (*any_tcp)(bfeed_client *c);
   /* Whether c's streams ask for shared memory. */
   int (*shm)(const bfeed_client *c);
