@@ -138,10 +138,12 @@ typedef struct bfeed_stream_opts {
   /* Set by libbfeed from bfeed_connect_opts.shm on Unix sockets; the bytes
    * of each batch do not change. */
   bfeed_transport transport; /* SOCKET (default) or SHM */
-  /* Fields are only ever appended below (bfeed_stream_opts_size() tells a
-   * binding built against another header). */
+  /* Fields are only ever appended below, taken from `reserved` so that the
+   * struct keeps its size (bfeed_stream_opts_size() tells a binding built
+   * against another header; libbfeed's soname changes when it grows). */
   float crop_scale[2];   /* TRAIN: RandomResizedCrop's scale range, the crop's share of the
                             image's area, 0 < lo <= hi <= 1 ({0.08, 1}) */
+  uint32_t reserved[23]; /* zero (bfeed_stream_opts_init): room for options to come */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

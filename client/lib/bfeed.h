@@ -256,7 +256,7 @@ BFEED_API uint16_t bfeed_bf16_from_f32(float f);
 BFEED_API float bfeed_bf16_to_f32(uint16_t h);
 
 /* ------------------------------------------------------------------ */
-/* Bindings: options by name, waiting with a timeout (options.c, client.c) */
+/* Bindings: options by name, waiting with a timeout (options.c, api_stream.c) */
 
 /* Set one stream option by the command line's name ("batch", "start-batch",
  * "shard", "keep-partial"; '_' may stand for '-') from its text ("64",

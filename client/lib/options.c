@@ -8,13 +8,13 @@
  * bfeed_stream_opts or re-implements the checks; a new option is a row in
  * opts.def and is reachable everywhere at once.
  */
-#include "client.h"
+#include "api.h"
 #include "opts.h"
 
 BFEED_API int bfeed_stream_opts_set(bfeed_stream_opts *o, const char *name, const char *value, bfeed_error *err) {
   char why[MSG_ERROR_MAX];
   int rc = opts_set(o, name, value, why, sizeof why);
-  return rc < 0 ? common_err(err, rc, "%s", why) : 0;
+  return rc < 0 ? api_err_public(err, rc, "%s", why) : 0;
 }
 
 BFEED_API int bfeed_stream_opt_takes_value(const char *name) { return name ? opts_takes_value(name) : -1; }

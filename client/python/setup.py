@@ -20,8 +20,11 @@ def rel(*parts):
     return os.path.relpath(os.path.join(*parts), here)
 
 
-# libbfeed is client/lib plus the wire format in proto/: all of their C.
-lib_sources = sorted(glob.glob(os.path.join(top, "client", "lib", "**", "*.c"), recursive=True) +
+# libbfeed is client/lib (the public calls, single/ and fanout/) plus the
+# wire format in proto/: all of their C.
+lib_sources = sorted(glob.glob(os.path.join(top, "client", "lib", "*.c")) +
+                     glob.glob(os.path.join(top, "client", "lib", "single", "*.c")) +
+                     glob.glob(os.path.join(top, "client", "lib", "fanout", "*.c")) +
                      glob.glob(os.path.join(top, "proto", "*.c")))
 
 

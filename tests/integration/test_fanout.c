@@ -6,7 +6,10 @@
  * under the same name is refused naming its endpoint; a daemon stopped
  * most of the time (SIGSTOP/SIGCONT) serves clearly less than its third;
  * one stopped for good is dropped after stall_timeout and rejoins when
- * continued.
+ * continued; bfeed_close while another thread opens a fan-out stream waits
+ * for that call, as it does for a single daemon's; streams opened while a
+ * member's thread resolves the endpoints again read the list under the
+ * client's lock (the ThreadSanitizer build judges that one).
  *
  * The oracle is one daemon's stream with the same options, itself checked
  * against the files by test_stream.c. Nothing here asserts a time.
@@ -235,12 +238,86 @@ static void test_fanout_stall(void **state) {
   fan_finish(st, c, rc, &err, &ref, &got);
 }
 
+/* bfeed_stream_open on a fan-out client runs while bfeed_close is called
+ * (a member's handshake held up: its daemon is stopped). bfeed.h: calls in
+ * progress return BFEED_ECLOSED and bfeed_close returns after them, so the
+ * opening thread never touches a freed client. */
+typedef struct opener {
+  bfeed_client *c;
+  bfeed_stream *st;
+  atomic_int inside, rc, closed;
+} opener;
+
+static void *opener_main(void *arg) {
+  opener *t = arg;
+  bfeed_stream_opts o;
+  fan_opts(&o, 1);
+  bfeed_error err = {0};
+  atomic_store(&t->inside, 1);
+  atomic_store(&t->rc, bfeed_stream_open(t->c, "demo", &o, &t->st, &err));
+  atomic_store(&t->inside, 0);
+  return NULL;
+}
+
+static void *closer_main(void *arg) {
+  opener *t = arg;
+  bfeed_close(t->c);
+  atomic_store(&t->closed, 1);
+  return NULL;
+}
+
+static void test_fanout_close_during_open(void **state) {
+  suite *s = *state;
+  fan_start(s, 0, s->demo_arg);
+  fan_start(s, 1, s->demo_arg);
+  char addr[512];
+  snprintf(addr, sizeof addr, "%s,%s", fan_d[0].unix_addr, fan_d[1].unix_addr);
+  opener t = {.c = suite_connect(addr)};
+  assert_int_equal(kill(fan_d[1].pid, SIGSTOP), 0); /* its handshake waits (up to 10 s) */
+  pthread_t to, tc;
+  assert_int_equal(pthread_create(&to, NULL, opener_main, &t), 0);
+  itest_sleep_ms(500);
+  assert_int_equal(atomic_load(&t.inside), 1);
+  assert_int_equal(pthread_create(&tc, NULL, closer_main, &t), 0);
+  itest_sleep_ms(500);
+  int closed_early = atomic_load(&t.closed);
+  kill(fan_d[1].pid, SIGCONT);
+  if (closed_early) fail_msg("bfeed_close returned while bfeed_stream_open was still running on the client");
+  pthread_join(to, NULL);
+  pthread_join(tc, NULL);
+  assert_int_equal(atomic_load(&t.rc), BFEED_ECLOSED);
+  assert_null(t.st);
+}
+
+/* One endpoint has no daemon: its member thread keeps trying, resolving
+ * the endpoint list afresh each time (fanout_member.c), while this thread
+ * opens more streams, each of which reads the list for the AUTO codec. */
+static void test_fanout_open_while_refreshing(void **state) {
+  suite *s = *state;
+  fan_start(s, 0, s->demo_arg);
+  fan_start(s, 1, s->demo_arg);
+  char addr[512];
+  snprintf(addr, sizeof addr, "%s,%s,unix:%s/nobody.sock", fan_d[0].unix_addr, fan_d[1].unix_addr, s->root);
+  bfeed_client *c = suite_connect(addr);
+  bfeed_stream_opts o;
+  fan_opts(&o, 1);
+  bfeed_stream *first = suite_open(c, "demo", &o);
+  for (int i = 0; i < 8; i++) {
+    itest_sleep_ms(300); /* the member's thread re-resolves meanwhile */
+    bfeed_stream_close(suite_open(c, "demo", &o));
+  }
+  bfeed_stream_close(first);
+  bfeed_close(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_fanout_failover, fan_teardown),
       cmocka_unit_test_teardown(test_fanout_mismatch, fan_teardown),
       cmocka_unit_test_teardown(test_fanout_throttled, fan_teardown),
       cmocka_unit_test_teardown(test_fanout_stall, fan_teardown),
+      cmocka_unit_test_teardown(test_fanout_close_during_open, fan_teardown),
+      cmocka_unit_test_teardown(test_fanout_open_while_refreshing, fan_teardown),
   };
   return SUITE_RUN("fanout", tests);
 }

@@ -1,24 +1,9 @@
-/* common.c -- the public vocabulary calls of libbfeed, over proto's tables. */
-#include <stdarg.h>
-#include <stdio.h>
-
+/* api_vocab.c -- libbfeed's public vocabulary calls over proto's tables:
+ * dtypes, the stream options' defaults, the bf16 cast. */
+#include "api.h"
 #include "bf16.h"
-#include "client.h"
-#include "msg.h"
 #include "names.h"
 
-int common_err(bfeed_error *err, int code, const char *fmt, ...) {
-  if (err) {
-    va_list ap;
-    err->code = code;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-  }
-  return code;
-}
-
-BFEED_API const char *bfeed_strerror(int code) { return names_errcode(code); }
 BFEED_API size_t bfeed_dtype_size(int dtype) { return names_dtype_size(dtype); }
 BFEED_API const char *bfeed_dtype_name(int dtype) { return names_dtype(dtype); }
 BFEED_API void bfeed_stream_opts_init(bfeed_stream_opts *o) {

@@ -1,0 +1,82 @@
+/*
+ * test_abi_layout.c -- libbfeed's ABI does not move: bfeed_stream_opts_size()
+ * in the shared library (what a binding built against another header checks
+ * before it trusts the struct) and the offset of every field of
+ * bfeed_stream_opts, bfeed_connect_opts and the other public structs.
+ *
+ * The oracle is numbers, not the header: each was recorded with offsetof
+ * from the build before libbfeed was split into client/lib/single/ and
+ * client/lib/fanout/ (x86-64 Linux, the LP64 ABI every supported target
+ * shares). A change to one of them breaks every program built against an
+ * older bfeed.h; if a field is added on purpose, the ABI version (SOVERSION)
+ * changes with it and so do these numbers. Once so far: crop_scale came
+ * after transport, with room for later options (`reserved`), and the
+ * struct grew from 160 to 256 bytes (soname libbfeed.so.1); every field
+ * before it kept its offset.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "bfeed.h"
+
+typedef struct layout_entry {
+  const char *name;
+  size_t got, want;
+} layout_entry;
+
+#define FIELD(type, f, want) {#type "." #f, offsetof(type, f), want}
+#define SIZE(type, want) {"sizeof " #type, sizeof(type), want}
+
+/* Every public struct's fields, then the structs' sizes. */
+static const layout_entry layout[] = {
+    FIELD(bfeed_stream_opts, batch, 0),           FIELD(bfeed_stream_opts, size, 4),
+    FIELD(bfeed_stream_opts, mode, 8),            FIELD(bfeed_stream_opts, layout, 12),
+    FIELD(bfeed_stream_opts, normalize, 16),      FIELD(bfeed_stream_opts, mean, 20),
+    FIELD(bfeed_stream_opts, std, 32),            FIELD(bfeed_stream_opts, seed, 48),
+    FIELD(bfeed_stream_opts, epoch, 56),          FIELD(bfeed_stream_opts, batch_index, 64),
+    FIELD(bfeed_stream_opts, shard_index, 72),    FIELD(bfeed_stream_opts, shard_count, 76),
+    FIELD(bfeed_stream_opts, codec, 80),          FIELD(bfeed_stream_opts, codec_level, 84),
+    FIELD(bfeed_stream_opts, window, 88),         FIELD(bfeed_stream_opts, shuffle, 92),
+    FIELD(bfeed_stream_opts, keep_partial, 96),   FIELD(bfeed_stream_opts, epochs, 104),
+    FIELD(bfeed_stream_opts, pool, 112),          FIELD(bfeed_stream_opts, max_len, 116),
+    FIELD(bfeed_stream_opts, fixed_len, 120),     FIELD(bfeed_stream_opts, bucket, 124),
+    FIELD(bfeed_stream_opts, select, 128),        FIELD(bfeed_stream_opts, select_mod, 136),
+    FIELD(bfeed_stream_opts, select_rem, 144),    FIELD(bfeed_stream_opts, transport, 152),
+    FIELD(bfeed_stream_opts, crop_scale, 156),    FIELD(bfeed_stream_opts, reserved, 164),
+    FIELD(bfeed_connect_opts, reconnect, 0),      FIELD(bfeed_connect_opts, reconnect_deadline, 8),
+    FIELD(bfeed_connect_opts, token, 16),         FIELD(bfeed_connect_opts, token_file, 24),
+    FIELD(bfeed_connect_opts, stall_timeout, 32), FIELD(bfeed_connect_opts, shm, 40),
+    FIELD(bfeed_error, code, 0),                  FIELD(bfeed_error, message, 4),
+    FIELD(bfeed_tensor, name, 0),                 FIELD(bfeed_tensor, dtype, 8),
+    FIELD(bfeed_tensor, ndim, 12),                FIELD(bfeed_tensor, shape, 16),
+    FIELD(bfeed_tensor, data, 80),                FIELD(bfeed_tensor, nbytes, 88),
+    FIELD(bfeed_stream_info, samples, 0),         FIELD(bfeed_stream_info, batches_per_epoch, 8),
+    FIELD(bfeed_stream_info, classes, 16),        FIELD(bfeed_counter, name, 0),
+    FIELD(bfeed_counter, value, 8),               FIELD(bfeed_stat_group, kind, 0),
+    FIELD(bfeed_stat_group, id, 8),               FIELD(bfeed_stat_group, ncounters, 16),
+    FIELD(bfeed_stat_group, counters, 24),        SIZE(bfeed_stream_opts, 256),
+    SIZE(bfeed_connect_opts, 48),                 SIZE(bfeed_error, 260),
+    SIZE(bfeed_tensor, 96),                       SIZE(bfeed_stream_info, 24),
+    SIZE(bfeed_counter, 16),                      SIZE(bfeed_stat_group, 32),
+};
+
+static void test_layout(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof layout / sizeof layout[0]; i++)
+    if (layout[i].got != layout[i].want) fail_msg("%s is %zu, was %zu", layout[i].name, layout[i].got, layout[i].want);
+}
+
+/* The library's own view of the struct, whatever header this was built with. */
+static void test_opts_size(void **state) {
+  (void)state;
+  assert_int_equal(bfeed_stream_opts_size(), 256);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_layout), cmocka_unit_test(test_opts_size)};
+  return cmocka_run_group_tests_name("abi_layout", tests, NULL, NULL);
+}
