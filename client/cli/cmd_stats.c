@@ -101,7 +101,7 @@ static int cmd_stats_one(const char *addr, const bfeed_connect_opts *co, int jso
   return 0;
 }
 
-/* Each daemon behind a pool address, then the total. */
+/* Each daemon behind a fan-out address, then the total. */
 static int cmd_stats_fanout(bfeed_client *pc, const bfeed_connect_opts *co, int json) {
   static stats_total t;
   int bad = 0;

@@ -50,7 +50,7 @@
 #include <stdint.h>
 
 #include "bfeed.h"
-#include "bufpool.h"
+#include "bufcache.h"
 #include "msg.h"
 
 /* The size of every public call's error buffer: bfeed_error's message. */
@@ -108,7 +108,7 @@ struct bfeed_batch {
   uint64_t epoch, index, seq;
   int ntensors;
   msg_tensor t[MSG_MAX_TENSORS];
-  bufpool *cache;     /* where mem goes back */
+  bufcache *cache;     /* where mem goes back */
   uint8_t *mem;       /* what to give back */
   size_t mem_cap;
   const uint8_t *raw; /* tensors, 64-byte aligned */

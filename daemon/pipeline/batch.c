@@ -25,14 +25,14 @@
 #define BATCH_RETRIES 3
 
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
-                     const logger *log, bufpool *pool) {
+                     const logger *log, bufcache *buffers) {
   static const float unit_mean[3] = {0, 0, 0}, unit_std[3] = {1, 1, 1};
   memset(s, 0, sizeof *s);
   s->ds = ds;
   s->opts = *o;
   s->stream_id = stream_id;
   s->log = log;
-  s->pool = pool;
+  s->buffers = buffers;
   s->len_cap = batch_text_cap(o, ds);
   s->sample.size = (int)o->size;
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
@@ -348,7 +348,7 @@ static void batch_build_shm(batch_job *job, batch_worker *w, batch_layout *L) {
     return;
   }
   size_t cap = FRAME_HEADER_SIZE + msg_batch_shm_size(m);
-  job->buf = bufpool_get(job->pool, cap, &job->buf_cap);
+  job->buf = bufcache_get(job->buffers, cap, &job->buf_cap);
   if (!job->buf) {
     job->rc = BFEED_ENOMEM;
     snprintf(job->err, sizeof job->err, "out of memory");
@@ -412,7 +412,7 @@ void batch_build(batch_job *job, batch_worker *w) {
   size_t plain = codec_plain_size(m); /* the data before compression */
   size_t head = FRAME_HEADER_SIZE + msg_batch_head_size(m);
   size_t cap = head + codec_bound(m->codec, plain);
-  job->buf = bufpool_get(job->pool, cap + 63, &job->buf_cap);
+  job->buf = bufcache_get(job->buffers, cap + 63, &job->buf_cap);
   size_t pad = job->buf && none ? (64 - ((uintptr_t)(job->buf + head) & 63)) & 63 : 0;
   fwriter fw;
   fwriter_init(&fw, job->buf ? job->buf + pad : NULL, cap);
@@ -460,7 +460,7 @@ void batch_worker_free(batch_worker *w) {
 
 void batch_job_free(batch_job *job) {
   if (!job) return;
-  bufpool_put(job->pool, job->buf, job->buf_cap);
+  bufcache_put(job->buffers, job->buf, job->buf_cap);
   epoch_order_unref(job->order);
   free(job);
 }

@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "bfeed_types.h"
-#include "bufpool.h"
+#include "bufcache.h"
 #include "codec.h"
 #include "dataset.h"
 #include "epoch.h"
@@ -46,11 +46,11 @@ typedef struct batch_spec {
                            (batch_text_cap); 0 = all */
   uint32_t stream_id;
   const logger *log;
-  bufpool *pool;
+  bufcache *buffers;
 } batch_spec;
 
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
-                     const logger *log, bufpool *pool);
+                     const logger *log, bufcache *buffers);
 /* Whether o suits ds (after msg_opts_check): the text options as
  * batch_text_check says, and the largest batch the stream can produce
  * within the frame limit. 0, or BFEED_EINVAL with the reason. */
@@ -84,7 +84,7 @@ typedef struct batch_job {
   char err[256];
   uint32_t skipped;
   uint64_t raw_bytes, busy_ns;
-  bufpool *pool;      /* where frame's buffer goes back; outlives streams */
+  bufcache *buffers;      /* where frame's buffer goes back; outlives streams */
   /* owned by whoever queues the job */
   void *owner;
   struct batch_job *next;

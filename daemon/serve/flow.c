@@ -38,14 +38,14 @@ struct flow_stream {
 
 struct flow {
   const uint64_t *max_memory; /* the server's limit, changed in place by a reload */
-  bufpool *buffers;
+  bufcache *buffers;
   flow_stream *streams;       /* open ones, and closed ones with frames still queued */
   int open;                   /* of those, the open ones */
   uint64_t queued;            /* bytes in every socket's write queue */
   int blocked;                /* a stream was refused memory and waits for bytes to be freed */
 };
 
-flow *flow_new(const uint64_t *max_memory, bufpool *buffers) {
+flow *flow_new(const uint64_t *max_memory, bufcache *buffers) {
   flow *f = calloc(1, sizeof *f);
   if (!f) return NULL;
   f->max_memory = max_memory;
@@ -77,7 +77,7 @@ static uint64_t flow_holding(const flow_stream *fs) {
 }
 
 uint64_t flow_held(const flow *f) {
-  uint64_t held = (f->buffers ? bufpool_idle_bytes(f->buffers) : 0) + jpeg_decode_held() + batch_scratch_bytes() +
+  uint64_t held = (f->buffers ? bufcache_idle_bytes(f->buffers) : 0) + jpeg_decode_held() + batch_scratch_bytes() +
                   shm_ring_bytes() + f->queued;
   for (const flow_stream *fs = f->streams; fs; fs = fs->next)
     if (fs->owner) held += (fs->scheduled - fs->sent) * fs->frame_bytes;
@@ -100,17 +100,17 @@ static int flow_fits(const flow *f, uint64_t bytes, uint64_t holding) {
  * back. How many were freed. */
 static int flow_shed(flow_stream *fs, uint64_t keep);
 
-/* Give the pool's free buffers back to the system: 1 if there were any. */
+/* Give the buffer cache's free buffers back to the system: 1 if there were any. */
 static int flow_trim(flow *f) {
-  if (!f->buffers || bufpool_idle_bytes(f->buffers) == 0) return 0;
-  bufpool_trim(f->buffers, 1);
+  if (!f->buffers || bufcache_idle_bytes(f->buffers) == 0) return 0;
+  bufcache_trim(f->buffers, 1);
   return 1;
 }
 
 /* Take memory back for a stream within its share: free buffers kept for
  * reuse first, then finished, unsent batches of streams over their share
- * (clients that do not read). A shed batch's buffer goes back to the pool,
- * where it still counts as held, so the pool is emptied again after each
+ * (clients that do not read). A shed batch's buffer goes back to the buffer cache,
+ * where it still counts as held, so the cache is emptied again after each
  * stream shed. 1 if the request fits then. */
 static int flow_reclaim(flow *f, uint64_t bytes, uint64_t holding) {
   if (flow_trim(f) && flow_fits(f, bytes, holding)) return 1;

@@ -20,7 +20,7 @@
  *  - max_memory: bytes held (below) stay under it; each open stream may
  *    hold at most its share, max_memory / open streams; a stream holding
  *    nothing may always schedule one batch, so the limit is passed by at
- *    most one batch per such stream; when memory is short, idle pooled
+ *    most one batch per such stream; when memory is short, idle cached
  *    buffers go back first, then finished, unsent batches of streams over
  *    their share are shed (a batch is a pure function of its position, so
  *    it is made again byte for byte when its turn comes);
@@ -32,9 +32,9 @@
  *
  * Held bytes: batches scheduled and not yet sent (estimated per stream:
  * its largest batch so far, or the largest it can make before its first),
- * every byte queued on a socket (a batch's whole pooled buffer, replies
+ * every byte queued on a socket (a batch's whole cached buffer, replies
  * too), the workers' buffers and the decodes in progress, the rings, and
- * the free buffers the pool keeps.
+ * the free buffers the buffer cache keeps.
  *
  * Loop thread only. A flow_stream belongs to its stream until
  * flow_close; it lives on, without an owner, while conn.c holds frames
@@ -46,7 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bufpool.h"
+#include "bufcache.h"
 
 typedef struct flow flow;
 typedef struct flow_stream flow_stream;
@@ -64,9 +64,9 @@ typedef struct flow_ops {
 
 /* The daemon's flow control. *max_memory (0: no limit) is read at every
  * decision, so a reload that changes it takes effect at once; buffers is
- * the pool whose free buffers count as held and are given back first.
+ * the buffer cache whose free buffers count as held and are given back first.
  * NULL out of memory. */
-flow *flow_new(const uint64_t *max_memory, bufpool *buffers);
+flow *flow_new(const uint64_t *max_memory, bufcache *buffers);
 /* After the loop has finished (NULL: nothing). */
 void flow_free(flow *f);
 /* Bytes held now (see above): the daemon's memory_held_bytes. */
@@ -98,7 +98,7 @@ int flow_may_schedule(flow_stream *fs, uint64_t end);
  * made in, or -1 (no ring, or every slot held): then it goes over the
  * socket. */
 uint64_t flow_schedule(flow_stream *fs, int *slot);
-/* A batch of the stream was made in a pooled buffer of `bytes`. */
+/* A batch of the stream was made in a cached buffer of `bytes`. */
 void flow_built(flow_stream *fs, uint64_t bytes);
 /* 1 if the client keeps up: a finished batch may go to the socket now. */
 int flow_may_send(const flow_stream *fs);

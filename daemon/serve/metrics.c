@@ -98,7 +98,7 @@ static void ds_hist(wbuf *w, server *s, const char *name, const char *text, size
 
 void metrics_render(server *s, wbuf *w) {
   unsigned queued = 0, busy = 0;
-  if (s->pool) workers_load(s->pool, &queued, &busy);
+  if (s->workers) workers_load(s->workers, &queued, &busy);
   help(w, "bfeed_up", "gauge", "1 while bfeedd is serving.");
   printfw(w, "bfeed_up 1\n");
   help(w, "bfeed_uptime_seconds", "gauge", "Seconds since bfeedd started.");
@@ -112,7 +112,7 @@ void metrics_render(server *s, wbuf *w) {
   help(w, "bfeed_streams", "gauge", "Streams open now.");
   printfw(w, "bfeed_streams %d\n", server_stream_count(s));
   help(w, "bfeed_workers", "gauge", "Worker threads.");
-  printfw(w, "bfeed_workers %d\n", s->pool ? workers_count(s->pool) : 0);
+  printfw(w, "bfeed_workers %d\n", s->workers ? workers_count(s->workers) : 0);
   help(w, "bfeed_workers_busy", "gauge", "Worker threads building a batch now.");
   printfw(w, "bfeed_workers_busy %u\n", busy);
   help(w, "bfeed_queue_depth", "gauge", "Batches waiting for a worker.");

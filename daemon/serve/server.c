@@ -24,9 +24,9 @@ int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dat
   s->ndatasets = ndatasets;
   s->limits = *limits;
   /* Enough for every stream's window to cycle without allocating. */
-  if (!(s->buffers = bufpool_new(32)) || !(s->flow = flow_new(&s->limits.max_memory, s->buffers)))
+  if (!(s->buffers = bufcache_new(32)) || !(s->flow = flow_new(&s->limits.max_memory, s->buffers)))
     return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
-  return workers_start(&s->pool, nworkers, loop, on_job_done, s, err, errlen);
+  return workers_start(&s->workers, nworkers, loop, on_job_done, s, err, errlen);
 }
 
 dataset *server_find_dataset(server *s, const char *name) {
@@ -41,8 +41,8 @@ void server_shutdown(server *s) {
   listen_close_all(s);
   /* A last word to each client; the connection closes once it is out. */
   for (conn *c = s->conns; c; c = c->next) conn_fail(c, BFEED_ESHUTDOWN, "bfeedd is shutting down");
-  if (s->pool) workers_stop(s->pool);
-  s->pool = NULL;
+  if (s->workers) workers_stop(s->workers);
+  s->workers = NULL;
 }
 
 void server_force_close(server *s) {
@@ -50,7 +50,7 @@ void server_force_close(server *s) {
 }
 
 void server_tick(server *s) {
-  if (s->buffers) bufpool_trim(s->buffers, 0);
+  if (s->buffers) bufcache_trim(s->buffers, 0);
 }
 
 int server_stream_count(const server *s) {
@@ -70,7 +70,7 @@ void server_free(server *s) {
   server_set_datasets(s, NULL, 0);
   flow_free(s->flow);
   s->flow = NULL;
-  bufpool_unref(s->buffers);
+  bufcache_unref(s->buffers);
   s->buffers = NULL;
   stats_free(s);
 }

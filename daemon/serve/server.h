@@ -43,8 +43,8 @@ typedef struct stream stream;
 typedef struct server {
   uv_loop_t *loop;
   const logger *log;
-  workers *pool;
-  bufpool *buffers;
+  workers *workers;
+  bufcache *buffers;
   flow *flow;         /* flow control for every stream: window, max_memory (flow.h) */
   dataset **datasets; /* the server holds a reference to each */
   size_t ndatasets;

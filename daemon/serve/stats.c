@@ -46,7 +46,7 @@ void stats_report(server *s, wbuf *w) {
   report_writer r;
   unsigned queued = 0, busy = 0;
   char id[REPORT_ID_MAX];
-  if (s->pool) workers_load(s->pool, &queued, &busy);
+  if (s->workers) workers_load(s->workers, &queued, &busy);
   report_begin(&r, w);
   report_group_begin(&r, "daemon", "bfeedd");
   report_counter_put(&r, "uptime_s", (uv_hrtime() - s->started_ns) / 1000000000u);
@@ -56,13 +56,13 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "clients_rejected", s->rejected_total);
   report_counter_put(&r, "protocol_errors", s->protocol_errors);
   report_counter_put(&r, "streams", (uint64_t)server_stream_count(s));
-  report_counter_put(&r, "workers", s->pool ? (uint64_t)workers_count(s->pool) : 0);
+  report_counter_put(&r, "workers", s->workers ? (uint64_t)workers_count(s->workers) : 0);
   report_counter_put(&r, "workers_busy", busy);
   report_counter_put(&r, "queue_depth", queued);
   report_counter_put(&r, "datasets", s->ndatasets);
   report_counter_put(&r, "memory_held_bytes", flow_held(s->flow));
   report_counter_put(&r, "max_memory_bytes", s->limits.max_memory);
-  report_counter_put(&r, "buffer_pool_bytes", s->buffers ? bufpool_idle_bytes(s->buffers) : 0);
+  report_counter_put(&r, "buffer_pool_bytes", s->buffers ? bufcache_idle_bytes(s->buffers) : 0);
   report_counter_put(&r, "decode_memory_bytes", jpeg_decode_held());
   report_counter_put(&r, "worker_scratch_bytes", batch_scratch_bytes());
   for (ds_stats *d = s->stats; d; d = d->next) {

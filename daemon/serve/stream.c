@@ -19,7 +19,7 @@ struct stream {
   flow_stream *flow; /* NULL once closed */
   uint32_t id;
   batch_spec spec;
-  workers *pool;
+  workers *workers;
   const logger *log;
   int shuffle;
   uint64_t shard_samples, bpe;
@@ -82,7 +82,7 @@ static void stream_free(stream *st) {
 }
 
 int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const bfeed_stream_opts *opts,
-                workers *pool, bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err,
+                workers *wk, bufcache *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err,
                 size_t errlen) {
   bfeed_stream_opts shm_opts = *opts, *o = &shm_opts;
   int shm = o->transport == BFEED_TRANSPORT_SHM && !conn_is_tcp(c);
@@ -118,7 +118,7 @@ int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const 
   st->id = id;
   batch_spec_init(&st->spec, dataset_ref(ds), o, id, log, buffers);
   uint64_t frame_bytes = batch_frame_estimate(&st->spec);
-  st->pool = pool;
+  st->workers = wk;
   st->log = log;
   st->stats = stats;
   st->shuffle = opts_shuffled(o);
@@ -162,7 +162,7 @@ static void pump(stream *st) {
     uint64_t seq = flow_schedule(st->flow, &slot);
     job->spec = &st->spec;
     job->orders = &st->orders;
-    job->pool = st->spec.pool;
+    job->buffers = st->spec.buffers;
     select_at(&st->sel, seq, &job->epoch, &job->index);
     job->seq = seq;
     job->first = (uint32_t)(job->index * st->spec.opts.batch);
@@ -176,7 +176,7 @@ static void pump(stream *st) {
     }
     st->inflight++;
     st->submitted_ns[seq % READY_SLOTS] = uv_hrtime();
-    workers_submit(st->pool, job);
+    workers_submit(st->workers, job);
   }
 }
 
@@ -301,7 +301,7 @@ void stream_close(stream *st) {
   st->conn = NULL;
   flow_close(st->flow); /* its batches still queued on the socket are counted until written */
   st->flow = NULL;
-  batch_job *j = workers_cancel(st->pool, st);
+  batch_job *j = workers_cancel(st->workers, st);
   while (j) {
     batch_job *next = j->next;
     st->inflight--;

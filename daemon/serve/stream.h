@@ -30,7 +30,7 @@ typedef struct stream stream;
  * control f, filling what OPEN_OK tells the client. 0, or a negative
  * BFEED_E* code with a message for the client in err. */
 int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const bfeed_stream_opts *o,
-                workers *pool, bufpool *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err,
+                workers *wk, bufcache *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err,
                 size_t errlen);
 uint32_t stream_id(const stream *st);
 /* The daemon's max_pixels for this stream's images (0: none), fixed at

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "bfeed_types.h"
-#include "bufpool.h"
+#include "bufcache.h"
 #include "flow.h"
 
 #define MIB (1ull << 20)
@@ -28,7 +28,7 @@ typedef struct fake {
   flow *f;
   flow_stream *fs; /* still set once closed (the test writes its queued frames) */
   int closed;
-  bufpool *pool;
+  bufcache *pool;
   uint8_t *made[FAKE_MAX];
   size_t made_cap[FAKE_MAX];
   uint8_t *queued[FAKE_MAX];
@@ -43,7 +43,7 @@ static void fake_resume(void *owner) { ((fake *)owner)->resumed++; }
 static int fake_drop(void *owner, uint64_t seq) {
   fake *k = owner;
   if (!k->made[seq % FAKE_MAX]) return 0;
-  bufpool_put(k->pool, k->made[seq % FAKE_MAX], k->made_cap[seq % FAKE_MAX]);
+  bufcache_put(k->pool, k->made[seq % FAKE_MAX], k->made_cap[seq % FAKE_MAX]);
   k->made[seq % FAKE_MAX] = NULL;
   k->dropped++;
   return 1;
@@ -51,7 +51,7 @@ static int fake_drop(void *owner, uint64_t seq) {
 
 static const flow_ops fake_ops = {.resume = fake_resume, .drop = fake_drop};
 
-static void fake_open(fake *k, flow *f, bufpool *pool, uint32_t window, uint32_t slots) {
+static void fake_open(fake *k, flow *f, bufcache *pool, uint32_t window, uint32_t slots) {
   memset(k, 0, sizeof *k);
   k->f = f;
   k->pool = pool;
@@ -64,7 +64,7 @@ static int fake_fill(fake *k) {
   int n = 0, slot;
   while (flow_may_schedule(k->fs, UINT64_MAX)) {
     uint64_t seq = flow_schedule(k->fs, &slot);
-    k->made[seq % FAKE_MAX] = bufpool_get(k->pool, MIB, &k->made_cap[seq % FAKE_MAX]);
+    k->made[seq % FAKE_MAX] = bufcache_get(k->pool, MIB, &k->made_cap[seq % FAKE_MAX]);
     assert_non_null(k->made[seq % FAKE_MAX]);
     flow_built(k->fs, k->made_cap[seq % FAKE_MAX]);
     n++;
@@ -88,7 +88,7 @@ static int fake_send(fake *k) {
 static void fake_write(fake *k, flow_stream *fs) {
   uint64_t seq = k->written++;
   size_t cap = k->queued_cap[seq % FAKE_MAX];
-  bufpool_put(k->pool, k->queued[seq % FAKE_MAX], cap);
+  bufcache_put(k->pool, k->queued[seq % FAKE_MAX], cap);
   k->queued[seq % FAKE_MAX] = NULL;
   flow_written(k->f, fs, cap);
 }
@@ -96,7 +96,7 @@ static void fake_write(fake *k, flow_stream *fs) {
 /* The daemon's side for a test: the limit, a pool, the flow, its fakes. */
 typedef struct rig {
   uint64_t max;
-  bufpool *pool;
+  bufcache *pool;
   flow *f;
   fake k[3];
   int n;
@@ -107,7 +107,7 @@ static rig *rig_new(uint64_t max, int pool_keep) {
   rig *r = calloc(1, sizeof *r);
   assert_non_null(r);
   r->max = max;
-  r->pool = bufpool_new(pool_keep);
+  r->pool = bufcache_new(pool_keep);
   r->f = flow_new(&r->max, r->pool);
   assert_non_null(r->f);
   return r;
@@ -124,13 +124,13 @@ static void rig_free(rig *r) {
   for (int n = 0; n < r->n; n++) {
     fake *k = &r->k[n];
     for (int i = 0; i < FAKE_MAX; i++) {
-      bufpool_put(k->pool, k->made[i], k->made_cap[i]);
-      bufpool_put(k->pool, k->queued[i], k->queued_cap[i]);
+      bufcache_put(k->pool, k->made[i], k->made_cap[i]);
+      bufcache_put(k->pool, k->queued[i], k->queued_cap[i]);
     }
     if (!k->closed) flow_close(k->fs);
   }
   flow_free(r->f);
-  bufpool_unref(r->pool);
+  bufcache_unref(r->pool);
   free(r);
 }
 
@@ -266,7 +266,7 @@ static void shed_for_a_reader(int pool_keep) {
   assert_int_equal(fake_fill(b), 4); /* one for nothing held, then within its share as a sheds */
   assert_int_equal(a->dropped, 4);
   assert_int_equal(flow_scheduled(a->fs), 4);
-  assert_int_equal(bufpool_idle_bytes(r->pool), 0);
+  assert_int_equal(bufcache_idle_bytes(r->pool), 0);
   assert_int_equal(flow_held(r->f), 8 * MIB);
   int slot;
   assert_int_equal(flow_schedule(a->fs, &slot), 4); /* its turn again: made anew, in a freed slot */

@@ -2,7 +2,7 @@
  * fanout_client.c -- a client over several daemons: bfeed_connect2's case
  * for an address that names several endpoints (api_client.c asks here
  * first), the client's side of the ops table, closing. It holds no socket,
- * reader, writer lock or buffer pool: its streams (fanout_stream.c) make a
+ * reader, writer lock or buffer cache: its streams (fanout_stream.c) make a
  * single client per member. Locking: fanout.h.
  */
 #include <stdio.h>

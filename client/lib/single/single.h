@@ -94,7 +94,7 @@ typedef struct single_client {
   int ready;            /* the handshake on fd is done: others may write */
   uint64_t gen;         /* connections made: 1 after bfeed_connect */
   uint64_t lost_ns;     /* reader thread: when the connection was lost, 0 while batches flow */
-  bufpool *cache;
+  bufcache *cache;
   int dead, dead_code;
   char dead_msg[MSG_ERROR_MAX];
   /* daemon-wide statistics: one request at a time */

@@ -14,8 +14,8 @@
 static void single_batch_dispose(bfeed_batch *b, int ack) {
   if (!b) return;
   if (b->shm) single_shm_release(b->shm, b->seq, ack);
-  bufpool_put(b->cache, b->mem, b->mem_cap);
-  bufpool_unref(b->cache);
+  bufcache_put(b->cache, b->mem, b->mem_cap);
+  bufcache_unref(b->cache);
   free(b);
 }
 
@@ -24,7 +24,7 @@ void single_batch_drop(bfeed_batch *b) { single_batch_dispose(b, 0); }
 
 /* buf (pooled) becomes b's tensor memory; the payload is done with. */
 static void single_batch_adopt(single_client *c, bfeed_batch *b, uint8_t *buf, size_t buf_cap) {
-  bufpool_put(c->cache, b->mem, b->mem_cap);
+  bufcache_put(c->cache, b->mem, b->mem_cap);
   b->mem = buf;
   b->mem_cap = buf_cap;
   b->raw = buf;
@@ -41,20 +41,20 @@ static int single_batch_decode_data(single_client *c, const msg_batch *m, bfeed_
   size_t plain_cap = 0, raw_cap = 0, n = (size_t)codec_plain_size(m);
   int rc = 0;
   if (info->comp) {
-    if (!(plain = bufpool_get(c->cache, n, &plain_cap)))
+    if (!(plain = bufcache_get(c->cache, n, &plain_cap)))
       return api_err(err, errlen, BFEED_ENOMEM, "out of memory for a %zu-byte batch", n);
     if ((rc = codec_decompress(m, plain, n, err, errlen)) < 0) goto done;
     data = plain;
   }
   if (!info->u8) return single_batch_adopt(c, b, plain, plain_cap), 0;
-  if (!(raw = bufpool_get(c->cache, m->raw_size, &raw_cap))) {
+  if (!(raw = bufcache_get(c->cache, m->raw_size, &raw_cap))) {
     rc = api_err(err, errlen, BFEED_ENOMEM, "out of memory for a %llu-byte batch", (unsigned long long)m->raw_size);
     goto done;
   }
-  if ((rc = codec_u8_expand(m, data, raw, err, errlen)) < 0) bufpool_put(c->cache, raw, raw_cap);
+  if ((rc = codec_u8_expand(m, data, raw, err, errlen)) < 0) bufcache_put(c->cache, raw, raw_cap);
   else single_batch_adopt(c, b, raw, raw_cap);
 done:
-  bufpool_put(c->cache, plain, plain_cap);
+  bufcache_put(c->cache, plain, plain_cap);
   return rc;
 }
 
@@ -78,7 +78,7 @@ int single_batch_from_shm(single_client *c, single_shm *t, const frame_header *h
   if (rc < 0) return rc;
   bfeed_batch *b = calloc(1, sizeof *b);
   if (!b) return api_err(err, errlen, BFEED_ENOMEM, "out of memory");
-  b->cache = bufpool_ref(c->cache);
+  b->cache = bufcache_ref(c->cache);
   single_batch_fields(b, h, &m);
   if ((rc = single_shm_batch(t, &m, slot, b, err, errlen)) < 0) {
     single_batch_drop(b);
@@ -92,10 +92,10 @@ int single_batch_from_payload(single_client *c, const frame_header *h, uint8_t *
                               bfeed_batch **out, char *err, size_t errlen) {
   bfeed_batch *b = calloc(1, sizeof *b);
   if (!b) {
-    bufpool_put(c->cache, mem, mem_cap);
+    bufcache_put(c->cache, mem, mem_cap);
     return api_err(err, errlen, BFEED_ENOMEM, "out of memory");
   }
-  b->cache = bufpool_ref(c->cache);
+  b->cache = bufcache_ref(c->cache);
   b->mem = mem;
   b->mem_cap = mem_cap;
   msg_batch m;

@@ -31,7 +31,7 @@ int single_client_check(const char *addr, char *err, size_t errlen) {
 int single_client_connect(const char *addr, const api_settings *set, bfeed_client **out, char *err, size_t errlen) {
   *out = NULL;
   single_client *c = calloc(1, sizeof *c);
-  if (!c || freader_init(&c->in, FRAME_MAX_CONTROL) < 0 || !(c->cache = bufpool_new(8))) {
+  if (!c || freader_init(&c->in, FRAME_MAX_CONTROL) < 0 || !(c->cache = bufcache_new(8))) {
     if (c) freader_free(&c->in);
     free(c);
     return api_err(err, errlen, BFEED_ENOMEM, "out of memory");
@@ -142,7 +142,7 @@ static void single_client_free(bfeed_client *bc) {
   pthread_mutex_destroy(&c->stats_mu);
   free(c->report);
   freader_free(&c->in);
-  bufpool_unref(c->cache);
+  bufcache_unref(c->cache);
   api_client_free(bc);
 }
 

@@ -33,12 +33,12 @@ static int single_reader_batch(single_client *c, bfeed_batch **out, char *err, s
   msg_batch_peek(prefix, &codec, &raw_size);
   size_t head = codec_is_plain(codec) && raw_size <= h.length ? h.length - raw_size : 0;
   size_t pad = (64 - head % 64) % 64, mem_cap;
-  uint8_t *mem = bufpool_get(c->cache, pad + h.length, &mem_cap);
+  uint8_t *mem = bufcache_get(c->cache, pad + h.length, &mem_cap);
   if (!mem) return api_err(err, errlen, BFEED_ENOMEM, "out of memory for a %u-byte batch", h.length);
   memcpy(mem + pad, prefix, sizeof prefix);
   if (rc == FREADER_SEGMENT &&
       (rc = single_conn_read_payload(c, mem + pad + MSG_BATCH_PREFIX, h.length - MSG_BATCH_PREFIX, err, errlen)) < 0) {
-    bufpool_put(c->cache, mem, mem_cap);
+    bufcache_put(c->cache, mem, mem_cap);
     return rc;
   }
   return single_batch_from_payload(c, &h, mem, mem_cap, pad, out, err, errlen);

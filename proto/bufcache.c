@@ -1,12 +1,12 @@
-/* bufpool.c -- see bufpool.h */
-#include "bufpool.h"
+/* bufcache.c -- see bufcache.h */
+#include "bufcache.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 
 #define BUFPOOL_MAX 64
 
-struct bufpool {
+struct bufcache {
   pthread_mutex_t mu;
   int refs, n, keep;
   struct {
@@ -16,8 +16,8 @@ struct bufpool {
   } v[BUFPOOL_MAX];
 };
 
-bufpool *bufpool_new(int keep) {
-  bufpool *p = calloc(1, sizeof *p);
+bufcache *bufcache_new(int keep) {
+  bufcache *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   pthread_mutex_init(&p->mu, NULL);
   p->refs = 1;
@@ -25,14 +25,14 @@ bufpool *bufpool_new(int keep) {
   return p;
 }
 
-bufpool *bufpool_ref(bufpool *p) {
+bufcache *bufcache_ref(bufcache *p) {
   pthread_mutex_lock(&p->mu);
   p->refs++;
   pthread_mutex_unlock(&p->mu);
   return p;
 }
 
-void bufpool_unref(bufpool *p) {
+void bufcache_unref(bufcache *p) {
   if (!p) return;
   pthread_mutex_lock(&p->mu);
   int last = --p->refs == 0;
@@ -43,7 +43,7 @@ void bufpool_unref(bufpool *p) {
   free(p);
 }
 
-uint8_t *bufpool_get(bufpool *p, size_t need, size_t *cap) {
+uint8_t *bufcache_get(bufcache *p, size_t need, size_t *cap) {
   need = need ? (need + 63) / 64 * 64 : 64;
   pthread_mutex_lock(&p->mu);
   /* Newest first (warm in cache); not one far larger than asked, which a
@@ -61,7 +61,7 @@ uint8_t *bufpool_get(bufpool *p, size_t need, size_t *cap) {
   return aligned_alloc(64, need);
 }
 
-void bufpool_put(bufpool *p, uint8_t *buf, size_t cap) {
+void bufcache_put(bufcache *p, uint8_t *buf, size_t cap) {
   if (!buf) return;
   if (!p) return free(buf);
   pthread_mutex_lock(&p->mu);
@@ -76,7 +76,7 @@ void bufpool_put(bufpool *p, uint8_t *buf, size_t cap) {
   free(buf);
 }
 
-size_t bufpool_idle_bytes(bufpool *p) {
+size_t bufcache_idle_bytes(bufcache *p) {
   size_t n = 0;
   pthread_mutex_lock(&p->mu);
   for (int i = 0; i < p->n; i++) n += p->v[i].cap;
@@ -84,7 +84,7 @@ size_t bufpool_idle_bytes(bufpool *p) {
   return n;
 }
 
-void bufpool_trim(bufpool *p, int all) {
+void bufcache_trim(bufcache *p, int all) {
   uint8_t *gone[BUFPOOL_MAX];
   int ngone = 0;
   pthread_mutex_lock(&p->mu);

@@ -1,5 +1,5 @@
 /*
- * bufpool.h -- frame buffers kept for reuse, on both sides of the wire.
+ * bufcache.h -- frame buffers kept for reuse, on both sides of the wire.
  * Called by the daemon's batch jobs and libbfeed's reader thread.
  *
  * A batch frame is tens of megabytes. Allocating each one fresh costs more
@@ -9,29 +9,29 @@
  * batch. Thread-safe and reference counted: a client's batches may outlive
  * the client, each holds a reference.
  */
-#ifndef BFEED_BUFPOOL_H
-#define BFEED_BUFPOOL_H
+#ifndef BFEED_BUFCACHE_H
+#define BFEED_BUFCACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct bufpool bufpool;
+typedef struct bufcache bufcache;
 
-/* A pool keeping at most `keep` free buffers. NULL when out of memory. */
-bufpool *bufpool_new(int keep);
-bufpool *bufpool_ref(bufpool *p);
-void bufpool_unref(bufpool *p);
+/* A cache keeping at most `keep` free buffers. NULL when out of memory. */
+bufcache *bufcache_new(int keep);
+bufcache *bufcache_ref(bufcache *p);
+void bufcache_unref(bufcache *p);
 
 /* A 64-byte aligned buffer of at least need bytes, reused when one of up
  * to twice that size is free; *cap gets its size. NULL when out of memory. */
-uint8_t *bufpool_get(bufpool *p, size_t need, size_t *cap);
-/* Give a buffer back (freed when the pool is full or NULL). NULL buf: nothing. */
-void bufpool_put(bufpool *p, uint8_t *buf, size_t cap);
-/* Bytes of the free buffers the pool keeps. */
-size_t bufpool_idle_bytes(bufpool *p);
+uint8_t *bufcache_get(bufcache *p, size_t need, size_t *cap);
+/* Give a buffer back (freed when the cache is full or NULL). NULL buf: nothing. */
+void bufcache_put(bufcache *p, uint8_t *buf, size_t cap);
+/* Bytes of the free buffers the cache keeps. */
+size_t bufcache_idle_bytes(bufcache *p);
 /* Free the buffers nobody has taken since the previous trim (all of them
- * when `all`): called every few seconds, a pool shrinks to what is in use
+ * when `all`): called every few seconds, a cache shrinks to what is in use
  * once its users leave. */
-void bufpool_trim(bufpool *p, int all);
+void bufcache_trim(bufcache *p, int all);
 
 #endif
