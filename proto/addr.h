@@ -20,7 +20,7 @@ typedef struct addr_spec {
   uint16_t port;
 } addr_spec;
 
-/* 0, or BFEED_EINVAL with a reason in why[cap]. */
-int addr_parse(const char *s, addr_spec *out, char *why, size_t cap);
+/* 0, or BFEED_EINVAL with a reason in err. */
+int addr_parse(const char *s, addr_spec *out, char *err, size_t errlen);
 
 #endif

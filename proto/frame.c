@@ -4,6 +4,7 @@
 #include <xxhash.h>
 
 #include "bfeed_types.h"
+#include "names.h"
 #include "wire.h"
 
 uint64_t frame_checksum(const void *payload, size_t len) {
@@ -30,34 +31,29 @@ void frame_header_encode(const frame_header *h, uint8_t out[FRAME_HEADER_SIZE]) 
   wire_put64(out + 16, h->checksum);
 }
 
-int frame_header_decode(const uint8_t in[FRAME_HEADER_SIZE], uint32_t max_payload,
-                        frame_header *h, const char **why) {
-  const char *dummy;
-  if (!why) why = &dummy;
-  if (wire_get32(in) != FRAME_MAGIC) {
-    *why = "bad magic (not a bfeed peer?)";
-    return BFEED_EPROTO;
-  }
+const char *frame_header_problem(const uint8_t in[FRAME_HEADER_SIZE], uint32_t max_payload, frame_header *h,
+                                 int *code) {
+  *code = BFEED_EPROTO;
+  if (wire_get32(in) != FRAME_MAGIC) return "bad magic (not a bfeed peer?)";
   h->version = in[4];
   h->type = in[5];
   h->flags = wire_get16(in + 6);
   h->stream = wire_get32(in + 8);
   h->length = wire_get32(in + 12);
   h->checksum = wire_get64(in + 16);
-  if (h->version < FRAME_VERSION_MIN || h->version > FRAME_VERSION_MAX) {
-    *why = "unsupported protocol version";
-    return BFEED_EVERSION;
-  }
-  if (h->type < 1 || h->type > FRAME_TYPE_MAX_) {
-    *why = "unknown frame type";
-    return BFEED_EPROTO;
-  }
-  if (h->length > max_payload || h->length > FRAME_MAX_PAYLOAD) {
-    *why = "frame length exceeds the limit";
-    return BFEED_ETOOBIG;
-  }
-  *why = "";
-  return 0;
+  if (h->version < FRAME_VERSION_MIN || h->version > FRAME_VERSION_MAX)
+    return *code = BFEED_EVERSION, "unsupported protocol version";
+  if (h->type < 1 || h->type > FRAME_TYPE_MAX_) return "unknown frame type";
+  if (h->length > max_payload || h->length > FRAME_MAX_PAYLOAD)
+    return *code = BFEED_ETOOBIG, "frame length exceeds the limit";
+  return *code = 0, NULL;
+}
+
+int frame_header_decode(const uint8_t in[FRAME_HEADER_SIZE], uint32_t max_payload,
+                        frame_header *h, char *err, size_t errlen) {
+  int code;
+  const char *why = frame_header_problem(in, max_payload, h, &code);
+  return why ? names_fail(err, errlen, code, why) : 0;
 }
 
 int frame_verify(const frame_header *h, const void *payload) {

@@ -73,9 +73,14 @@ void frame_header_encode(const frame_header *h, uint8_t out[FRAME_HEADER_SIZE]);
 /* Parse and validate a header. Returns 0 or a negative BFEED_E* code:
  * EPROTO for a bad magic or unknown type, EVERSION for a version outside
  * [FRAME_VERSION_MIN, FRAME_VERSION_MAX], ETOOBIG for length > max_payload.
- * why (may be NULL) gets a static description. */
+ * err (may be NULL) gets the reason. */
 int frame_header_decode(const uint8_t in[FRAME_HEADER_SIZE], uint32_t max_payload,
-                        frame_header *h, const char **why);
+                        frame_header *h, char *err, size_t errlen);
+/* The same as a question, for the frame reader (freader.c), which keeps
+ * its last reason: NULL for a header it accepts, else a static sentence
+ * with the code in *code. */
+const char *frame_header_problem(const uint8_t in[FRAME_HEADER_SIZE], uint32_t max_payload, frame_header *h,
+                                 int *code);
 
 /* 0 if the payload matches h->checksum, else BFEED_ECHECKSUM. */
 int frame_verify(const frame_header *h, const void *payload);

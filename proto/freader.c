@@ -71,9 +71,9 @@ int freader_got(freader *r, size_t n) {
   if (!at || n == 0 || n > room) return fail(r, BFEED_EINVAL, "bytes reported beyond what the reader asked for");
   if (r->state == ST_HEADER) {
     if ((r->hdr_have += n) < FRAME_HEADER_SIZE) return FREADER_MORE;
-    const char *why;
-    int rc = frame_header_decode(r->hdr, r->limit, &r->h, &why);
-    if (rc < 0) return fail(r, rc, why);
+    int rc;
+    const char *why = frame_header_problem(r->hdr, r->limit, &r->h, &rc);
+    if (why) return fail(r, rc, why);
     r->pay_have = 0;
     XXH3_64bits_reset(r->xxh);
     if (r->h.length == 0) return finish(r);

@@ -3,6 +3,7 @@
 
 #include "bfeed_types.h"
 #include "frame.h"
+#include "names.h"
 
 void fwriter_init(fwriter *f, void *mem, size_t cap) {
   wbuf_init_fixed(&f->w, mem, cap);
@@ -22,21 +23,16 @@ size_t fwriter_payload_len(const fwriter *f) {
   return f->w.len > FRAME_HEADER_SIZE ? f->w.len - FRAME_HEADER_SIZE : 0;
 }
 
-int fwriter_finish(fwriter *f, int type, uint32_t stream, const char **why) {
-  const char *dummy;
-  if (!why) why = &dummy;
+int fwriter_finish(fwriter *f, int type, uint32_t stream, char *err, size_t errlen) {
   if (f->w.failed) {
-    *why = "frame does not fit the capacity computed for it";
-    return BFEED_ETOOBIG;
+    return names_fail(err, errlen, BFEED_ETOOBIG, "frame does not fit the capacity computed for it");
   }
   size_t len = fwriter_payload_len(f);
   if (len > FRAME_MAX_PAYLOAD) {
-    *why = "frame payload exceeds FRAME_MAX_PAYLOAD";
-    return BFEED_ETOOBIG;
+    return names_fail(err, errlen, BFEED_ETOOBIG, "frame payload exceeds FRAME_MAX_PAYLOAD");
   }
   frame_header h;
   frame_header_init(&h, type, stream, f->w.data + FRAME_HEADER_SIZE, (uint32_t)len);
   frame_header_encode(&h, f->w.data);
-  *why = "";
   return 0;
 }

@@ -15,7 +15,7 @@
  *     uint8_t *raw = fwriter_append(&f, n);  // n bytes filled in place
  *     size_t room; uint8_t *dst = fwriter_room(&f, &room);
  *     fwriter_commit(&f, zstd_compress(dst, room, ...));
- *     fwriter_finish(&f, FRAME_BATCH, stream, &why);  // header + checksum
+ *     fwriter_finish(&f, FRAME_BATCH, stream, err, sizeof err);  // header + checksum
  *     // the frame is f.w.data[0 .. f.w.len)
  */
 #ifndef BFEED_FWRITER_H
@@ -46,7 +46,7 @@ void fwriter_commit(fwriter *f, size_t n);
 size_t fwriter_payload_len(const fwriter *f);
 /* Fill in the header (type, stream, length, XXH3 checksum of the payload).
  * 0, or BFEED_ETOOBIG when an append did not fit the capacity or the payload
- * exceeds FRAME_MAX_PAYLOAD; why (may be NULL) gets a static reason. */
-int fwriter_finish(fwriter *f, int type, uint32_t stream, const char **why);
+ * exceeds FRAME_MAX_PAYLOAD; err (may be NULL) gets the reason. */
+int fwriter_finish(fwriter *f, int type, uint32_t stream, char *err, size_t errlen);
 
 #endif

@@ -30,10 +30,9 @@ int msg_finish(wbuf *w, size_t at, int type, uint32_t stream) {
 
 /* Decoders share this ending: a payload that was short, or had bytes left
  * over where none may be, is malformed. */
-static int finish_read(const rbuf *r, int allow_trailing, const char **why, const char *what) {
+static int finish_read(const rbuf *r, int allow_trailing, char *err, size_t errlen, const char *what) {
   if (r->failed || (!allow_trailing && rbuf_left(r) != 0)) {
-    *why = what;
-    return BFEED_EPROTO;
+    return names_fail(err, errlen, BFEED_EPROTO, what);
   }
   return 0;
 }
@@ -63,7 +62,7 @@ void msg_hello_encode(wbuf *w, const msg_hello *m) {
   if (m->token[0]) tlv_put(w, HELLO_EXT_TOKEN, m->token, (uint32_t)strnlen(m->token, MSG_TOKEN_MAX - 1));
 }
 
-int msg_hello_decode(const void *p, size_t n, msg_hello *m, const char **why) {
+int msg_hello_decode(const void *p, size_t n, msg_hello *m, char *err, size_t errlen) {
   rbuf r;
   tlv_item it;
   int rc;
@@ -75,13 +74,13 @@ int msg_hello_decode(const void *p, size_t n, msg_hello *m, const char **why) {
   /* Extensions: a peer skips the ones it does not know unless they are
    * critical, so clients may add some without breaking older daemons. */
   while (!r.failed && (rc = tlv_next(&r, &it)) != 0) {
-    if (rc < 0) return *why = "malformed HELLO extension", BFEED_EPROTO;
+    if (rc < 0) return names_fail(err, errlen, BFEED_EPROTO, "malformed HELLO extension");
     if (it.tag == HELLO_EXT_TOKEN && tlv_str(&it, m->token, sizeof m->token) < 0)
-      return *why = "HELLO token is longer than 255 bytes or holds a NUL", BFEED_EPROTO;
+      return names_fail(err, errlen, BFEED_EPROTO, "HELLO token is longer than 255 bytes or holds a NUL");
     if (it.tag != HELLO_EXT_TOKEN && (it.tag & TLV_CRITICAL))
-      return *why = "HELLO carries a critical extension this peer does not know", BFEED_EPROTO;
+      return names_fail(err, errlen, BFEED_EPROTO, "HELLO carries a critical extension this peer does not know");
   }
-  return finish_read(&r, 0, why, "malformed HELLO");
+  return finish_read(&r, 0, err, errlen, "malformed HELLO");
 }
 
 void msg_hello_ok_encode(wbuf *w, const msg_hello_ok *m) {
@@ -90,13 +89,13 @@ void msg_hello_ok_encode(wbuf *w, const msg_hello_ok *m) {
   put_name(w, m->server);
 }
 
-int msg_hello_ok_decode(const void *p, size_t n, msg_hello_ok *m, const char **why) {
+int msg_hello_ok_decode(const void *p, size_t n, msg_hello_ok *m, char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, n);
   m->version = rbuf_u32(&r);
   m->max_frame = rbuf_u32(&r);
   if (get_name(&r, m->server, sizeof m->server) < 0) r.failed = 1;
-  return finish_read(&r, 1, why, "malformed HELLO_OK");
+  return finish_read(&r, 1, err, errlen, "malformed HELLO_OK");
 }
 
 void msg_opts_defaults(bfeed_stream_opts *o) { opts_defaults(o); }
@@ -106,7 +105,7 @@ void msg_open_encode(wbuf *w, const msg_open *m) {
   opts_encode(w, &m->opts);
 }
 
-int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why) {
+int msg_open_decode(const void *p, size_t n, msg_open *m, char *err, size_t errlen) {
   rbuf r;
   tlv_item it;
   int rc, have_dataset = 0;
@@ -121,26 +120,22 @@ int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why) {
       rc = opts_decode_item(&it, &m->opts);
     }
     if (rc == BFEED_EINVAL) {
-      *why = "OPEN has an option this daemon does not support (upgrade bfeedd)";
-      return rc;
+      return names_fail(err, errlen, rc, "OPEN has an option this daemon does not support (upgrade bfeedd)");
     }
     if (rc < 0) {
-      *why = "OPEN has an option with a malformed value";
-      return BFEED_EPROTO;
+      return names_fail(err, errlen, BFEED_EPROTO, "OPEN has an option with a malformed value");
     }
   }
   if (rc < 0) {
-    *why = "OPEN has a truncated option";
-    return BFEED_EPROTO;
+    return names_fail(err, errlen, BFEED_EPROTO, "OPEN has a truncated option");
   }
   if (!have_dataset || !m->dataset[0]) {
-    *why = "OPEN names no dataset";
-    return BFEED_EINVAL;
+    return names_fail(err, errlen, BFEED_EINVAL, "OPEN names no dataset");
   }
   return 0;
 }
 
-int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap) { return opts_check(o, why, cap); }
+int msg_opts_check(const bfeed_stream_opts *o, char *err, size_t errlen) { return opts_check(o, err, errlen); }
 
 void msg_open_ok_encode(wbuf *w, const msg_open_ok *m) {
   wbuf_u64(w, m->samples);
@@ -149,7 +144,7 @@ void msg_open_ok_encode(wbuf *w, const msg_open_ok *m) {
   wbuf_u64(w, m->fingerprint);
 }
 
-int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, const char **why) {
+int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, n);
   m->samples = rbuf_u64(&r);
@@ -157,7 +152,7 @@ int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, const char **why
   m->classes = rbuf_u32(&r);
   /* The fingerprint came later: a daemon that predates it sends 20 bytes. */
   m->fingerprint = rbuf_left(&r) >= 8 ? rbuf_u64(&r) : 0;
-  return finish_read(&r, 1, why, "malformed OPEN_OK");
+  return finish_read(&r, 1, err, errlen, "malformed OPEN_OK");
 }
 
 void msg_request_encode(wbuf *w, const msg_request *m) {
@@ -168,26 +163,26 @@ void msg_request_encode(wbuf *w, const msg_request *m) {
   }
 }
 
-int msg_request_decode(const void *p, size_t n, msg_request *m, const char **why) {
+int msg_request_decode(const void *p, size_t n, msg_request *m, char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, n);
   m->count = rbuf_u32(&r);
-  if (r.failed) return *why = "REQUEST truncated", BFEED_EPROTO;
-  if (m->count < 1 || m->count > MSG_MAX_REQUEST) return *why = "REQUEST asks for 0 or over 1024 batches", BFEED_EPROTO;
+  if (r.failed) return names_fail(err, errlen, BFEED_EPROTO, "REQUEST truncated");
+  if (m->count < 1 || m->count > MSG_MAX_REQUEST) return names_fail(err, errlen, BFEED_EPROTO, "REQUEST asks for 0 or over 1024 batches");
   for (uint32_t i = 0; i < m->count; i++) {
     m->b[i].epoch = rbuf_u64(&r);
     m->b[i].index = rbuf_u64(&r);
   }
-  return finish_read(&r, 0, why, "malformed REQUEST (its length is not 4 + 16 x count)");
+  return finish_read(&r, 0, err, errlen, "malformed REQUEST (its length is not 4 + 16 x count)");
 }
 
 void msg_u64_encode(wbuf *w, uint64_t v) { wbuf_u64(w, v); }
 
-int msg_u64_decode(const void *p, size_t n, uint64_t *v, const char **why) {
+int msg_u64_decode(const void *p, size_t n, uint64_t *v, char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, n);
   *v = rbuf_u64(&r);
-  return finish_read(&r, 1, why, "malformed counter message");
+  return finish_read(&r, 1, err, errlen, "malformed counter message");
 }
 
 void msg_error_encode(wbuf *w, int32_t code, const char *message) {
@@ -197,13 +192,13 @@ void msg_error_encode(wbuf *w, int32_t code, const char *message) {
   wbuf_bytes(w, message, n);
 }
 
-int msg_error_decode(const void *p, size_t n, msg_error *m, const char **why) {
+int msg_error_decode(const void *p, size_t n, msg_error *m, char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, n);
   m->code = (int32_t)rbuf_u32(&r);
   if (get_name(&r, m->message, sizeof m->message) < 0) r.failed = 1;
   if (m->code >= 0) r.failed = 1; /* an error frame must carry an error */
-  return finish_read(&r, 1, why, "malformed ERROR");
+  return finish_read(&r, 1, err, errlen, "malformed ERROR");
 }
 
 void msg_stats_encode(wbuf *w, const msg_counter *c, size_t n) {
@@ -227,14 +222,13 @@ static int get_short_name(rbuf *r, char *dst) {
 }
 
 int msg_stats_decode(const void *p, size_t n, msg_counter *c, size_t max, size_t *count,
-                     const char **why) {
+                     char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, n);
   *count = 0;
   uint32_t k = rbuf_u32(&r);
   if (k > MSG_MAX_COUNTERS) {
-    *why = "STATS has too many counters";
-    return BFEED_ETOOBIG;
+    return names_fail(err, errlen, BFEED_ETOOBIG, "STATS has too many counters");
   }
   *count = 0;
   for (uint32_t i = 0; i < k && !r.failed; i++) {
@@ -243,7 +237,7 @@ int msg_stats_decode(const void *p, size_t n, msg_counter *c, size_t max, size_t
     tmp.value = rbuf_u64(&r);
     if (!r.failed && *count < max) c[(*count)++] = tmp;
   }
-  return finish_read(&r, 0, why, "malformed STATS");
+  return finish_read(&r, 0, err, errlen, "malformed STATS");
 }
 
 void msg_batch_encode_head(wbuf *w, const msg_batch *m) {
@@ -313,45 +307,45 @@ void msg_batch_peek(const uint8_t prefix[MSG_BATCH_PREFIX], uint8_t *codec, uint
 }
 
 /* BATCH's fixed fields and tensor table, checked; m->data is what follows. */
-static int batch_decode_table(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why) {
+static int batch_decode_table(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, n);
   batch_prefix_read(&r, m);
-  if (r.failed) return *why = "BATCH header truncated", BFEED_EPROTO;
-  if (m->ntensors > MSG_MAX_TENSORS) return *why = "BATCH has too many tensors", BFEED_EPROTO;
-  if (!codec_get(m->codec)) return *why = "BATCH uses an unknown codec", BFEED_EPROTO;
-  if (m->raw_size > raw_limit) return *why = "BATCH raw size exceeds the limit", BFEED_ETOOBIG;
+  if (r.failed) return names_fail(err, errlen, BFEED_EPROTO, "BATCH header truncated");
+  if (m->ntensors > MSG_MAX_TENSORS) return names_fail(err, errlen, BFEED_EPROTO, "BATCH has too many tensors");
+  if (!codec_get(m->codec)) return names_fail(err, errlen, BFEED_EPROTO, "BATCH uses an unknown codec");
+  if (m->raw_size > raw_limit) return names_fail(err, errlen, BFEED_ETOOBIG, "BATCH raw size exceeds the limit");
   for (uint32_t i = 0; i < m->ntensors; i++) {
     msg_tensor *t = &m->t[i];
-    if (get_short_name(&r, t->name) < 0) return *why = "BATCH tensor name malformed", BFEED_EPROTO;
+    if (get_short_name(&r, t->name) < 0) return names_fail(err, errlen, BFEED_EPROTO, "BATCH tensor name malformed");
     t->dtype = rbuf_u8(&r);
     t->ndim = rbuf_u8(&r);
-    if (t->ndim > BFEED_MAX_DIMS) return *why = "BATCH tensor has too many dimensions", BFEED_EPROTO;
+    if (t->ndim > BFEED_MAX_DIMS) return names_fail(err, errlen, BFEED_EPROTO, "BATCH tensor has too many dimensions");
     for (int d = 0; d < t->ndim; d++) t->shape[d] = rbuf_u64(&r);
     t->offset = rbuf_u64(&r);
     t->nbytes = rbuf_u64(&r);
-    if (r.failed) return *why = "BATCH tensor table truncated", BFEED_EPROTO;
+    if (r.failed) return names_fail(err, errlen, BFEED_EPROTO, "BATCH tensor table truncated");
     if (tensor_check(t, m->raw_size) < 0)
-      return *why = "BATCH tensor shape, dtype or extent inconsistent", BFEED_EPROTO;
+      return names_fail(err, errlen, BFEED_EPROTO, "BATCH tensor shape, dtype or extent inconsistent");
   }
   m->data_size = rbuf_left(&r);
   m->data = r.p + r.off;
   return 0;
 }
 
-int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why) {
-  int rc = batch_decode_table(p, n, raw_limit, m, why);
+int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, char *err, size_t errlen) {
+  int rc = batch_decode_table(p, n, raw_limit, m, err, errlen);
   if (rc < 0) return rc;
   /* Each codec's own form (PROTOCOL.md "Codecs"): uncompressed data is
    * exactly its plain size; compressed data is checked when it is
    * decompressed, to exactly that size. */
   const codec_info *c = codec_get(m->codec);
   if (c->u8 && msg_batch_u8_size(m) == 0)
-    return *why = "BATCH codec u8 needs a first tensor `image`, bf16 [B,3,H,W] or [B,H,W,3] at offset 0", BFEED_EPROTO;
+    return names_fail(err, errlen, BFEED_EPROTO, "BATCH codec u8 needs a first tensor `image`, bf16 [B,3,H,W] or [B,H,W,3] at offset 0");
   if (!c->comp && m->data_size != codec_plain_size(m))
-    return *why = c->u8 ? "BATCH u8 data size differs from what its tensors need"
-                        : "BATCH data size differs from its raw size",
-           BFEED_EPROTO;
+    return names_fail(err, errlen, BFEED_EPROTO,
+                      c->u8 ? "BATCH u8 data size differs from what its tensors need"
+                            : "BATCH data size differs from its raw size");
   return 0;
 }
 
@@ -370,17 +364,17 @@ void msg_shm_ring_encode(wbuf *w, const msg_shm_ring *m) {
   wbuf_u64(w, m->size);
 }
 
-int msg_shm_ring_decode(const void *p, size_t n, msg_shm_ring *m, const char **why) {
+int msg_shm_ring_decode(const void *p, size_t n, msg_shm_ring *m, char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, n);
   m->slots = rbuf_u32(&r);
   m->slot_size = rbuf_u64(&r);
   m->size = rbuf_u64(&r);
-  if (r.failed) return *why = "SHM_RING truncated", BFEED_EPROTO;
-  if (m->slots < 1 || m->slots > MSG_SHM_MAX_SLOTS) return *why = "SHM_RING slot count out of range", BFEED_EPROTO;
+  if (r.failed) return names_fail(err, errlen, BFEED_EPROTO, "SHM_RING truncated");
+  if (m->slots < 1 || m->slots > MSG_SHM_MAX_SLOTS) return names_fail(err, errlen, BFEED_EPROTO, "SHM_RING slot count out of range");
   if (m->slot_size == 0 || m->slot_size % 64 || m->slot_size > FRAME_MAX_PAYLOAD)
-    return *why = "SHM_RING slot size out of range or not a multiple of 64", BFEED_EPROTO;
-  if (m->size != m->slots * m->slot_size) return *why = "SHM_RING size is not slots x slot_size", BFEED_EPROTO;
+    return names_fail(err, errlen, BFEED_EPROTO, "SHM_RING slot size out of range or not a multiple of 64");
+  if (m->size != m->slots * m->slot_size) return names_fail(err, errlen, BFEED_EPROTO, "SHM_RING size is not slots x slot_size");
   return 0;
 }
 
@@ -392,14 +386,15 @@ void msg_batch_shm_encode(wbuf *w, const msg_batch *m, uint32_t slot) {
 }
 
 int msg_batch_shm_decode(const void *p, size_t n, const msg_shm_ring *ring, msg_batch *m, uint32_t *slot,
-                         const char **why) {
-  if (n < MSG_BATCH_PREFIX + 4) return *why = "BATCH_SHM truncated", BFEED_EPROTO;
-  int rc = batch_decode_table(p, n - 4, ring->slot_size, m, why);
-  if (rc < 0) return rc == BFEED_ETOOBIG ? (*why = "BATCH_SHM raw size exceeds the slot size", BFEED_EPROTO) : rc;
-  if (!codec_is_plain(m->codec)) return *why = "BATCH_SHM carries a codec other than none", BFEED_EPROTO;
-  if (m->data_size != 0) return *why = "BATCH_SHM has bytes between its tensor table and its slot", BFEED_EPROTO;
+                         char *err, size_t errlen) {
+  if (n < MSG_BATCH_PREFIX + 4) return names_fail(err, errlen, BFEED_EPROTO, "BATCH_SHM truncated");
+  int rc = batch_decode_table(p, n - 4, ring->slot_size, m, err, errlen);
+  if (rc == BFEED_ETOOBIG) return names_fail(err, errlen, BFEED_EPROTO, "BATCH_SHM raw size exceeds the slot size");
+  if (rc < 0) return rc;
+  if (!codec_is_plain(m->codec)) return names_fail(err, errlen, BFEED_EPROTO, "BATCH_SHM carries a codec other than none");
+  if (m->data_size != 0) return names_fail(err, errlen, BFEED_EPROTO, "BATCH_SHM has bytes between its tensor table and its slot");
   *slot = wire_get32((const uint8_t *)p + n - 4);
-  if (*slot >= ring->slots) return *why = "BATCH_SHM slot outside the ring", BFEED_EPROTO;
+  if (*slot >= ring->slots) return names_fail(err, errlen, BFEED_EPROTO, "BATCH_SHM slot outside the ring");
   m->data = NULL;
   return 0;
 }
@@ -411,15 +406,15 @@ void msg_ack_encode(wbuf *w, const msg_ack *m) {
   for (uint32_t i = 0; i < m->nreleased; i++) wbuf_u64(w, m->released[i]);
 }
 
-int msg_ack_decode(const void *p, size_t n, msg_ack *m, const char **why) {
+int msg_ack_decode(const void *p, size_t n, msg_ack *m, char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, n);
   m->consumed = rbuf_u64(&r);
   m->nreleased = n == 8 ? 0 : rbuf_u32(&r);
-  if (r.failed) return *why = "ACK truncated", BFEED_EPROTO;
+  if (r.failed) return names_fail(err, errlen, BFEED_EPROTO, "ACK truncated");
   if (n > 8 && (m->nreleased == 0 || m->nreleased > MSG_ACK_MAX_RELEASED))
-    return *why = "ACK's released count out of range", BFEED_EPROTO;
-  if (rbuf_left(&r) != 8 * (size_t)m->nreleased) return *why = "ACK's released list has the wrong length", BFEED_EPROTO;
+    return names_fail(err, errlen, BFEED_EPROTO, "ACK's released count out of range");
+  if (rbuf_left(&r) != 8 * (size_t)m->nreleased) return names_fail(err, errlen, BFEED_EPROTO, "ACK's released list has the wrong length");
   for (uint32_t i = 0; i < m->nreleased; i++) m->released[i] = rbuf_u64(&r);
   return 0;
 }

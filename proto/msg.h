@@ -42,7 +42,7 @@ typedef struct msg_hello {
   char token[MSG_TOKEN_MAX]; /* "" = none: encoded only when set */
 } msg_hello;
 void msg_hello_encode(wbuf *w, const msg_hello *m);
-int msg_hello_decode(const void *p, size_t n, msg_hello *m, const char **why);
+int msg_hello_decode(const void *p, size_t n, msg_hello *m, char *err, size_t errlen);
 
 typedef struct msg_hello_ok {
   uint32_t version;   /* chosen by the daemon */
@@ -50,7 +50,7 @@ typedef struct msg_hello_ok {
   char server[MSG_NAME_MAX];
 } msg_hello_ok;
 void msg_hello_ok_encode(wbuf *w, const msg_hello_ok *m);
-int msg_hello_ok_decode(const void *p, size_t n, msg_hello_ok *m, const char **why);
+int msg_hello_ok_decode(const void *p, size_t n, msg_hello_ok *m, char *err, size_t errlen);
 
 /* OPEN: dataset name and stream options, as TLV items. */
 typedef struct msg_open {
@@ -59,12 +59,12 @@ typedef struct msg_open {
 } msg_open;
 void msg_open_encode(wbuf *w, const msg_open *m);
 /* Missing options keep msg_opts_defaults' values. */
-int msg_open_decode(const void *p, size_t n, msg_open *m, const char **why);
+int msg_open_decode(const void *p, size_t n, msg_open *m, char *err, size_t errlen);
 /* The defaults of every option (bfeed_types.h notes them); what
  * bfeed_stream_opts_init gives a client, and what OPEN leaves unsaid. */
 void msg_opts_defaults(bfeed_stream_opts *o);
-/* Range-check options; 0 or BFEED_EINVAL with a reason in why[cap]. */
-int msg_opts_check(const bfeed_stream_opts *o, char *why, size_t cap);
+/* Range-check options; 0 or BFEED_EINVAL with a reason in err. */
+int msg_opts_check(const bfeed_stream_opts *o, char *err, size_t errlen);
 
 typedef struct msg_open_ok {
   uint64_t samples;           /* per epoch, in this shard */
@@ -73,7 +73,7 @@ typedef struct msg_open_ok {
   uint64_t fingerprint;       /* of what decides the stream's bytes; 0: not sent (an older daemon) */
 } msg_open_ok;
 void msg_open_ok_encode(wbuf *w, const msg_open_ok *m);
-int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, const char **why);
+int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, char *err, size_t errlen);
 
 /* REQUEST: the batches an on-demand stream is to serve next, in order. */
 #define MSG_MAX_REQUEST 1024
@@ -84,11 +84,11 @@ typedef struct msg_request {
   } b[MSG_MAX_REQUEST];
 } msg_request;
 void msg_request_encode(wbuf *w, const msg_request *m);
-int msg_request_decode(const void *p, size_t n, msg_request *m, const char **why);
+int msg_request_decode(const void *p, size_t n, msg_request *m, char *err, size_t errlen);
 
 /* ACK: the client has consumed `consumed` batches of the stream in all. */
 void msg_u64_encode(wbuf *w, uint64_t v);
-int msg_u64_decode(const void *p, size_t n, uint64_t *v, const char **why);
+int msg_u64_decode(const void *p, size_t n, uint64_t *v, char *err, size_t errlen);
 
 /* ERROR */
 typedef struct msg_error {
@@ -96,7 +96,7 @@ typedef struct msg_error {
   char message[MSG_ERROR_MAX];
 } msg_error;
 void msg_error_encode(wbuf *w, int32_t code, const char *message);
-int msg_error_decode(const void *p, size_t n, msg_error *m, const char **why);
+int msg_error_decode(const void *p, size_t n, msg_error *m, char *err, size_t errlen);
 
 /* STATS: named counters. */
 typedef struct msg_counter {
@@ -105,7 +105,7 @@ typedef struct msg_counter {
 } msg_counter;
 void msg_stats_encode(wbuf *w, const msg_counter *c, size_t n);
 int msg_stats_decode(const void *p, size_t n, msg_counter *c, size_t max, size_t *count,
-                     const char **why);
+                     char *err, size_t errlen);
 
 /* BATCH: fixed fields, tensor descriptors, then the data (raw tensors laid
  * out at their offsets, or a zstd frame of them) up to the end of the
@@ -135,7 +135,7 @@ void msg_batch_encode_head(wbuf *w, const msg_batch *m);
  * the frame (fwriter.h) and place the data before writing anything. */
 size_t msg_batch_head_size(const msg_batch *m);
 /* raw_limit bounds raw_size (memory the receiver will allocate). */
-int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, const char **why);
+int msg_batch_decode(const void *p, size_t n, uint64_t raw_limit, msg_batch *m, char *err, size_t errlen);
 /* The fixed fields that open every BATCH payload (epoch .. raw_size), and
  * what a receiver needs from them before reading the rest: where the data
  * will start lets it place the payload so the tensors land aligned. */
@@ -165,11 +165,11 @@ typedef struct msg_shm_ring {
   uint64_t slot_size, size;
 } msg_shm_ring;
 void msg_shm_ring_encode(wbuf *w, const msg_shm_ring *m);
-int msg_shm_ring_decode(const void *p, size_t n, msg_shm_ring *m, const char **why);
+int msg_shm_ring_decode(const void *p, size_t n, msg_shm_ring *m, char *err, size_t errlen);
 size_t msg_batch_shm_size(const msg_batch *m);
 void msg_batch_shm_encode(wbuf *w, const msg_batch *m, uint32_t slot);
 int msg_batch_shm_decode(const void *p, size_t n, const msg_shm_ring *ring, msg_batch *m, uint32_t *slot,
-                         const char **why);
+                         char *err, size_t errlen);
 /* ACK on a shared-memory stream: `consumed` as in every ACK, then
  * optionally u32 count (1..64) and count x u64: the seqs of BATCH_SHM
  * batches the caller has released, whose slots the daemon may reuse. A
@@ -181,6 +181,6 @@ typedef struct msg_ack {
   uint64_t released[MSG_ACK_MAX_RELEASED];
 } msg_ack;
 void msg_ack_encode(wbuf *w, const msg_ack *m);
-int msg_ack_decode(const void *p, size_t n, msg_ack *m, const char **why);
+int msg_ack_decode(const void *p, size_t n, msg_ack *m, char *err, size_t errlen);
 
 #endif

@@ -1,6 +1,8 @@
 /* names.c -- see names.h */
 #include "names.h"
 
+#include <stdio.h>
+
 const char *names_errcode(int code) {
   switch (code) {
     case BFEED_OK: return "BFEED_OK: success";
@@ -10,6 +12,11 @@ const char *names_errcode(int code) {
 #undef NAMES_ERRCODE
     default: return "BFEED_E?: unknown error code";
   }
+}
+
+int names_fail(char *err, size_t errlen, int code, const char *why) {
+  if (err && errlen) snprintf(err, errlen, "%s", why);
+  return code;
 }
 
 size_t names_dtype_size(int dtype) {

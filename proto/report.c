@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bfeed_types.h"
+#include "names.h"
 #include "wire.h"
 
 static void put_str(wbuf *w, const char *s, size_t max, int wide) {
@@ -62,19 +63,19 @@ static int get_str(rbuf *r, char *dst, size_t cap, int wide, int allow_empty) {
   return 0;
 }
 
-int report_decode(const void *p, size_t len, report_group **out, size_t *n, const char **why) {
+int report_decode(const void *p, size_t len, report_group **out, size_t *n, char *err, size_t errlen) {
   rbuf r;
   rbuf_init(&r, p, len);
   *out = NULL;
   *n = 0;
   uint32_t ng = rbuf_u32(&r);
-  if (r.failed) return *why = "report truncated", BFEED_EPROTO;
-  if (ng > REPORT_MAX_GROUPS) return *why = "report has too many groups", BFEED_ETOOBIG;
+  if (r.failed) return names_fail(err, errlen, BFEED_EPROTO, "report truncated");
+  if (ng > REPORT_MAX_GROUPS) return names_fail(err, errlen, BFEED_ETOOBIG, "report has too many groups");
   /* Each group needs at least 7 bytes: refuse counts the payload can't hold
    * before allocating for them. */
-  if ((size_t)ng * 7 > rbuf_left(&r)) return *why = "report group count exceeds its size", BFEED_EPROTO;
+  if ((size_t)ng * 7 > rbuf_left(&r)) return names_fail(err, errlen, BFEED_EPROTO, "report group count exceeds its size");
   report_group *g = calloc(ng ? ng : 1, sizeof *g);
-  if (!g) return *why = "out of memory", BFEED_ENOMEM;
+  if (!g) return names_fail(err, errlen, BFEED_ENOMEM, "out of memory");
   for (uint32_t i = 0; i < ng; i++) {
     if (get_str(&r, g[i].kind, sizeof g[i].kind, 0, 0) < 0 || get_str(&r, g[i].id, sizeof g[i].id, 1, 1) < 0)
       goto bad;
@@ -93,6 +94,5 @@ int report_decode(const void *p, size_t len, report_group **out, size_t *n, cons
   return 0;
 bad:
   free(g);
-  *why = "malformed report";
-  return BFEED_EPROTO;
+  return names_fail(err, errlen, BFEED_EPROTO, "malformed report");
 }

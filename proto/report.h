@@ -49,6 +49,6 @@ void report_end(report_writer *r);
 
 /* Parse a report into *out (malloc'd array of *n groups; free() it).
  * 0, or BFEED_EPROTO/ETOOBIG/ENOMEM with a static reason. */
-int report_decode(const void *p, size_t len, report_group **out, size_t *n, const char **why);
+int report_decode(const void *p, size_t len, report_group **out, size_t *n, char *err, size_t errlen);
 
 #endif

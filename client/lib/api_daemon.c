@@ -28,8 +28,8 @@ static int api_daemon_stats(bfeed_client *c, bfeed_stat_group **out, size_t *nou
   if (rc < 0) return rc;
   report_group *g;
   size_t n;
-  const char *why;
-  rc = report_decode(p, len, &g, &n, &why);
+  char why[MSG_ERROR_MAX];
+  rc = report_decode(p, len, &g, &n, why, sizeof why);
   free(p);
   if (rc < 0) return api_err(err, errlen, rc, "statistics from the daemon: %s", why);
   /* The public view: groups first, then all counters, in one block so one

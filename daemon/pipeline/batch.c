@@ -200,9 +200,9 @@ static int grow(void *buf, size_t *cap, size_t need) {
 
 /* Read and decode sample idx into rgb. A failure of the moment (out of
  * descriptors or memory, an I/O error) is tried again after a pause; only
- * the file's own faults are returned as such (BFEED_EDATASET...). why
+ * the file's own faults are returned as such (BFEED_EDATASET...). err
  * starts with the file's name. */
-static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb, char *why, size_t cap) {
+static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb, char *err, size_t errlen) {
   static const int pause_ms[BATCH_RETRIES] = {10, 100, 500};
   const batch_spec *s = job->spec;
   int rc = 0;
@@ -216,12 +216,12 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
     size_t file_cap = w->file_cap;
     rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, read_why, sizeof read_why);
     scratch_count(file_cap, w->file_cap);
-    if (rc < 0) snprintf(why, cap, "%s: %s", name, read_why);
+    if (rc < 0) snprintf(err, errlen, "%s: %s", name, read_why);
     /* sample_load's reasons start with the name it is given. */
-    if (rc == 0) rc = sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, why, cap);
+    if (rc == 0) rc = sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, err, errlen);
     if (rc != BFEED_EIO && rc != BFEED_ENOMEM) return rc;
     if (attempt < BATCH_RETRIES) {
-      log_write(s->log, LOG_DEBUG, "dataset %s: %s; trying again", s->ds->name, why);
+      log_write(s->log, LOG_DEBUG, "dataset %s: %s; trying again", s->ds->name, err);
       struct timespec ts = {0, pause_ms[attempt] * 1000000L};
       nanosleep(&ts, NULL);
     }
@@ -358,8 +358,8 @@ static void batch_build_shm(batch_job *job, batch_worker *w, batch_layout *L) {
   fwriter_init(&fw, job->buf, cap);
   msg_batch_shm_encode(&fw.w, m, job->shm_index);
   if ((job->rc = fill(s, w, L, job->count, job->shm_slot, 0, job->err, sizeof job->err)) < 0) return;
-  const char *why;
-  if ((job->rc = fwriter_finish(&fw, FRAME_BATCH_SHM, s->stream_id, &why)) < 0) {
+  char why[96];
+  if ((job->rc = fwriter_finish(&fw, FRAME_BATCH_SHM, s->stream_id, why, sizeof why)) < 0) {
     snprintf(job->err, sizeof job->err, "BATCH_SHM of %llu bytes: %s", (unsigned long long)m->raw_size, why);
     return;
   }
@@ -434,8 +434,8 @@ void batch_build(batch_job *job, batch_worker *w) {
     if (job->rc < 0) goto done;
     fwriter_commit(&fw, n);
   }
-  const char *why;
-  if ((job->rc = fwriter_finish(&fw, FRAME_BATCH, s->stream_id, &why)) < 0) {
+  char why[96];
+  if ((job->rc = fwriter_finish(&fw, FRAME_BATCH, s->stream_id, why, sizeof why)) < 0) {
     snprintf(job->err, sizeof job->err, "batch of %llu bytes: %s", (unsigned long long)m->raw_size, why);
     goto done;
   }

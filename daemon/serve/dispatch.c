@@ -45,9 +45,9 @@ static int dispatch_token_equal(const char *a, const char *b) {
 
 static void on_hello(conn *c, const uint8_t *p, size_t n) {
   msg_hello h;
-  const char *why;
+  char why[MSG_ERROR_MAX];
   char agent[MSG_NAME_MAX * 4];
-  if (msg_hello_decode(p, n, &h, &why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
+  if (msg_hello_decode(p, n, &h, why, sizeof why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
   uint32_t v = h.max_version < FRAME_VERSION_MAX ? h.max_version : FRAME_VERSION_MAX;
   uint32_t lo = h.min_version > FRAME_VERSION_MIN ? h.min_version : FRAME_VERSION_MIN;
   if (v < lo)
@@ -67,8 +67,8 @@ static void on_hello(conn *c, const uint8_t *p, size_t n) {
 static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   server *s = c->s;
   msg_open m;
-  const char *why;
-  int rc = msg_open_decode(p, n, &m, &why);
+  char why[MSG_ERROR_MAX];
+  int rc = msg_open_decode(p, n, &m, why, sizeof why);
   if (rc < 0) return conn_send_error(c, id, rc, "%s", why);
   /* An ERROR on the id would tell the client its live stream failed while
    * the daemon goes on serving it: a reused id breaks the protocol. */
@@ -111,9 +111,9 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
 
 static void on_ack(conn *c, uint32_t id, int i, const uint8_t *p, size_t n) {
   msg_ack a;
-  const char *why;
+  char why[MSG_ERROR_MAX];
   char err[MSG_ERROR_MAX];
-  if (msg_ack_decode(p, n, &a, &why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
+  if (msg_ack_decode(p, n, &a, why, sizeof why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
   if (i < 0) return; /* the stream ended or failed: a late ack is harmless */
   int rc = stream_ack(c->streams[i], &a, err, sizeof err);
   if (rc < 0) return conn_fail(c, rc, "stream %u: %s", id, err);
@@ -123,8 +123,8 @@ static void on_ack(conn *c, uint32_t id, int i, const uint8_t *p, size_t n) {
  * connection, one for a stream already gone is ignored. */
 static void on_request(conn *c, int i, const uint8_t *p, size_t n) {
   msg_request m; /* 16 KiB, on the loop thread's stack */
-  const char *why;
-  int rc = msg_request_decode(p, n, &m, &why);
+  char why[MSG_ERROR_MAX];
+  int rc = msg_request_decode(p, n, &m, why, sizeof why);
   if (rc < 0) return conn_fail(c, rc, "%s", why);
   if (i >= 0) stream_request(c->streams[i], &m);
 }

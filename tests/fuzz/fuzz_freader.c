@@ -51,7 +51,7 @@ static freader_run fuzz_freader_pass(const uint8_t *data, size_t size, int mode,
       uint8_t hdr[FRAME_HEADER_SIZE];
       frame_header h;
       frame_header_encode(&r.h, hdr);
-      CHECK(frame_header_decode(hdr, FRAME_MAX_CONTROL, &h, NULL) == 0);
+      CHECK(frame_header_decode(hdr, FRAME_MAX_CONTROL, &h, NULL, 0) == 0);
       CHECK(frame_verify(&r.h, payload) == 0);
       out.frames++;
       out.sum = out.sum * 31 + r.h.checksum + r.h.length;

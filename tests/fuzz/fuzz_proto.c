@@ -44,12 +44,12 @@ static int fuzz_header(const uint8_t *data) {
   int accepted_below = 0, ok_any = 0;
   for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
     frame_header h;
-    const char *why = NULL;
-    int rc = frame_header_decode(data, limits[i], &h, &why);
+    char why[256] = "";
+    int rc = frame_header_decode(data, limits[i], &h, why, sizeof why);
     if (rc < 0) {
       CHECK(!accepted_below);
       CHECK(rc == BFEED_EPROTO || rc == BFEED_EVERSION || rc == BFEED_ETOOBIG);
-      CHECK(why != NULL && why[0] != 0);
+      CHECK(why[0] != 0);
       continue;
     }
     accepted_below = ok_any = 1;
@@ -81,16 +81,16 @@ typedef struct fuzz_codec {
   size_t fixed;       /* a fixed-size body: accepted iff at least that long, re-encoded to the same bytes
                          (fields added since, which the input lacks, as zeros: OPEN_OK's fingerprint) */
   int shrinks;        /* re-encoding may only drop trailing bytes */
-  int (*decode)(const uint8_t *p, size_t n, fuzz_msg *m, const char **why);
+  int (*decode)(const uint8_t *p, size_t n, fuzz_msg *m, char *why, size_t whylen);
   void (*encode)(wbuf *w, const fuzz_msg *m);
   void (*accepted)(const fuzz_msg *m); /* what a decoded message guarantees; NULL: nothing more */
   void (*same)(const fuzz_msg *a, const fuzz_msg *b);
 } fuzz_codec;
 
 /* Each decoder behind one signature; the encoders that take the message. */
-#define FUZZ_DEFINE_DECODE(msg)                                                              \
-  static int fuzz_decode_##msg(const uint8_t *p, size_t n, fuzz_msg *m, const char **why) { \
-    return msg_##msg##_decode(p, n, &m->msg, why);                                           \
+#define FUZZ_DEFINE_DECODE(msg)                                                                       \
+  static int fuzz_decode_##msg(const uint8_t *p, size_t n, fuzz_msg *m, char *why, size_t whylen) { \
+    return msg_##msg##_decode(p, n, &m->msg, why, whylen);                                          \
   }
 #define FUZZ_DEFINE_ENCODE(msg) \
   static void fuzz_encode_##msg(wbuf *w, const fuzz_msg *m) { msg_##msg##_encode(w, &m->msg); }
@@ -186,8 +186,8 @@ static const fuzz_codec fuzz_codecs[] = {
 
 static int fuzz_round_trip(const fuzz_codec *c, const uint8_t *p, size_t n) {
   fuzz_msg a, b;
-  const char *why = NULL;
-  int rc = c->decode(p, n, &a, &why);
+  char why[256] = "";
+  int rc = c->decode(p, n, &a, why, sizeof why);
   if (c->fixed) CHECK((rc == 0) == (n >= c->fixed));
   if (rc < 0) return check_refusal(rc, why, c->code_a, c->code_b), 0;
   if (c->accepted) c->accepted(&a);
@@ -201,7 +201,7 @@ static int fuzz_round_trip(const fuzz_codec *c, const uint8_t *p, size_t n) {
     for (size_t i = same; i < q.n; i++) CHECK(q.p[i] == 0);
   }
   if (c->shrinks) CHECK(q.n <= n); /* only trailing bytes may have been dropped */
-  CHECK(c->decode(q.p, q.n, &b, &why) == 0);
+  CHECK(c->decode(q.p, q.n, &b, why, sizeof why) == 0);
   c->same(&a, &b);
   wbuf_free(&w);
   return c->result;
@@ -210,10 +210,10 @@ static int fuzz_round_trip(const fuzz_codec *c, const uint8_t *p, size_t n) {
 static int fuzz_stats(const uint8_t *p, size_t n) {
   msg_counter a[MSG_MAX_COUNTERS], b[MSG_MAX_COUNTERS], few[2];
   size_t na = 0, nb = 0, nfew = 0;
-  const char *why = NULL, *why_few = NULL;
-  int rc = msg_stats_decode(p, n, a, MSG_MAX_COUNTERS, &na, &why);
+  char why[256] = "", why_few[256] = "";
+  int rc = msg_stats_decode(p, n, a, MSG_MAX_COUNTERS, &na, why, sizeof why);
   /* How many slots the caller has must not change what is valid. */
-  int rc_few = msg_stats_decode(p, n, few, 2, &nfew, &why_few);
+  int rc_few = msg_stats_decode(p, n, few, 2, &nfew, why_few, sizeof why_few);
   CHECK(rc == rc_few);
   if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_ETOOBIG), 0;
   CHECK(na <= MSG_MAX_COUNTERS && nfew == (na < 2 ? na : 2));
@@ -224,7 +224,7 @@ static int fuzz_stats(const uint8_t *p, size_t n) {
   msg_stats_encode(&w, a, na);
   payload q = as_frame(&w, FRAME_STATS);
   CHECK(q.n == n && memcmp(q.p, p, n) == 0); /* no trailing bytes are allowed */
-  CHECK(msg_stats_decode(q.p, q.n, b, MSG_MAX_COUNTERS, &nb, &why) == 0);
+  CHECK(msg_stats_decode(q.p, q.n, b, MSG_MAX_COUNTERS, &nb, why, sizeof why) == 0);
   CHECK(nb == na);
   for (size_t i = 0; i < na; i++)
     CHECK(strcmp(a[i].name, b[i].name) == 0 && a[i].value == b[i].value);
@@ -284,8 +284,8 @@ static void same_batch(const msg_batch *a, const msg_batch *b) {
 
 static int fuzz_batch_limit(const uint8_t *p, size_t n, uint64_t raw_limit) {
   msg_batch a, b;
-  const char *why = NULL;
-  int rc = msg_batch_decode(p, n, raw_limit, &a, &why);
+  char why[256] = "";
+  int rc = msg_batch_decode(p, n, raw_limit, &a, why, sizeof why);
   if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_ETOOBIG), 0;
   check_batch_rules(&a, p, n, raw_limit);
   wbuf w = frame_start();
@@ -293,7 +293,7 @@ static int fuzz_batch_limit(const uint8_t *p, size_t n, uint64_t raw_limit) {
   wbuf_bytes(&w, a.data, a.data_size);
   payload q = as_frame(&w, FRAME_BATCH);
   CHECK(q.n == n);
-  CHECK(msg_batch_decode(q.p, q.n, raw_limit, &b, &why) == 0);
+  CHECK(msg_batch_decode(q.p, q.n, raw_limit, &b, why, sizeof why) == 0);
   same_batch(&a, &b);
   wbuf_free(&w);
   return FUZZ_BATCH;
@@ -333,19 +333,19 @@ static int fuzz_addr(const uint8_t *p, size_t n) {
 /* The shared-memory messages: what a decoder accepts can never point a
  * client outside its ring (slot, extents), and the lengths add up. */
 static void fuzz_shm(const uint8_t *p, size_t n) {
-  const char *why;
+  char why[256] = "";
   msg_shm_ring r;
-  if (msg_shm_ring_decode(p, n, &r, &why) == 0)
+  if (msg_shm_ring_decode(p, n, &r, why, sizeof why) == 0)
     CHECK(r.slots >= 1 && r.slots <= MSG_SHM_MAX_SLOTS && r.slot_size % 64 == 0 && r.size == r.slots * r.slot_size);
   const msg_shm_ring ring = {.slots = 3, .slot_size = 4096, .size = 3 * 4096};
   msg_batch m;
   uint32_t slot;
-  if (msg_batch_shm_decode(p, n, &ring, &m, &slot, &why) == 0) {
+  if (msg_batch_shm_decode(p, n, &ring, &m, &slot, why, sizeof why) == 0) {
     CHECK(slot < ring.slots && m.raw_size <= ring.slot_size && m.codec == BFEED_CODEC_NONE);
     for (uint32_t i = 0; i < m.ntensors; i++) CHECK(m.t[i].offset + m.t[i].nbytes <= m.raw_size);
   }
   msg_ack a;
-  if (msg_ack_decode(p, n, &a, &why) == 0)
+  if (msg_ack_decode(p, n, &a, why, sizeof why) == 0)
     CHECK(a.nreleased <= MSG_ACK_MAX_RELEASED && n == 8 + (a.nreleased ? 4 + 8 * (size_t)a.nreleased : 0));
 }
 

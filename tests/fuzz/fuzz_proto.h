@@ -75,7 +75,7 @@ typedef struct payload {
 static inline payload as_frame(wbuf *w, int type) {
   CHECK(msg_finish(w, 0, type, 1) == 0);
   frame_header h;
-  CHECK(frame_header_decode(w->data, FRAME_MAX_PAYLOAD, &h, NULL) == 0);
+  CHECK(frame_header_decode(w->data, FRAME_MAX_PAYLOAD, &h, NULL, 0) == 0);
   CHECK(h.type == type && h.length == w->len - FRAME_HEADER_SIZE);
   CHECK(frame_verify(&h, w->data + FRAME_HEADER_SIZE) == 0);
   return (payload){w->data + FRAME_HEADER_SIZE, h.length};

@@ -242,7 +242,7 @@ static void mutate_once(uint64_t *st, uint8_t *buf, size_t *size, const seeds *s
 static void fix_frame(uint64_t *st, uint8_t *buf, size_t size) {
   if (size < FRAME_HEADER_SIZE || below(st, 2)) return;
   frame_header h;
-  if (frame_header_decode(buf, FRAME_MAX_PAYLOAD, &h, NULL) != 0) return;
+  if (frame_header_decode(buf, FRAME_MAX_PAYLOAD, &h, NULL, 0) != 0) return;
   frame_header_init(&h, h.type, h.stream, buf + FRAME_HEADER_SIZE,
                     (uint32_t)(size - FRAME_HEADER_SIZE));
   frame_header_encode(&h, buf);

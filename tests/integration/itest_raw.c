@@ -140,11 +140,11 @@ int itest_raw_hello_as(int fd, const char *agent, const char *token, char *msg, 
   if (rc < 0) return rc;
   msg_hello_ok ok;
   msg_error e;
-  const char *why;
-  if (h.type == FRAME_ERROR && msg_error_decode(p, h.length, &e, &why) == 0) {
+  char why[256] = "";
+  if (h.type == FRAME_ERROR && msg_error_decode(p, h.length, &e, why, sizeof why) == 0) {
     snprintf(msg, cap, "%s", e.message);
     rc = e.code < 0 ? e.code : BFEED_EPROTO;
-  } else if (h.type != FRAME_HELLO_OK || msg_hello_ok_decode(p, h.length, &ok, &why) < 0) {
+  } else if (h.type != FRAME_HELLO_OK || msg_hello_ok_decode(p, h.length, &ok, why, sizeof why) < 0) {
     rc = BFEED_EPROTO;
   }
   free(p);
@@ -182,8 +182,8 @@ int itest_raw_expect_error(int fd, uint32_t *stream, int *code, char *msg, size_
   int rc = itest_raw_expect(fd, FRAME_ERROR, &h, &p);
   if (rc < 0) return rc;
   msg_error e;
-  const char *why;
-  rc = msg_error_decode(p, h.length, &e, &why);
+  char why[256] = "";
+  rc = msg_error_decode(p, h.length, &e, why, sizeof why);
   free(p);
   if (rc < 0) return rc;
   *stream = h.stream;

@@ -422,10 +422,10 @@ static void fake_serve(fake *f, int fd, int nth) {
   uint8_t *p;
   wbuf w;
   wbuf_init(&w);
-  const char *why;
+  char why[256] = "";
   while (itest_raw_recv(fd, &h, &p) == 0) {
     if (h.type == FRAME_HELLO) {
-      msg_hello_decode(p, h.length, &f->hello, &why);
+      msg_hello_decode(p, h.length, &f->hello, why, sizeof why);
       if (f->mode == FAKE_REFUSE_AGAIN && nth > 1) {
         msg_error_encode(&w, BFEED_EVERSION, "fake: no common version (on purpose)");
         fake_reply(fd, FRAME_ERROR, 0, &w);
@@ -437,7 +437,7 @@ static void fake_serve(fake *f, int fd, int nth) {
       msg_hello_ok_encode(&w, &ok);
       fake_reply(fd, FRAME_HELLO_OK, 0, &w);
     } else if (h.type == FRAME_OPEN) {
-      msg_open_decode(p, h.length, &f->open, &why);
+      msg_open_decode(p, h.length, &f->open, why, sizeof why);
       if (f->mode == FAKE_BUSY_REOPEN && nth == 2) {
         msg_error_encode(&w, BFEED_EBUSY, "fake: dataset demo is being indexed (on purpose)");
         fake_reply(fd, FRAME_ERROR, h.stream, &w);

@@ -58,10 +58,10 @@ static int sel_open(const char *addr, const bfeed_stream_opts *o, msg_open_ok *o
   int fd = suite_raw_open(addr, o);
   frame_header h;
   uint8_t *p;
-  const char *why;
+  char why[256] = "";
   assert_int_equal(itest_raw_expect(fd, FRAME_OPEN_OK, &h, &p), 0);
   assert_int_equal(h.length, 28);
-  assert_int_equal(msg_open_ok_decode(p, h.length, ok, &why), 0);
+  assert_int_equal(msg_open_ok_decode(p, h.length, ok, why, sizeof why), 0);
   free(p);
   return fd;
 }
@@ -69,8 +69,8 @@ static int sel_open(const char *addr, const bfeed_stream_opts *o, msg_open_ok *o
 /* A BATCH's record; p is taken. */
 static void sel_record(sel_batch *b, uint8_t *p, uint32_t len) {
   msg_batch m;
-  const char *why;
-  assert_int_equal(msg_batch_decode(p, len, UINT64_MAX, &m, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_batch_decode(p, len, UINT64_MAX, &m, why, sizeof why), 0);
   *b = (sel_batch){.epoch = m.epoch, .index = m.index, .seq = m.seq, .payload = p, .len = len};
 }
 
@@ -81,11 +81,11 @@ static void sel_collect(int fd, sel_run *r, uint64_t want) {
   while (want == UINT64_MAX || r->n < want) {
     frame_header h;
     uint8_t *p;
-    const char *why;
+    char why[256] = "";
     assert_int_equal(itest_raw_recv(fd, &h, &p), 0);
     assert_int_equal(h.stream, 1);
     if (h.type == FRAME_END) {
-      assert_int_equal(msg_u64_decode(p, h.length, &r->end_count, &why), 0);
+      assert_int_equal(msg_u64_decode(p, h.length, &r->end_count, why, sizeof why), 0);
       free(p);
       return;
     }
@@ -217,8 +217,8 @@ static void test_on_demand_serves_what_is_asked_in_order(void **state) {
   assert_int_equal(h.type, FRAME_STATS);
   msg_counter c[MSG_MAX_COUNTERS];
   size_t nc;
-  const char *why;
-  assert_int_equal(msg_stats_decode(p, h.length, c, MSG_MAX_COUNTERS, &nc, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_stats_decode(p, h.length, c, MSG_MAX_COUNTERS, &nc, why, sizeof why), 0);
   free(p);
   int found = 0;
   for (size_t i = 0; i < nc; i++)

@@ -49,15 +49,15 @@ static void shm_recv_ring(int fd, uint32_t stream, msg_shm_ring *ring, int *memf
   assert_int_equal(cm->cmsg_type, SCM_RIGHTS);
   memcpy(memfd, CMSG_DATA(cm), sizeof *memfd);
   frame_header h;
-  const char *why;
-  assert_int_equal(frame_header_decode(hdr, FRAME_MAX_CONTROL, &h, &why), 0);
+  char why[256] = "";
+  assert_int_equal(frame_header_decode(hdr, FRAME_MAX_CONTROL, &h, why, sizeof why), 0);
   assert_int_equal(h.type, FRAME_SHM_RING);
   assert_int_equal(h.stream, stream);
   uint8_t p[64];
   assert_true(h.length <= sizeof p);
   assert_int_equal(recv(fd, p, h.length, MSG_WAITALL), (ssize_t)h.length);
   assert_int_equal(frame_verify(&h, p), 0);
-  assert_int_equal(msg_shm_ring_decode(p, h.length, ring, &why), 0);
+  assert_int_equal(msg_shm_ring_decode(p, h.length, ring, why, sizeof why), 0);
 }
 
 /* A raw client on an shm stream: hello, OPEN with transport shm, OPEN_OK,
@@ -69,10 +69,10 @@ static int shm_raw_open(const char *addr, const bfeed_stream_opts *o, msg_shm_ri
   int fd = suite_raw_open(addr, &so);
   frame_header h;
   uint8_t *p;
-  const char *why;
+  char why[256] = "";
   assert_int_equal(itest_raw_recv(fd, &h, &p), 0);
   assert_int_equal(h.type, FRAME_OPEN_OK);
-  assert_int_equal(msg_open_ok_decode(p, h.length, ok, &why), 0);
+  assert_int_equal(msg_open_ok_decode(p, h.length, ok, why, sizeof why), 0);
   free(p);
   int memfd;
   shm_recv_ring(fd, 1, ring, &memfd);
@@ -99,7 +99,7 @@ static void shm_ack(int fd, uint64_t consumed, uint64_t released, int nreleased)
  * its payload (BATCH, *slot -1), into m; 0 at END. */
 static int shm_next(int fd, const msg_shm_ring *ring, const uint8_t *base, msg_batch *m, int *slot, uint8_t **p) {
   frame_header h;
-  const char *why;
+  char why[256] = "";
   for (;;) {
     assert_int_equal(itest_raw_recv(fd, &h, p), 0);
     if (h.type == FRAME_END) {
@@ -107,13 +107,13 @@ static int shm_next(int fd, const msg_shm_ring *ring, const uint8_t *base, msg_b
       return 0;
     }
     if (h.type == FRAME_BATCH) {
-      assert_int_equal(msg_batch_decode(*p, h.length, FRAME_MAX_PAYLOAD, m, &why), 0);
+      assert_int_equal(msg_batch_decode(*p, h.length, FRAME_MAX_PAYLOAD, m, why, sizeof why), 0);
       *slot = -1;
       return 1;
     }
     if (h.type == FRAME_BATCH_SHM) {
       uint32_t s;
-      assert_int_equal(msg_batch_shm_decode(*p, h.length, ring, m, &s, &why), 0);
+      assert_int_equal(msg_batch_shm_decode(*p, h.length, ring, m, &s, why, sizeof why), 0);
       m->data = base + (uint64_t)s * ring->slot_size;
       m->data_size = m->raw_size;
       *slot = (int)s;

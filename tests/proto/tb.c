@@ -90,7 +90,7 @@ size_t tb_begin(wbuf *w) {
 uint8_t *tb_take_payload(wbuf *w, size_t at, int type, uint32_t stream, size_t *n) {
   assert_int_equal(msg_finish(w, at, type, stream), 0);
   frame_header h;
-  assert_int_equal(frame_header_decode(w->data + at, FRAME_MAX_PAYLOAD, &h, NULL), 0);
+  assert_int_equal(frame_header_decode(w->data + at, FRAME_MAX_PAYLOAD, &h, NULL, 0), 0);
   assert_int_equal(h.type, type);
   assert_int_equal(h.stream, stream);
   assert_int_equal(h.length, w->len - at - FRAME_HEADER_SIZE);
@@ -101,11 +101,11 @@ uint8_t *tb_take_payload(wbuf *w, size_t at, int type, uint32_t stream, size_t *
   return p;
 }
 
-/* The decoders that take (p, n, &out, why) differ only in out's type. */
-#define TB_DEFINE_DEC(msg, T)                                   \
-  int tb_dec_##msg(const void *p, size_t n, const char **why) { \
-    T out;                                                      \
-    return msg_##msg##_decode(p, n, &out, why);                 \
+/* The decoders that take (p, n, &out, why, whylen) differ only in out's type. */
+#define TB_DEFINE_DEC(msg, T)                                           \
+  int tb_dec_##msg(const void *p, size_t n, char *why, size_t whylen) { \
+    T out;                                                              \
+    return msg_##msg##_decode(p, n, &out, why, whylen);                 \
   }
 TB_DEFINE_DEC(hello, msg_hello)
 TB_DEFINE_DEC(hello_ok, msg_hello_ok)
@@ -114,21 +114,21 @@ TB_DEFINE_DEC(open_ok, msg_open_ok)
 TB_DEFINE_DEC(u64, uint64_t)
 TB_DEFINE_DEC(error, msg_error)
 
-int tb_dec_stats(const void *p, size_t n, const char **why) {
+int tb_dec_stats(const void *p, size_t n, char *why, size_t whylen) {
   msg_counter c[MSG_MAX_COUNTERS];
   size_t count;
-  return msg_stats_decode(p, n, c, MSG_MAX_COUNTERS, &count, why);
+  return msg_stats_decode(p, n, c, MSG_MAX_COUNTERS, &count, why, whylen);
 }
-int tb_dec_batch(const void *p, size_t n, const char **why) {
+int tb_dec_batch(const void *p, size_t n, char *why, size_t whylen) {
   msg_batch m;
-  return msg_batch_decode(p, n, UINT64_MAX, &m, why);
+  return msg_batch_decode(p, n, UINT64_MAX, &m, why, whylen);
 }
 
 /* Decode exactly n bytes of p; rc, and a reason whenever rc < 0. */
 int tb_decode_copy(tb_decode_fn fn, const void *p, size_t n) {
   uint8_t *c = tb_exact_copy(p, n);
-  const char *why = NULL;
-  int rc = fn(c, n, &why);
+  char why[256] = "";
+  int rc = fn(c, n, why, sizeof why);
   free(c);
   if (rc < 0) {
     assert_non_null(why);

@@ -17,7 +17,7 @@ typedef struct tb {
   size_t n;
 } tb;
 
-typedef int (*tb_decode_fn)(const void *p, size_t n, const char **why);
+typedef int (*tb_decode_fn)(const void *p, size_t n, char *why, size_t whylen);
 
 /* A test file's main(): its cmocka tests as one group (cmocka.h first). */
 #define TB_MAIN(...)                                      \
@@ -50,14 +50,14 @@ size_t tb_begin(wbuf *w);
  * copy of its payload (n bytes); w is freed. */
 uint8_t *tb_take_payload(wbuf *w, size_t at, int type, uint32_t stream, size_t *n);
 /* Each decoder behind one signature, its output discarded. */
-int tb_dec_hello(const void *p, size_t n, const char **why);
-int tb_dec_hello_ok(const void *p, size_t n, const char **why);
-int tb_dec_open(const void *p, size_t n, const char **why);
-int tb_dec_open_ok(const void *p, size_t n, const char **why);
-int tb_dec_u64(const void *p, size_t n, const char **why);
-int tb_dec_error(const void *p, size_t n, const char **why);
-int tb_dec_stats(const void *p, size_t n, const char **why);
-int tb_dec_batch(const void *p, size_t n, const char **why);
+int tb_dec_hello(const void *p, size_t n, char *why, size_t whylen);
+int tb_dec_hello_ok(const void *p, size_t n, char *why, size_t whylen);
+int tb_dec_open(const void *p, size_t n, char *why, size_t whylen);
+int tb_dec_open_ok(const void *p, size_t n, char *why, size_t whylen);
+int tb_dec_u64(const void *p, size_t n, char *why, size_t whylen);
+int tb_dec_error(const void *p, size_t n, char *why, size_t whylen);
+int tb_dec_stats(const void *p, size_t n, char *why, size_t whylen);
+int tb_dec_batch(const void *p, size_t n, char *why, size_t whylen);
 /* Decode exactly n bytes of p: rc, with a reason asserted whenever rc < 0. */
 int tb_decode_copy(tb_decode_fn fn, const void *p, size_t n);
 void tb_expect_decode(tb_decode_fn fn, const tb *t, int want);

@@ -67,8 +67,8 @@ static void test_layout(void **state) {
   memcpy(p, payload, 40);
   wbuf_bytes(&f.w, payload + 40, 60); /* encoders write through f.w */
   assert_int_equal(fwriter_payload_len(&f), 100);
-  const char *why = NULL;
-  assert_int_equal(fwriter_finish(&f, FRAME_STATS, 0x01020304, &why), 0);
+  char why[256] = "";
+  assert_int_equal(fwriter_finish(&f, FRAME_STATS, 0x01020304, why, sizeof why), 0);
   tb want;
   spec_frame(&want, FRAME_STATS, 0x01020304, payload, sizeof payload);
   assert_int_equal(f.w.len, want.n);
@@ -82,7 +82,7 @@ static void test_empty_payload(void **state) {
   uint8_t m[FRAME_HEADER_SIZE];
   fwriter f;
   fwriter_init(&f, m, sizeof m);
-  assert_int_equal(fwriter_finish(&f, FRAME_CLOSE, 9, NULL), 0);
+  assert_int_equal(fwriter_finish(&f, FRAME_CLOSE, 9, NULL, 0), 0);
   tb want;
   spec_frame(&want, FRAME_CLOSE, 9, NULL, 0);
   assert_int_equal(f.w.len, FRAME_HEADER_SIZE);
@@ -110,9 +110,9 @@ static void test_capacity_overflow(void **state) {
     size_t room = 99;
     assert_null(fwriter_room(&f, &room));
     assert_int_equal(room, 0);
-    const char *why = NULL;
-    assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 1, &why), BFEED_ETOOBIG);
-    assert_true(why && strstr(why, "capacity"));
+    char why[256] = "";
+    assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 1, why, sizeof why), BFEED_ETOOBIG);
+    assert_non_null(strstr(why, "capacity"));
     assert_guard(m, cap);
     free(m);
   }
@@ -134,9 +134,9 @@ static void test_exact_fill_room_commit(void **state) {
   fwriter_commit(&f, 50);
   fwriter_room(&f, &room);
   assert_int_equal(room, 0);
-  assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 5, NULL), 0);
+  assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 5, NULL, 0), 0);
   frame_header h;
-  assert_int_equal(frame_header_decode(m, FRAME_MAX_PAYLOAD, &h, NULL), 0);
+  assert_int_equal(frame_header_decode(m, FRAME_MAX_PAYLOAD, &h, NULL, 0), 0);
   assert_int_equal(h.length, 64);
   assert_int_equal(frame_verify(&h, m + FRAME_HEADER_SIZE), 0);
   assert_guard(m, cap);
@@ -148,10 +148,10 @@ static void test_no_memory(void **state) {
   fwriter f;
   fwriter_init(&f, NULL, 1000);
   assert_null(fwriter_append(&f, 1));
-  assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 1, NULL), BFEED_ETOOBIG);
+  assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 1, NULL, 0), BFEED_ETOOBIG);
   uint8_t *m = guarded(FRAME_HEADER_SIZE - 1);
   fwriter_init(&f, m, FRAME_HEADER_SIZE - 1);
-  assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 1, NULL), BFEED_ETOOBIG);
+  assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 1, NULL, 0), BFEED_ETOOBIG);
   for (size_t i = 0; i < FRAME_HEADER_SIZE - 1; i++) assert_int_equal(m[i], 0x11);
   assert_guard(m, FRAME_HEADER_SIZE - 1);
   free(m);
@@ -166,9 +166,9 @@ static void test_over_protocol_limit(void **state) {
   fwriter f;
   fwriter_init(&f, m, cap);
   fwriter_commit(&f, (size_t)FRAME_MAX_PAYLOAD + 1);
-  const char *why = NULL;
-  assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 1, &why), BFEED_ETOOBIG);
-  assert_true(why && strstr(why, "FRAME_MAX_PAYLOAD"));
+  char why[256] = "";
+  assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 1, why, sizeof why), BFEED_ETOOBIG);
+  assert_non_null(strstr(why, "FRAME_MAX_PAYLOAD"));
   munmap(m, cap);
 }
 
@@ -211,7 +211,7 @@ static void test_batch_matches_growable_path(void **state) {
     uint8_t *raw = fwriter_append(&f, m.raw_size);
     assert_true(raw || m.raw_size == 0);
     for (uint64_t i = 0; i < m.raw_size; i++) raw[i] = (uint8_t)i;
-    assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 7, NULL), 0);
+    assert_int_equal(fwriter_finish(&f, FRAME_BATCH, 7, NULL, 0), 0);
     assert_int_equal(f.w.len, g.len);
     assert_memory_equal(mem, g.data, g.len);
     assert_guard(mem, cap);

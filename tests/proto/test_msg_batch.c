@@ -105,9 +105,9 @@ static int decode_spec(const spec_batch *b, uint64_t raw_limit) {
   } *out = malloc(sizeof *out);
   assert_non_null(out);
   memset(out->guard, 0x5c, sizeof out->guard);
-  const char *why = NULL;
-  int rc = msg_batch_decode(c, t.n, raw_limit, &out->m, &why);
-  if (rc < 0) assert_true(why && strlen(why) > 0);
+  char why[256] = "";
+  int rc = msg_batch_decode(c, t.n, raw_limit, &out->m, why, sizeof why);
+  if (rc < 0) assert_true(strlen(why) > 0);
   for (size_t i = 0; i < sizeof out->guard; i++) assert_int_equal(out->guard[i], 0x5c);
   free(out);
   free(c);
@@ -153,8 +153,8 @@ static void test_batch_layout_and_round_trip(void **state) {
 
   msg_batch m;
   memset(&m, 0xa5, sizeof m);
-  const char *why = NULL;
-  assert_int_equal(msg_batch_decode(p, n, 272, &m, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_batch_decode(p, n, 272, &m, why, sizeof why), 0);
   assert_int_equal(m.epoch, b.epoch);
   assert_int_equal(m.index, b.index);
   assert_int_equal(m.seq, b.seq);
@@ -187,8 +187,8 @@ static void test_batch_zstd_data(void **state) {
   for (size_t k = 0; k <= t.n; k++) {
     uint8_t *c = tb_exact_copy(t.b, k);
     msg_batch m;
-    const char *why;
-    int rc = msg_batch_decode(c, k, UINT64_MAX, &m, &why);
+    char why[256] = "";
+    int rc = msg_batch_decode(c, k, UINT64_MAX, &m, why, sizeof why);
     if (k < head) {
       assert_int_equal(rc, BFEED_EPROTO);
     } else {

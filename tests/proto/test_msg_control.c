@@ -70,8 +70,8 @@ static void test_hello_round_trip(void **state) {
     msg_hello_encode(&w, &in);
     uint8_t *p = tb_take_payload(&w, at, FRAME_HELLO, 0, &n);
     memset(&out, 0xa5, sizeof out);
-    const char *why = NULL;
-    assert_int_equal(msg_hello_decode(p, n, &out, &why), 0);
+    char why[256] = "";
+    assert_int_equal(msg_hello_decode(p, n, &out, why, sizeof why), 0);
     assert_int_equal(out.min_version, 0xfffffffe);
     assert_int_equal(out.max_version, UINT32_MAX);
     size_t want = len < MSG_NAME_MAX - 1 ? len : MSG_NAME_MAX - 1;
@@ -94,10 +94,10 @@ static void test_hello_token(void **state) {
   tb_item_mem(&t, 1, "s3cret", 6);
   uint8_t *p = hello_expect(&m, &t, &n);
   tb_expect_prefixes_fail(tb_dec_hello, p, n - 6 - 6); /* without the item it is a token-less HELLO */
-  const char *why = NULL;
-  assert_int_equal(msg_hello_decode(p, n, &out, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_hello_decode(p, n, &out, why, sizeof why), 0);
   assert_string_equal(out.token, "s3cret");
-  assert_int_equal(msg_hello_decode(p, n - 12, &out, &why), 0);
+  assert_int_equal(msg_hello_decode(p, n - 12, &out, why, sizeof why), 0);
   assert_string_equal(out.token, "");
   free(p);
 
@@ -160,8 +160,8 @@ static void test_hello_ok(void **state) {
   assert_memory_equal(p, t.b, n);
 
   memset(&out, 0xa5, sizeof out);
-  const char *why;
-  assert_int_equal(msg_hello_ok_decode(p, n, &out, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_hello_ok_decode(p, n, &out, why, sizeof why), 0);
   assert_int_equal(out.version, 1);
   assert_int_equal(out.max_frame, 1u << 30);
   assert_string_equal(out.server, in.server);
@@ -192,8 +192,8 @@ static void test_open_ok(void **state) {
   assert_int_equal(n, 28);
   assert_memory_equal(p, t.b, n);
   memset(&out, 0xa5, sizeof out);
-  const char *why;
-  assert_int_equal(msg_open_ok_decode(p, n, &out, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_open_ok_decode(p, n, &out, why, sizeof why), 0);
   assert_int_equal(out.samples, in.samples);
   assert_int_equal(out.batches_per_epoch, in.batches_per_epoch);
   assert_int_equal(out.classes, in.classes);
@@ -201,7 +201,7 @@ static void test_open_ok(void **state) {
   /* A daemon that predates the fingerprint sends the first 20 bytes: no
    * fingerprint (0); shorter is malformed. */
   memset(&out, 0xa5, sizeof out);
-  assert_int_equal(msg_open_ok_decode(p, 20, &out, &why), 0);
+  assert_int_equal(msg_open_ok_decode(p, 20, &out, why, sizeof why), 0);
   assert_int_equal(out.classes, in.classes);
   assert_int_equal(out.fingerprint, 0);
   tb_expect_prefixes_fail(tb_dec_open_ok, p, 20);
@@ -220,8 +220,8 @@ static void test_ack(void **state) {
     assert_int_equal(n, 8);
     assert_memory_equal(p, t.b, 8);
     uint64_t v = 12345;
-    const char *why;
-    assert_int_equal(msg_u64_decode(p, n, &v, &why), 0);
+    char why[256] = "";
+    assert_int_equal(msg_u64_decode(p, n, &v, why, sizeof why), 0);
     assert_int_equal(v, values[i]);
     tb_expect_prefixes_fail(tb_dec_u64, p, n);
     free(p);
@@ -230,7 +230,7 @@ static void test_ack(void **state) {
 
 /* REQUEST: u32 count (1..1024), then count x (u64 epoch, u64 index). */
 static msg_request request_out;
-static int dec_request(const void *p, size_t n, const char **why) { return msg_request_decode(p, n, &request_out, why); }
+static int dec_request(const void *p, size_t n, char *why, size_t whylen) { return msg_request_decode(p, n, &request_out, why, whylen); }
 
 static void test_request(void **state) {
   static msg_request in, out;
@@ -250,8 +250,8 @@ static void test_request(void **state) {
     uint8_t *p = tb_take_payload(&w, at, FRAME_REQUEST, 5, &n);
     assert_int_equal(n, 4 + 16 * (size_t)in.count);
     assert_memory_equal(p, t.b, n);
-    const char *why;
-    assert_int_equal(msg_request_decode(p, n, &out, &why), 0);
+    char why[256] = "";
+    assert_int_equal(msg_request_decode(p, n, &out, why, sizeof why), 0);
     assert_int_equal(out.count, in.count);
     assert_memory_equal(out.b, in.b, in.count * sizeof in.b[0]);
     tb_expect_prefixes_fail(dec_request, p, n);
@@ -294,8 +294,8 @@ static void test_error_round_trip(void **state) {
       assert_memory_equal(p, t.b, n);
       msg_error m;
       memset(&m, 0xa5, sizeof m);
-      const char *why;
-      assert_int_equal(msg_error_decode(p, n, &m, &why), 0);
+      char why[256] = "";
+      assert_int_equal(msg_error_decode(p, n, &m, why, sizeof why), 0);
       assert_int_equal(m.code, codes[i]);
       assert_int_equal(strlen(m.message), want_len);
       assert_memory_equal(m.message, messages[j], want_len);
@@ -354,16 +354,16 @@ static void test_stats_round_trip(void **state) {
   assert_int_equal(n, t.n);
   assert_memory_equal(p, t.b, n);
 
-  const char *why;
+  char why[256] = "";
   memset(out, 0xa5, sizeof out);
-  assert_int_equal(msg_stats_decode(p, n, out, MSG_MAX_COUNTERS, &count, &why), 0);
+  assert_int_equal(msg_stats_decode(p, n, out, MSG_MAX_COUNTERS, &count, why, sizeof why), 0);
   assert_int_equal(count, MSG_MAX_COUNTERS);
   for (int i = 0; i < MSG_MAX_COUNTERS; i++) {
     assert_string_equal(out[i].name, in[i].name);
     assert_int_equal(out[i].value, in[i].value);
   }
   /* Fewer slots than counters: the first ones, the rest still validated. */
-  assert_int_equal(msg_stats_decode(p, n, out, 3, &count, &why), 0);
+  assert_int_equal(msg_stats_decode(p, n, out, 3, &count, why, sizeof why), 0);
   assert_int_equal(count, 3);
   assert_int_equal(out[2].value, in[2].value);
   tb_expect_prefixes_fail(tb_dec_stats, p, n);

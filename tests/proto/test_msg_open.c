@@ -188,8 +188,8 @@ static void test_open_layout(void **state) {
   tb_u32(&neg, 0xfffffff9u);
   expect_item(p, n, 0x800f, &neg);
   msg_open m;
-  const char *why;
-  assert_int_equal(msg_open_decode(p, n, &m, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_open_decode(p, n, &m, why, sizeof why), 0);
   assert_int_equal(m.opts.codec_level, -7);
   free(p);
 }
@@ -213,8 +213,8 @@ static void test_open_round_trip(void **state) {
   uint8_t *p = encode_open(name, &o, &n);
   msg_open m;
   memset(&m, 0xa5, sizeof m);
-  const char *why = NULL;
-  assert_int_equal(msg_open_decode(p, n, &m, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_open_decode(p, n, &m, why, sizeof why), 0);
   assert_string_equal(m.dataset, name);
   assert_opts_equal(&m.opts, &o);
   char reason[256];
@@ -228,8 +228,8 @@ static void test_open_dataset_only(void **state) {
   tb t = {.n = 0};
   tb_item_mem(&t, 0x8001, "imgs", 4);
   msg_open m;
-  const char *why;
-  assert_int_equal(msg_open_decode(t.b, t.n, &m, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_open_decode(t.b, t.n, &m, why, sizeof why), 0);
   assert_string_equal(m.dataset, "imgs");
   bfeed_stream_opts def;
   msg_opts_defaults(&def);
@@ -254,8 +254,8 @@ static void test_open_unknown_tags(void **state) {
   tb_item(&t, 0x8002, 32, 4);
   tb_item(&t, 0x1234, 5, 3);
   msg_open m;
-  const char *why;
-  assert_int_equal(msg_open_decode(t.b, t.n, &m, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_open_decode(t.b, t.n, &m, why, sizeof why), 0);
   assert_string_equal(m.dataset, "imgs");
   assert_int_equal(m.opts.batch, 32);
   assert_int_equal(m.opts.size, 224);
@@ -441,8 +441,8 @@ static void test_open_select(void **state) {
   expect_item(p, n, 0x8000 | 21, &mod);
   expect_item(p, n, 0x8000 | 22, &rem);
   msg_open m;
-  const char *why;
-  assert_int_equal(msg_open_decode(p, n, &m, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_open_decode(p, n, &m, why, sizeof why), 0);
   assert_opts_equal(&m.opts, &o);
   free(p);
   msg_opts_defaults(&o);

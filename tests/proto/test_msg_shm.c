@@ -50,11 +50,11 @@ static void test_shm_ring(void **state) {
   const uint8_t *p;
   size_t n;
   encode(&w, FRAME_SHM_RING, enc_ring, &r, &want, &p, &n);
-  const char *why;
-  assert_int_equal(msg_shm_ring_decode(p, n, &got, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_shm_ring_decode(p, n, &got, why, sizeof why), 0);
   assert_int_equal(got.slots, 6);
   assert_int_equal(got.slot_size, 4096);
-  assert_int_equal(msg_shm_ring_decode(p, n - 1, &got, &why), BFEED_EPROTO);
+  assert_int_equal(msg_shm_ring_decode(p, n - 1, &got, why, sizeof why), BFEED_EPROTO);
   const struct {
     uint32_t slots;
     uint64_t slot_size, size;
@@ -64,7 +64,7 @@ static void test_shm_ring(void **state) {
     tb_u32(&b, bad[i].slots);
     tb_u64(&b, bad[i].slot_size);
     tb_u64(&b, bad[i].size);
-    assert_int_equal(msg_shm_ring_decode(b.b, b.n, &got, &why), BFEED_EPROTO);
+    assert_int_equal(msg_shm_ring_decode(b.b, b.n, &got, why, sizeof why), BFEED_EPROTO);
   }
   wbuf_free(&w);
 }
@@ -105,25 +105,25 @@ static void test_batch_shm(void **state) {
   encode(&w, FRAME_BATCH_SHM, enc_batch_slot2, &m, &want, &p, &n);
   assert_int_equal(n, msg_batch_shm_size(&m));
   uint32_t slot;
-  const char *why;
-  assert_int_equal(msg_batch_shm_decode(p, n, &ring, &got, &slot, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_batch_shm_decode(p, n, &ring, &got, &slot, why, sizeof why), 0);
   assert_int_equal(slot, 2);
   assert_int_equal(got.seq, 4);
   assert_int_equal(got.raw_size, 100);
   /* Outside the ring, past the slot, a codec, bytes after the table: refused. */
   shm_batch_bytes(&want, 0, 100, 100, 3);
-  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, &why), BFEED_EPROTO);
+  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, why, sizeof why), BFEED_EPROTO);
   shm_batch_bytes(&want, 0, 129, 129, 0);
-  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, &why), BFEED_EPROTO);
+  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, why, sizeof why), BFEED_EPROTO);
   shm_batch_bytes(&want, 0, 100, 101, 0);
-  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, &why), BFEED_EPROTO);
+  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, why, sizeof why), BFEED_EPROTO);
   shm_batch_bytes(&want, BFEED_CODEC_ZSTD, 100, 100, 0);
-  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, &why), BFEED_EPROTO);
+  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, why, sizeof why), BFEED_EPROTO);
   shm_batch_bytes(&want, 0, 100, 100, 0);
   tb_u8(&want, 0);
-  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, &why), BFEED_EPROTO);
+  assert_int_equal(msg_batch_shm_decode(want.b, want.n, &ring, &got, &slot, why, sizeof why), BFEED_EPROTO);
   for (size_t k = 0; k < 40; k++)
-    assert_int_equal(msg_batch_shm_decode(p, k, &ring, &got, &slot, &why), BFEED_EPROTO);
+    assert_int_equal(msg_batch_shm_decode(p, k, &ring, &got, &slot, why, sizeof why), BFEED_EPROTO);
   wbuf_free(&w);
 }
 
@@ -139,19 +139,19 @@ static void test_ack_releases(void **state) {
   tb_u64(&want, 5);
   tb_u64(&want, 7);
   encode(&w, FRAME_ACK, enc_ack, &a, &want, &p, &n);
-  const char *why;
-  assert_int_equal(msg_ack_decode(p, n, &got, &why), 0);
+  char why[256] = "";
+  assert_int_equal(msg_ack_decode(p, n, &got, why, sizeof why), 0);
   assert_int_equal(got.consumed, 9);
   assert_int_equal(got.nreleased, 2);
   assert_int_equal(got.released[1], 7);
-  assert_int_equal(msg_ack_decode(p, 8, &got, &why), 0); /* the plain ACK */
+  assert_int_equal(msg_ack_decode(p, 8, &got, why, sizeof why), 0); /* the plain ACK */
   assert_int_equal(got.nreleased, 0);
   for (size_t k = 0; k < n; k++)
-    if (k != 8) assert_int_equal(msg_ack_decode(p, k, &got, &why), BFEED_EPROTO);
+    if (k != 8) assert_int_equal(msg_ack_decode(p, k, &got, why, sizeof why), BFEED_EPROTO);
   tb z = {0};
   tb_u64(&z, 1);
   tb_u32(&z, 0); /* a count of 0 is the plain form's to say */
-  assert_int_equal(msg_ack_decode(z.b, z.n, &got, &why), BFEED_EPROTO);
+  assert_int_equal(msg_ack_decode(z.b, z.n, &got, why, sizeof why), BFEED_EPROTO);
   wbuf_free(&w);
 }
 
@@ -168,8 +168,8 @@ static void test_open_transport(void **state) {
     m.opts.transport = shm ? BFEED_TRANSPORT_SHM : BFEED_TRANSPORT_SOCKET;
     wbuf w;
     encode(&w, FRAME_OPEN, enc_open, &m, NULL, &p, &n[shm]);
-    const char *why;
-    assert_int_equal(msg_open_decode(p, n[shm], &got, &why), 0);
+    char why[256] = "";
+    assert_int_equal(msg_open_decode(p, n[shm], &got, why, sizeof why), 0);
     assert_int_equal(got.opts.transport, m.opts.transport);
     if (shm) { /* the last item: tag 23, length 1, value 1 */
       const uint8_t tail[] = {23, 0, 1, 0, 0, 0, 1};

@@ -113,10 +113,10 @@ static void test_canonical_lines(void **state) {
 /* The OPEN payload of o, decoded again. */
 static void test_opts_roundtrip(const bfeed_stream_opts *o, bfeed_stream_opts *back, wbuf *w) {
   msg_open m = {.dataset = "d", .opts = *o}, out;
-  const char *why = NULL;
+  char why[256] = "";
   wbuf_init(w);
   msg_open_encode(w, &m);
-  assert_int_equal(msg_open_decode(w->data, w->len, &out, &why), 0);
+  assert_int_equal(msg_open_decode(w->data, w->len, &out, why, sizeof why), 0);
   *back = out.opts;
 }
 

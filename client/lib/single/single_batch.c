@@ -99,10 +99,8 @@ int single_batch_from_payload(single_client *c, const frame_header *h, uint8_t *
   b->mem = mem;
   b->mem_cap = mem_cap;
   msg_batch m;
-  const char *w;
-  int rc = msg_batch_decode(mem + pad, h->length, FRAME_MAX_PAYLOAD, &m, &w);
+  int rc = msg_batch_decode(mem + pad, h->length, FRAME_MAX_PAYLOAD, &m, err, errlen);
   if (rc < 0) {
-    api_err(err, errlen, rc, "%s", w);
     single_batch_free(b);
     return rc;
   }

@@ -197,14 +197,15 @@ static int single_conn_handshake(single_client *c, char *err, size_t errlen) {
   if ((rc = single_conn_read_event(c, reason, sizeof reason)) < 0 ||
       (rc == FREADER_HEADER && (rc = single_conn_read_payload(c, p, h->length, reason, sizeof reason)) < 0))
     return api_err(err, errlen, rc, "%s: handshake failed: %s", addr, reason);
-  const char *wy;
+  char wy[MSG_ERROR_MAX];
   if (h->type == FRAME_ERROR) {
     msg_error e;
-    if (msg_error_decode(p, h->length, &e, &wy) < 0) return api_err(err, errlen, BFEED_EPROTO, "%s: %s", addr, wy);
+    if (msg_error_decode(p, h->length, &e, wy, sizeof wy) < 0)
+      return api_err(err, errlen, BFEED_EPROTO, "%s: %s", addr, wy);
     return api_err(err, errlen, e.code, "%s refused the connection: %s", addr, e.message);
   }
   msg_hello_ok ok;
-  if (h->type != FRAME_HELLO_OK || msg_hello_ok_decode(p, h->length, &ok, &wy) < 0)
+  if (h->type != FRAME_HELLO_OK || msg_hello_ok_decode(p, h->length, &ok, wy, sizeof wy) < 0)
     return api_err(err, errlen, BFEED_EPROTO, "%s: expected HELLO_OK, got a malformed or %s frame", addr,
                    frame_type_name(h->type));
   if (ok.version < FRAME_VERSION_MIN || ok.version > FRAME_VERSION_MAX)

@@ -76,20 +76,20 @@ static void single_reader_open_ok(single_client *c, single_stream *s, const msg_
  * ERROR on stream 0 ends the connection: its code and message are the
  * result, for single_reconnect_run to judge. */
 static int single_reader_control(single_client *c, const frame_header *h, const uint8_t *p, char *err, size_t errlen) {
-  const char *w = "";
+  char w[MSG_ERROR_MAX] = "";
   int rc = 0;
   pthread_mutex_lock(&c->base.mu);
   single_stream *s = single_stream_find(c, h->stream);
   switch (h->type) {
     case FRAME_OPEN_OK: {
       msg_open_ok ok;
-      if ((rc = msg_open_ok_decode(p, h->length, &ok, &w)) < 0) break;
+      if ((rc = msg_open_ok_decode(p, h->length, &ok, w, sizeof w)) < 0) break;
       if (s && s->state == 0) single_reader_open_ok(c, s, &ok);
       break;
     }
     case FRAME_ERROR: {
       msg_error e;
-      if ((rc = msg_error_decode(p, h->length, &e, &w)) < 0) break;
+      if ((rc = msg_error_decode(p, h->length, &e, w, sizeof w)) < 0) break;
       /* A daemon just restarted may still be indexing the dataset a stream
        * is reopened on: that is the connection's transient trouble (all
        * streams resume again after a wait), not the stream's failure. */
@@ -106,19 +106,19 @@ static int single_reader_control(single_client *c, const frame_header *h, const 
     }
     case FRAME_END: {
       uint64_t total;
-      if ((rc = msg_u64_decode(p, h->length, &total, &w)) < 0) break;
+      if ((rc = msg_u64_decode(p, h->length, &total, w, sizeof w)) < 0) break;
       if (s) s->ended = 1;
       break;
     }
     case FRAME_STATS:
       if (s) {
-        rc = msg_stats_decode(p, h->length, s->stats, MSG_MAX_COUNTERS, &s->nstats, &w);
+        rc = msg_stats_decode(p, h->length, s->stats, MSG_MAX_COUNTERS, &s->nstats, w, sizeof w);
         s->stats_ready = 1;
       }
       break;
     default:
       rc = BFEED_EPROTO;
-      w = "unexpected frame type from the daemon";
+      snprintf(w, sizeof w, "unexpected frame type from the daemon");
   }
   pthread_cond_broadcast(&c->base.cv);
   pthread_mutex_unlock(&c->base.mu);
@@ -158,8 +158,8 @@ static void single_reader_queue(single_client *c, uint32_t stream, bfeed_batch *
  * ring it replaces (a lost connection's) is let go outside c->base.mu (single_shm.c). */
 static int single_reader_shm_ring(single_client *c, const frame_header *h, const uint8_t *p, char *err, size_t errlen) {
   msg_shm_ring r;
-  const char *w;
-  int fd = c->passed_fd, rc = msg_shm_ring_decode(p, h->length, &r, &w);
+  char w[MSG_ERROR_MAX];
+  int fd = c->passed_fd, rc = msg_shm_ring_decode(p, h->length, &r, w, sizeof w);
   c->passed_fd = -1;
   if (rc < 0 || fd < 0) {
     if (fd >= 0) close(fd);

@@ -85,9 +85,7 @@ void single_shm_forget(single_shm *t) {
 
 int single_shm_batch_decode(const single_shm *t, const uint8_t *p, size_t n, msg_batch *m, uint32_t *slot,
                             char *err, size_t errlen) {
-  const char *why;
-  int rc = msg_batch_shm_decode(p, n, &t->ring, m, slot, &why);
-  return rc < 0 ? api_err(err, errlen, rc, "%s", why) : rc;
+  return msg_batch_shm_decode(p, n, &t->ring, m, slot, err, errlen);
 }
 
 void single_shm_ref(single_shm *t) { __atomic_add_fetch(&t->refs, 1, __ATOMIC_ACQ_REL); }
