@@ -157,7 +157,7 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
   int text = dataset_has_text(ds);
   if (!text && (o->pool != BFEED_POOL_NONE || o->max_len || o->fixed_len || o->bucket))
     BAD("pool, max_len, fixed_len and bucket apply to text datasets; %s is a%s %s dataset", ds->name,
-        ds->kind == DATASET_IMAGE ? "n" : "", dataset_kind_name(ds->kind));
+        strchr("aeiou", dataset_kind_name(ds)[0]) ? "n" : "", dataset_kind_name(ds));
   uint32_t cap = o->max_len ? o->max_len : ds->max_len;
   if (text && o->fixed_len && cap == 0)
     BAD("fixed_len needs a length: set max_len (dataset %s has no max_len setting)", ds->name);
@@ -218,12 +218,11 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
     rng_init(&r, s->opts.seed, RNG_DOMAIN_SAMPLE, job->epoch, idx);
     char name[600];
     dataset_sample_name(s->ds, idx, name, sizeof name);
-    char read_why[160];
     size_t file_cap = w->file_cap;
-    rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, read_why, sizeof read_why);
+    /* dataset_read's reasons name the sample, as sample_load's start with
+     * the name it is given. */
+    rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, why, cap);
     scratch_count(file_cap, w->file_cap);
-    if (rc < 0) snprintf(why, cap, "%s: %s", name, read_why);
-    /* sample_load's reasons start with the name it is given. */
     if (rc == 0) rc = sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, why, cap);
     if (rc != BFEED_EIO && rc != BFEED_ENOMEM) return rc;
     if (attempt < BATCH_RETRIES) {

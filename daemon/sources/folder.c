@@ -1,15 +1,13 @@
 /* folder.c -- see folder.h */
 #include "folder.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "bfeed_types.h"
+#include "storage.h"
 
 #define FOLDER_MAX_DEPTH 32
 
@@ -49,33 +47,28 @@ static char *join(const char *a, const char *b) {
 
 int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
                 folder_skipped *skipped, char *err, size_t errlen) {
-  DIR *d = opendir(dir);
-  if (!d) {
-    snprintf(err, errlen, "cannot open folder %s: %s", dir, strerror(errno));
-    return BFEED_EIO;
-  }
-  struct dirent *e;
+  storage_entry *ent;
+  size_t n;
+  int rc = storage_list(dir, &ent, &n, err, errlen);
+  if (rc < 0) return rc == BFEED_ENOMEM ? rc : BFEED_EIO;
   strlist others = {0}; /* left out: tallied in sorted order, as samples are */
-  int rc = 0;
-  while (rc == 0 && (e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    char *path = join(dir, e->d_name);
-    struct stat st;
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    const storage_entry *e = &ent[i];
+    if (e->name[0] == '.') continue;
+    char *path = join(dir, e->name);
     if (!path) rc = BFEED_EIO;
-    else if (stat(path, &st) != 0) { /* dangling link or loop: not a sample, but say so */
+    else if (e->type == STORAGE_BROKEN) { /* dangling link or loop: not a sample, but say so */
       char why[4200];
-      int e = errno;
-      snprintf(why, sizeof why, "%s: %s%s", path, strerror(e),
-               e == ENOENT ? " (a symlink to nothing)" : e == ELOOP ? " (a symlink loop)" : "");
+      snprintf(why, sizeof why, "%s: %s", path, e->why);
       if (dropped && strlist_push(dropped, strdup(why)) < 0) rc = BFEED_ENOMEM;
       free(path);
     }
-    else if (S_ISDIR(st.st_mode) && dirs) rc = strlist_push(dirs, path);
-    else if (S_ISREG(st.st_mode) && files && folder_has_ext(e->d_name, exts)) rc = strlist_push(files, path);
-    else if (S_ISREG(st.st_mode) && files && skipped) rc = strlist_push(&others, path);
+    else if (e->type == STORAGE_DIR && dirs) rc = strlist_push(dirs, path);
+    else if (e->type == STORAGE_FILE && files && folder_has_ext(e->name, exts)) rc = strlist_push(files, path);
+    else if (e->type == STORAGE_FILE && files && skipped) rc = strlist_push(&others, path);
     else free(path);
   }
-  closedir(d);
+  storage_entries_free(ent, n);
   if (others.n > 1) qsort(others.v, others.n, sizeof *others.v, cmp_str);
   for (size_t i = 0; i < others.n; i++) skip(skipped, others.v[i]), others.v[i] = NULL;
   strlist_free(&others);
