@@ -125,21 +125,6 @@ int dataset_key_u64(const dataset_keys *k, const char *key, uint64_t lo, uint64_
   return 0;
 }
 
-int dataset_key_i64(const dataset_keys *k, const char *key, int64_t lo, int64_t hi, int64_t def, int64_t *out,
-                    char *err, size_t errlen) {
-  const dataset_kv *kv = dataset_key(k, key);
-  *out = def;
-  if (!kv) return 0;
-  char *end;
-  errno = 0;
-  long long v = strtoll(kv->value, &end, 10);
-  if (!kv->value[0] || *end || errno || v < lo || v > hi)
-    return dataset_key_fail(kv, k->name, err, errlen, "expected a whole number from %lld to %lld", (long long)lo,
-                            (long long)hi);
-  *out = v;
-  return 0;
-}
-
 int dataset_key_string(const dataset_keys *k, const char *key, const char *def, char **out) {
   const dataset_kv *kv = dataset_key(k, key);
   const char *v = kv ? kv->value : def;
@@ -157,14 +142,15 @@ int dataset_files_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, s
 
 void dataset_files_name(const dataset *d, size_t i, char *out, size_t n) { snprintf(out, n, "%s", d->paths[i]); }
 
-int dataset_files_add(const dataset *d, strlist *paths, const char *dir, const char *image, size_t len, const char *file,
-                      uint64_t line, char *err, size_t errlen) {
+int dataset_files_add(const dataset *d, strlist *paths, const char *dir, const char *image, size_t len,
+                      const char *file, uint64_t line, char *err, size_t errlen) {
   char *path = storage_resolve(dir, image, len);
   if (!path) return dataset_oom(d, err, errlen);
   storage_info st;
   char why[1024];
   int rc = storage_stat(path, &st, why, sizeof why);
-  if (rc == 0 && st.type != STORAGE_FILE) rc = BFEED_EDATASET, snprintf(why, sizeof why, "%s: not a regular file", path);
+  if (rc == 0 && st.type != STORAGE_FILE)
+    rc = BFEED_EDATASET, snprintf(why, sizeof why, "%s: not a regular file", path);
   if (rc < 0) {
     snprintf(err, errlen, "%s:%llu: image %s", file, (unsigned long long)line, why);
     free(path);
@@ -258,7 +244,9 @@ void dataset_unref(dataset *d) {
   if (d && __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL) == 0) dataset_free(d);
 }
 
-int dataset_ready(const dataset *d, char *err, size_t errlen) { return d->kind->ready ? d->kind->ready(d, err, errlen) : 0; }
+int dataset_ready(const dataset *d, char *err, size_t errlen) {
+  return d->kind->ready ? d->kind->ready(d, err, errlen) : 0;
+}
 
 int dataset_wait(dataset *d, char *err, size_t errlen) { return d->kind->wait ? d->kind->wait(d, err, errlen) : 0; }
 

@@ -68,8 +68,6 @@ dataset_key_role dataset_key_role_of(const dataset_kind *kind, const char *key);
 int dataset_key_bool(const dataset_keys *k, const char *key, int def, int *out, char *err, size_t errlen);
 int dataset_key_u64(const dataset_keys *k, const char *key, uint64_t lo, uint64_t hi, uint64_t def, uint64_t *out,
                     char *err, size_t errlen);
-int dataset_key_i64(const dataset_keys *k, const char *key, int64_t lo, int64_t hi, int64_t def, int64_t *out,
-                    char *err, size_t errlen);
 /* A copy of the value (def when absent); NULL for an empty one. BFEED_ENOMEM. */
 int dataset_key_string(const dataset_keys *k, const char *key, const char *def, char **out);
 /* "KEY=VALUE (origin)" style failure for a setting. */
@@ -87,8 +85,8 @@ void dataset_files_name(const dataset *d, size_t i, char *out, size_t n);
 /* Append the image that file:line names (image[0..len), relative to dir
  * unless absolute) to paths; it must be a regular file now. BFEED_EDATASET
  * with "FILE:LINE: image PATH: why", or BFEED_ENOMEM. */
-int dataset_files_add(const dataset *d, strlist *paths, const char *dir, const char *image, size_t len, const char *file,
-                      uint64_t line, char *err, size_t errlen);
+int dataset_files_add(const dataset *d, strlist *paths, const char *dir, const char *image, size_t len,
+                      const char *file, uint64_t line, char *err, size_t errlen);
 /* Log, then free, the entries a folder walk left out. */
 void dataset_log_dropped(const dataset *d, strlist *dropped, const logger *log);
 

@@ -7,6 +7,7 @@
 #include "dataset_shards.h"
 #include "clock.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,22 @@ static void *dataset_shards_coordinate(void *arg) {
 /* ------------------------------------------------------------------ */
 /* Loading                                                             */
 
+/* The keys both shard kinds take (dataset_open has checked them). */
+static int dataset_shards_settings(dataset_shards *s, const dataset_keys *k, char *err, size_t errlen) {
+  const dataset_kv *off = dataset_key(k, "label_offset");
+  s->label_offset = s->spec.label_offset;
+  if (off) {
+    char *end;
+    errno = 0;
+    long long v = strtoll(off->value, &end, 10);
+    if (!off->value[0] || *end || errno || v < -(1ll << 31) || v > (1ll << 31))
+      return dataset_key_fail(off, k->name, err, errlen, "expected a whole number from -2147483648 to 2147483648");
+    s->label_offset = v;
+  }
+  if (dataset_key_string(k, "cache_dir", NULL, &s->cache_dir) < 0) return dataset_oom(s->d, err, errlen);
+  return 0;
+}
+
 static int dataset_shards_glob(dataset_shards *s, const char *pattern, char *err, size_t errlen) {
   strlist all = {0};
   char why[512];
@@ -220,8 +237,7 @@ int dataset_shards_load(dataset *d, const dataset_keys *k, const logger *log, co
   s->spec = *spec;
   s->log = *log;
   pthread_mutex_init(&s->lock, NULL);
-  int rc = dataset_key_i64(k, "label_offset", -(1ll << 31), 1ll << 31, spec->label_offset, &s->label_offset, err, errlen);
-  if (rc == 0 && dataset_key_string(k, "cache_dir", NULL, &s->cache_dir) < 0) rc = dataset_oom(d, err, errlen);
+  int rc = dataset_shards_settings(s, k, err, errlen);
   if (rc == 0) rc = dataset_shards_glob(s, d->root, err, errlen);
   if (rc < 0) return rc;
   /* What an index depends on: the format and the keys it looked up. */

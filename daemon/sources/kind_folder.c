@@ -125,11 +125,6 @@ static void kind_folder_fingerprint(const dataset *d, struct fingerprint *fp) {
 
 static const dataset_key_spec kind_folder_keys[] = {{NULL, 0}};
 
-const dataset_kind kind_folder = {
-    .name = "image",
-    .keys = kind_folder_keys,
-    .load = kind_folder_load,
-    .read = dataset_files_read,
-    .sample_name = dataset_files_name,
-    .fingerprint = kind_folder_fingerprint,
-};
+const dataset_kind kind_folder = {.name = "image", .keys = kind_folder_keys, .load = kind_folder_load,
+                                   .read = dataset_files_read, .sample_name = dataset_files_name,
+                                   .fingerprint = kind_folder_fingerprint};

@@ -185,12 +185,6 @@ static void kind_list_fingerprint(const dataset *d, struct fingerprint *fp) {
 
 static const dataset_key_spec kind_list_keys[] = {{"root", DATASET_KEY_PLACE}, {NULL, 0}};
 
-const dataset_kind kind_list = {
-    .name = "list",
-    .keys = kind_list_keys,
-    .load = kind_list_load,
-    .read = dataset_files_read,
-    .sample_name = dataset_files_name,
-    .fingerprint = kind_list_fingerprint,
-    .free = kind_list_free,
-};
+const dataset_kind kind_list = {.name = "list", .keys = kind_list_keys, .load = kind_list_load,
+                                 .read = dataset_files_read, .sample_name = dataset_files_name,
+                                 .fingerprint = kind_list_fingerprint, .free = kind_list_free};

@@ -62,11 +62,6 @@ static void kind_manifest_fingerprint(const dataset *d, struct fingerprint *fp) 
 
 static const dataset_key_spec kind_manifest_keys[] = {DATASET_TEXT_KEYS, {NULL, 0}};
 
-const dataset_kind kind_manifest = {
-    .name = "manifest",
-    .keys = kind_manifest_keys,
-    .load = kind_manifest_load,
-    .read = dataset_files_read,
-    .sample_name = dataset_files_name,
-    .fingerprint = kind_manifest_fingerprint,
-};
+const dataset_kind kind_manifest = {.name = "manifest", .keys = kind_manifest_keys, .load = kind_manifest_load,
+                                     .read = dataset_files_read, .sample_name = dataset_files_name,
+                                     .fingerprint = kind_manifest_fingerprint};

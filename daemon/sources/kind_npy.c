@@ -28,9 +28,5 @@ static void kind_npy_fingerprint(const dataset *d, struct fingerprint *fp) { fin
 
 static const dataset_key_spec kind_npy_keys[] = {{"labels", DATASET_KEY_FILE}, {NULL, 0}};
 
-const dataset_kind kind_npy = {
-    .name = "npy",
-    .keys = kind_npy_keys,
-    .load = kind_npy_load,
-    .fingerprint = kind_npy_fingerprint,
-};
+const dataset_kind kind_npy = {.name = "npy", .keys = kind_npy_keys, .load = kind_npy_load,
+                                .fingerprint = kind_npy_fingerprint};

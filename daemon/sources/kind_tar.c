@@ -44,13 +44,8 @@ static int kind_tar_read(storage_file *f, const shard_index_entry *e, const void
   return 0;
 }
 
-static const dataset_shards_format kind_tar_format = {
-    .format = "tar",
-    .unit = "member",
-    .index = kind_tar_index,
-    .read = kind_tar_read,
-    .free = kind_tar_free,
-};
+static const dataset_shards_format kind_tar_format = {.format = "tar", .unit = "member", .index = kind_tar_index,
+                                                      .read = kind_tar_read, .free = kind_tar_free};
 
 /* (dataset_open has checked the keys.) */
 static int kind_tar_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
@@ -70,9 +65,4 @@ static int kind_tar_load(dataset *d, const dataset_keys *k, const logger *log, c
 static const dataset_key_spec kind_tar_keys[] = {
     {"label_ext", DATASET_KEY_VALUE}, {"label_offset", DATASET_KEY_VALUE}, {"cache_dir", DATASET_KEY_PLACE}, {NULL, 0}};
 
-const dataset_kind kind_tar = {
-    .name = "tar",
-    .keys = kind_tar_keys,
-    .load = kind_tar_load,
-    DATASET_SHARDS_OPS,
-};
+const dataset_kind kind_tar = {.name = "tar", .keys = kind_tar_keys, .load = kind_tar_load, DATASET_SHARDS_OPS};

@@ -50,9 +50,5 @@ static void kind_text_fingerprint(const dataset *d, struct fingerprint *fp) {
 static const dataset_key_spec kind_text_keys[] = {
     DATASET_TEXT_KEYS, {"format", DATASET_KEY_VALUE}, {"label", DATASET_KEY_VALUE}, {NULL, 0}};
 
-const dataset_kind kind_text = {
-    .name = "text",
-    .keys = kind_text_keys,
-    .load = kind_text_load,
-    .fingerprint = kind_text_fingerprint,
-};
+const dataset_kind kind_text = {.name = "text", .keys = kind_text_keys, .load = kind_text_load,
+                                 .fingerprint = kind_text_fingerprint};

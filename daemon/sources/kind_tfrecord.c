@@ -36,13 +36,9 @@ static int kind_tfrecord_read(storage_file *f, const shard_index_entry *e, const
   return tfrecord_sample_at(f, e, &((const kind_tfrecord_cfg *)cfg)->keys, buf, cap, len, err, errlen);
 }
 
-static const dataset_shards_format kind_tfrecord_format = {
-    .format = "TFRecord",
-    .unit = "record",
-    .index = kind_tfrecord_index,
-    .read = kind_tfrecord_read,
-    .free = kind_tfrecord_free,
-};
+static const dataset_shards_format kind_tfrecord_format = {.format = "TFRecord", .unit = "record",
+                                                           .index = kind_tfrecord_index, .read = kind_tfrecord_read,
+                                                           .free = kind_tfrecord_free};
 
 /* (dataset_open has checked the keys.) */
 static int kind_tfrecord_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
@@ -75,9 +71,5 @@ static const dataset_key_spec kind_tfrecord_keys[] = {
     {"image_key", DATASET_KEY_VALUE},    {"label_key", DATASET_KEY_VALUE}, {"label_offset", DATASET_KEY_VALUE},
     {"features_key", DATASET_KEY_VALUE}, {"cache_dir", DATASET_KEY_PLACE}, {NULL, 0}};
 
-const dataset_kind kind_tfrecord = {
-    .name = "tfrecord",
-    .keys = kind_tfrecord_keys,
-    .load = kind_tfrecord_load,
-    DATASET_SHARDS_OPS,
-};
+const dataset_kind kind_tfrecord = {.name = "tfrecord", .keys = kind_tfrecord_keys, .load = kind_tfrecord_load,
+                                     DATASET_SHARDS_OPS};

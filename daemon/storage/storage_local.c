@@ -216,15 +216,7 @@ static void storage_local_unmap(storage_mapping *m) {
   mapfile_close(&mf);
 }
 
-const storage_backend storage_local = {
-    .scheme = "file",
-    .open = storage_local_open,
-    .pread = storage_local_pread,
-    .close = storage_local_close,
-    .stat = storage_local_stat,
-    .list = storage_local_list,
-    .glob = storage_local_glob,
-    .map = storage_local_map,
-    .unmap = storage_local_unmap,
-    .local_path = storage_local_strip,
-};
+const storage_backend storage_local = {.scheme = "file", .open = storage_local_open, .pread = storage_local_pread,
+                                       .close = storage_local_close, .stat = storage_local_stat,
+                                       .list = storage_local_list, .glob = storage_local_glob, .map = storage_local_map,
+                                       .unmap = storage_local_unmap, .local_path = storage_local_strip};

@@ -167,11 +167,11 @@ static void test_list_refused(void **state) {
   if (!strstr(err, text)) fail_msg("the start's failure does not say '%s':\n%s", text, err);
 }
 
+/* Each test kills the daemons it leaves behind when it fails. */
+#define LIST_TEST(f) cmocka_unit_test_teardown(f, suite_kill_daemons)
+
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_teardown(test_list_serves_the_folder, suite_kill_daemons),
-      cmocka_unit_test_teardown(test_list_order, suite_kill_daemons),
-      cmocka_unit_test_teardown(test_list_refused, suite_kill_daemons),
-  };
+  const struct CMUnitTest tests[] = {LIST_TEST(test_list_serves_the_folder), LIST_TEST(test_list_order),
+                                     LIST_TEST(test_list_refused)};
   return SUITE_RUN("list", tests);
 }
