@@ -19,9 +19,16 @@
 #include "fingerprint.h"
 #include "storage.h"
 
-/* Every kind, one kind_*.c file each; the first is the default, and an
- * unknown kind's message lists them in this order. */
-#define DATASET_KINDS X(kind_folder) X(kind_text) X(kind_npy) X(kind_manifest) X(kind_tfrecord) X(kind_tar) X(kind_list)
+/* Every kind, one kind_*.c file each and one line here; the first is the
+ * default, and an unknown kind's message lists them in this order. */
+#define DATASET_KINDS \
+  X(kind_folder)      \
+  X(kind_text)        \
+  X(kind_npy)         \
+  X(kind_manifest)    \
+  X(kind_tfrecord)    \
+  X(kind_tar)         \
+  X(kind_list)
 #define X(k) extern const dataset_kind k;
 DATASET_KINDS
 #undef X

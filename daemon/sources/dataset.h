@@ -1,21 +1,13 @@
 /*
- * dataset.h -- what a stream serves: a dataset of one of the kinds dataset.c lists.
+ * dataset.h -- what a stream serves: a dataset of one of the kinds in
+ * dataset.c's table (image folders, lists, text, npy, manifests, TFRecord
+ * and tar shards...), each one kind_*.c file implementing dataset_kind.h.
  * Called by main.c (load, reload), dispatch.c (lookup by name), stream.c and batch.c (reading samples).
  *
- *   image     ROOT/CLASS/FILE.jpg, .jpeg, .png or .webp (or deeper below
- *             CLASS), as torchvision's ImageFolder (kind_folder.c)
- *   list      a file of "path<TAB>label" lines naming images (kind_list.c)
- *   text      labelled text over an embedding table (kind_text.c)
- *   npy       precomputed float32 features in a .npy file (kind_npy.c)
- *   manifest  image + text records from a TSV manifest (kind_manifest.c)
- *   tfrecord  TFRecord shards of tf.train.Example (kind_tfrecord.c), and
- *   tar       WebDataset tar shards (kind_tar.c): both indexed in
- *             background threads (dataset_shards.h); until the index is
- *             complete the dataset answers BFEED_EBUSY.
- *
- * Each kind is one file implementing dataset_kind.h's operations; this
- * header is what the rest of the daemon sees, whatever the kind: the
- * samples' labels, the tensors a batch holds, and the calls below.
+ * This header is what the rest of the daemon sees, whatever the kind: the
+ * samples' labels, the tensors a batch holds, and the calls below. Kinds
+ * that index shards in background threads (dataset_shards.h) answer
+ * BFEED_EBUSY until their index is complete.
  *
  * A dataset is immutable after loading and shared read-only by all threads
  * (reference counted: the server's table and every stream hold one), except

@@ -8,8 +8,10 @@
 
 #include "bfeed_types.h"
 
-/* Every backend, one storage_*.c file each; plain paths go to the first. */
-#define STORAGE_BACKENDS X(storage_local)
+/* Every backend, one storage_*.c file each and one line here; plain paths
+ * go to the first. */
+#define STORAGE_BACKENDS \
+  X(storage_local)
 #define X(b) extern const storage_backend b;
 STORAGE_BACKENDS
 #undef X
