@@ -85,7 +85,7 @@ uint64_t fingerprint_dataset(const dataset *d, const dataset_keys *k) {
 /* ------------------------------------------------------------------ */
 /* The stream                                                          */
 
-static uint32_t fp_bits(float f) {
+static uint32_t fingerprint_bits(float f) {
   uint32_t u;
   memcpy(&u, &f, sizeof u);
   return u;
@@ -97,8 +97,8 @@ int fingerprint_opts(const bfeed_stream_opts *o, char *out, size_t cap) {
                   "batch %u\nsize %u\nmode %d\nlayout %d\n"
                   "normalize %d\nmean %08x %08x %08x\nstd %08x %08x %08x\nseed %llu\nshard %u/%u\nshuffle %d\n"
                   "keep_partial %d\npool %d\nmax_len %u\nfixed_len %d\nbucket %u\n",
-                  o->batch, o->size, (int)o->mode, (int)o->layout, (int)o->normalize, fp_bits(o->mean[0]),
-                  fp_bits(o->mean[1]), fp_bits(o->mean[2]), fp_bits(o->std[0]), fp_bits(o->std[1]), fp_bits(o->std[2]),
+                  o->batch, o->size, (int)o->mode, (int)o->layout, (int)o->normalize, fingerprint_bits(o->mean[0]),
+                  fingerprint_bits(o->mean[1]), fingerprint_bits(o->mean[2]), fingerprint_bits(o->std[0]), fingerprint_bits(o->std[1]), fingerprint_bits(o->std[2]),
                   (unsigned long long)o->seed, o->shard_index, o->shard_count, shuffle, o->keep_partial != 0,
                   (int)o->pool, o->max_len, o->fixed_len != 0, o->bucket);
 }

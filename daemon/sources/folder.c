@@ -17,13 +17,13 @@ void folder_skipped_free(folder_skipped *s) {
 }
 
 /* Tally path (taken) as left out, keeping the first few. */
-static void skip(folder_skipped *s, char *path) {
+static void folder_skip(folder_skipped *s, char *path) {
   if (s->n < FOLDER_SKIPPED_NAMES) s->first[s->n] = path;
   else free(path);
   s->n++;
 }
 
-static int cmp_str(const void *a, const void *b) {
+static int folder_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
@@ -35,7 +35,7 @@ int folder_has_ext(const char *name, const char *const *exts) {
   return 0;
 }
 
-static char *join(const char *a, const char *b) {
+static char *folder_join(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   char *s = malloc(la + lb + 2);
   if (!s) return NULL;
@@ -55,7 +55,7 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
   for (size_t i = 0; rc == 0 && i < n; i++) {
     const storage_entry *e = &ent[i];
     if (e->name[0] == '.') continue;
-    char *path = join(dir, e->name);
+    char *path = folder_join(dir, e->name);
     if (!path) rc = BFEED_EIO;
     else if (e->type == STORAGE_BROKEN) { /* dangling link or loop: not a sample, but say so */
       char why[4200];
@@ -69,19 +69,19 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
     else free(path);
   }
   storage_entries_free(ent, n);
-  if (others.n > 1) qsort(others.v, others.n, sizeof *others.v, cmp_str);
-  for (size_t i = 0; i < others.n; i++) skip(skipped, others.v[i]), others.v[i] = NULL;
+  if (others.n > 1) qsort(others.v, others.n, sizeof *others.v, folder_cmp);
+  for (size_t i = 0; i < others.n; i++) folder_skip(skipped, others.v[i]), others.v[i] = NULL;
   strlist_free(&others);
   if (rc < 0) {
     snprintf(err, errlen, "out of memory listing %s", dir);
     return BFEED_ENOMEM;
   }
-  if (dirs && dirs->n > 1) qsort(dirs->v, dirs->n, sizeof *dirs->v, cmp_str); /* qsort(NULL, 0) is UB */
-  if (files && files->n > 1) qsort(files->v, files->n, sizeof *files->v, cmp_str);
+  if (dirs && dirs->n > 1) qsort(dirs->v, dirs->n, sizeof *dirs->v, folder_cmp); /* qsort(NULL, 0) is UB */
+  if (files && files->n > 1) qsort(files->v, files->n, sizeof *files->v, folder_cmp);
   return 0;
 }
 
-static int walk(const char *dir, strlist *out, const char *const *exts, int depth, strlist *dropped,
+static int folder_walk_at(const char *dir, strlist *out, const char *const *exts, int depth, strlist *dropped,
                 folder_skipped *skipped, char *err, size_t errlen) {
   int rc;
   strlist dirs = {0}, files = {0};
@@ -95,7 +95,7 @@ static int walk(const char *dir, strlist *out, const char *const *exts, int dept
     files.v[i] = NULL;
   }
   if (rc < 0) snprintf(err, errlen, "out of memory listing %s", dir);
-  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = walk(dirs.v[i], out, exts, depth + 1, dropped, skipped, err, errlen);
+  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = folder_walk_at(dirs.v[i], out, exts, depth + 1, dropped, skipped, err, errlen);
   strlist_free(&dirs);
   strlist_free(&files);
   return rc;
@@ -103,5 +103,5 @@ static int walk(const char *dir, strlist *out, const char *const *exts, int dept
 
 int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, folder_skipped *skipped,
                 char *err, size_t errlen) {
-  return walk(dir, out, exts, 0, dropped, skipped, err, errlen);
+  return folder_walk_at(dir, out, exts, 0, dropped, skipped, err, errlen);
 }
