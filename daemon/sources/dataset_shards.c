@@ -291,15 +291,15 @@ int dataset_shards_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, 
   const dataset_shards *s = d->state;
   size_t f = dataset_shards_file_of(s, i);
   const shard_index_entry *e = &s->idx[f].e[i - s->first[f]];
-  storage_file *sf;
+  storage_file sf;
   int rc = storage_open(s->files[f], &sf, err, errlen);
   /* A shard gone since it was indexed is no fault of this one sample's:
    * tried again, then the batch fails, rather than every sample of the
    * shard being skipped in turn. */
   if (rc < 0) return rc == BFEED_ENOMEM ? rc : BFEED_EIO;
   char why[512];
-  rc = s->spec.format->read(sf, e, s->spec.cfg, buf, cap, len, why, sizeof why);
-  storage_close(sf);
+  rc = s->spec.format->read(&sf, e, s->spec.cfg, buf, cap, len, why, sizeof why);
+  storage_close(&sf);
   if (rc < 0)
     snprintf(err, errlen, "%s: %s at byte offset %llu: %s", s->files[f], s->spec.format->unit,
              (unsigned long long)e->off, why);

@@ -45,37 +45,42 @@ static char *folder_join(const char *a, const char *b) {
   return s;
 }
 
+/* What a listing sorts its entries into. */
+typedef struct folder_sort {
+  const char *dir;
+  strlist *dirs, *files, *dropped, others; /* others: left out, tallied in sorted order, as samples are */
+  const char *const *exts;
+  folder_skipped *skipped;
+} folder_sort;
+
+static int folder_entry(void *ctx, const char *name, storage_type type, const char *why) {
+  folder_sort *f = ctx;
+  if (name[0] == '.') return 0;
+  char *path = folder_join(f->dir, name);
+  if (!path) return BFEED_ENOMEM;
+  if (type == STORAGE_BROKEN) { /* dangling link or loop: not a sample, but say so */
+    char line[4200];
+    snprintf(line, sizeof line, "%s: %s", path, why);
+    free(path);
+    return f->dropped && strlist_push(f->dropped, strdup(line)) < 0 ? BFEED_ENOMEM : 0;
+  }
+  if (type == STORAGE_DIR && f->dirs) return strlist_push(f->dirs, path);
+  if (type == STORAGE_FILE && f->files && folder_has_ext(name, f->exts)) return strlist_push(f->files, path);
+  if (type == STORAGE_FILE && f->files && f->skipped) return strlist_push(&f->others, path);
+  free(path);
+  return 0;
+}
+
 int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
                 folder_skipped *skipped, char *err, size_t errlen) {
-  storage_entry *ent;
-  size_t n;
-  int rc = storage_list(dir, &ent, &n, err, errlen);
-  if (rc < 0) return rc == BFEED_ENOMEM ? rc : BFEED_EIO;
-  strlist others = {0}; /* left out: tallied in sorted order, as samples are */
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    const storage_entry *e = &ent[i];
-    if (e->name[0] == '.') continue;
-    char *path = folder_join(dir, e->name);
-    if (!path) rc = BFEED_EIO;
-    else if (e->type == STORAGE_BROKEN) { /* dangling link or loop: not a sample, but say so */
-      char why[4200];
-      snprintf(why, sizeof why, "%s: %s", path, e->why);
-      if (dropped && strlist_push(dropped, strdup(why)) < 0) rc = BFEED_ENOMEM;
-      free(path);
-    }
-    else if (e->type == STORAGE_DIR && dirs) rc = strlist_push(dirs, path);
-    else if (e->type == STORAGE_FILE && files && folder_has_ext(e->name, exts)) rc = strlist_push(files, path);
-    else if (e->type == STORAGE_FILE && files && skipped) rc = strlist_push(&others, path);
-    else free(path);
-  }
-  storage_entries_free(ent, n);
-  if (others.n > 1) qsort(others.v, others.n, sizeof *others.v, folder_cmp);
-  for (size_t i = 0; i < others.n; i++) folder_skip(skipped, others.v[i]), others.v[i] = NULL;
-  strlist_free(&others);
-  if (rc < 0) {
-    snprintf(err, errlen, "out of memory listing %s", dir);
-    return BFEED_ENOMEM;
-  }
+  folder_sort f = {.dir = dir, .dirs = dirs, .files = files, .dropped = dropped, .exts = exts, .skipped = skipped};
+  char why[512];
+  int rc = storage_list(dir, folder_entry, &f, why, sizeof why);
+  if (f.others.n > 1) qsort(f.others.v, f.others.n, sizeof *f.others.v, folder_cmp);
+  for (size_t i = 0; i < f.others.n; i++) folder_skip(skipped, f.others.v[i]), f.others.v[i] = NULL;
+  strlist_free(&f.others);
+  if (rc == BFEED_ENOMEM) return snprintf(err, errlen, "out of memory listing %s", dir), BFEED_ENOMEM;
+  if (rc < 0) return snprintf(err, errlen, "%s", why), BFEED_EIO;
   if (dirs && dirs->n > 1) qsort(dirs->v, dirs->n, sizeof *dirs->v, folder_cmp); /* qsort(NULL, 0) is UB */
   if (files && files->n > 1) qsort(files->v, files->n, sizeof *files->v, folder_cmp);
   return 0;

@@ -202,13 +202,11 @@ int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errl
   storage_unmap(&file);
   if (rc < 0) return BFEED_EDATASET;
   /* Opened once and kept: a rename in its place changes nothing served. */
-  storage_file *f;
-  if ((rc = storage_open(path, &f, err, errlen)) < 0) return rc;
+  if ((rc = storage_open(path, &s->file, err, errlen)) < 0) return rc;
   if (!(s->path = strdup(path))) {
-    storage_close(f);
+    storage_close(&s->file);
     return failf(err, errlen, "%s: out of memory", path), BFEED_ENOMEM;
   }
-  s->file = f;
   s->nrows = h->shape[0];
   s->row_floats = h->data_bytes / 4 / h->shape[0];
   return 0;
@@ -218,7 +216,7 @@ int npy_source_read_row(const npysrc *s, uint64_t i, float *out, char *err, size
   size_t want = (size_t)s->row_floats * 4, got = 0;
   if (s->rows) return memcpy(out, s->rows + i * s->row_floats, want), 0;
   char why[200];
-  int rc = storage_pread(s->file, out, want, s->h.data_offset + i * want, &got, why, sizeof why);
+  int rc = storage_pread(&s->file, out, want, s->h.data_offset + i * want, &got, why, sizeof why);
   if (rc == 0 && got < want) rc = BFEED_EDATASET, snprintf(why, sizeof why, "the file is shorter than its header says");
   if (rc < 0)
     snprintf(err, errlen, "%s: row %llu: %s (was the file changed since it was loaded?)", s->path,
@@ -261,7 +259,7 @@ int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_
 }
 
 void npy_source_close(npysrc *s) {
-  if (s->path) storage_close(s->file); /* path is set exactly while file is open: a zeroed npysrc holds nothing */
+  if (s->path) storage_close(&s->file); /* path is set exactly while file is open: a zeroed npysrc holds nothing */
   free(s->path);
   memset(s, 0, sizeof *s);
 }

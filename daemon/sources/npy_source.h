@@ -40,7 +40,7 @@ typedef struct npy_source_header {
 int npy_source_parse_header(const uint8_t *p, size_t n, const char *name, npy_source_header *h, char *err, size_t errlen);
 
 typedef struct npysrc {
-  storage_file *file; /* open on the file while path is set */
+  storage_file file;  /* open on the file while path is set */
   char *path;         /* for messages; NULL when not loaded */
   npy_source_header h;
   uint64_t nrows, row_floats;

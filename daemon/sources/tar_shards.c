@@ -36,7 +36,7 @@ typedef struct tar_shards_scan {
   shard_index *x;
   tar_shards_group g;
   /* libarchive's reads: the shard, where the next block starts, the block */
-  storage_file *f;
+  storage_file f;
   uint64_t pos;
   uint8_t *block;
   char why[200]; /* a read that failed */
@@ -46,7 +46,7 @@ typedef struct tar_shards_scan {
 static la_ssize_t tar_shards_read(struct archive *a, void *arg, const void **buf) {
   tar_shards_scan *s = arg;
   size_t got = 0;
-  if (storage_pread(s->f, s->block, TAR_SHARDS_BLOCK, s->pos, &got, s->why, sizeof s->why) < 0) {
+  if (storage_pread(&s->f, s->block, TAR_SHARDS_BLOCK, s->pos, &got, s->why, sizeof s->why) < 0) {
     archive_set_error(a, EIO, "%s", s->why);
     return -1;
   }
@@ -142,7 +142,7 @@ static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archi
     s->g.first_off = off;
   }
   if (tar_shards_is_image(ext) && !s->g.have_image) {
-    if (archive_entry_sparse_count(e) > 0 || size > UINT32_MAX || tar_shards_probe(a, s->f, off, size) < 0) {
+    if (archive_entry_sparse_count(e) > 0 || size > UINT32_MAX || tar_shards_probe(a, &s->f, off, size) < 0) {
       s->g.bad = 1;
       snprintf(s->g.why, sizeof s->g.why, "image member %s is sparse, too large or not stored contiguously", name);
       return 0;
@@ -170,7 +170,7 @@ int tar_shards_index(const char *path, const char *label_ext, const shard_index_
   struct archive *a = archive_read_new();
   if (!a || !(s.block = malloc(TAR_SHARDS_BLOCK))) {
     if (a) archive_read_free(a);
-    storage_close(s.f);
+    storage_close(&s.f);
     return snprintf(err, errlen, "%s: out of memory", path), BFEED_ENOMEM;
   }
   archive_read_support_format_tar(a);
@@ -204,7 +204,7 @@ int tar_shards_index(const char *path, const char *label_ext, const shard_index_
   }
   if (rc == 0 && tar_shards_flush(&s) < 0) rc = BFEED_ENOMEM, snprintf(err, errlen, "%s: out of memory indexing", path);
   archive_read_free(a);
-  storage_close(s.f);
+  storage_close(&s.f);
   free(s.block);
   return rc;
 }

@@ -76,8 +76,8 @@ static void tfrecord_skip(const shard_index_ctx *ctx, shard_index *x, const char
 
 int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_index_ctx *ctx, shard_index *x,
                    char *err, size_t errlen) {
-  storage_file *f;
-  if (storage_open(path, &f, err, errlen) < 0) return BFEED_EIO;
+  storage_file file, *f = &file;
+  if (storage_open(path, f, err, errlen) < 0) return BFEED_EIO;
   uint64_t fsize = storage_size(f), off = 0;
   uint8_t magic[2];
   char why[200];
@@ -161,10 +161,10 @@ int tfrecord_sample_at(storage_file *f, const shard_index_entry *e, const tf_exa
 
 int tfrecord_sample(const char *path, const shard_index_entry *e, const tf_example_keys *keys, uint8_t **buf,
                     size_t *cap, size_t *len, char *err, size_t errlen) {
-  storage_file *f;
+  storage_file f;
   int rc = storage_open(path, &f, err, errlen);
   if (rc < 0) return rc;
-  rc = tfrecord_sample_at(f, e, keys, buf, cap, len, err, errlen);
-  storage_close(f);
+  rc = tfrecord_sample_at(&f, e, keys, buf, cap, len, err, errlen);
+  storage_close(&f);
   return rc;
 }

@@ -47,20 +47,20 @@ static const storage_backend *storage_backend_of(const char *path, char *err, si
   return NULL;
 }
 
-int storage_open(const char *path, storage_file **out, char *err, size_t errlen) {
+int storage_open(const char *path, storage_file *f, char *err, size_t errlen) {
   const storage_backend *b = storage_backend_of(path, err, errlen);
-  *out = NULL;
+  memset(f, 0, sizeof *f);
   if (!b) return BFEED_EDATASET;
-  int rc = b->open(path, out, err, errlen);
-  if (rc == 0) (*out)->backend = b;
+  int rc = b->open(path, f, err, errlen);
+  if (rc == 0) f->backend = b;
   return rc;
 }
 
-int storage_pread(storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen) {
+int storage_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen) {
   return f->backend->pread(f, buf, n, off, got, err, errlen);
 }
 
-int storage_pread_all(storage_file *f, void *buf, size_t n, uint64_t off, char *err, size_t errlen) {
+int storage_pread_all(const storage_file *f, void *buf, size_t n, uint64_t off, char *err, size_t errlen) {
   size_t got = 0;
   int rc = storage_pread(f, buf, n, off, &got, err, errlen);
   if (rc == 0 && got < n)
@@ -71,17 +71,18 @@ int storage_pread_all(storage_file *f, void *buf, size_t n, uint64_t off, char *
 }
 
 void storage_close(storage_file *f) {
-  if (f) f->backend->close(f);
+  if (f && f->backend) f->backend->close(f);
+  if (f) memset(f, 0, sizeof *f);
 }
 
 int storage_read_file(const char *path, uint64_t max_size, uint8_t **buf, size_t *cap, size_t *len, char *err,
                       size_t errlen) {
-  storage_file *f;
+  storage_file f;
   int rc = storage_open(path, &f, err, errlen);
   if (rc < 0) return rc;
-  uint64_t want = storage_size(f);
+  uint64_t want = storage_size(&f);
   if (want > max_size) {
-    storage_close(f);
+    storage_close(&f);
     return snprintf(err, errlen, "%s: file is %llu bytes, over the %llu-byte limit", path, (unsigned long long)want,
                     (unsigned long long)max_size),
            BFEED_ETOOBIG;
@@ -89,7 +90,7 @@ int storage_read_file(const char *path, uint64_t max_size, uint8_t **buf, size_t
   if (want + 1 > *cap) {
     uint8_t *b = realloc(*buf, (size_t)want + 1);
     if (!b) {
-      storage_close(f);
+      storage_close(&f);
       return snprintf(err, errlen, "%s: out of memory reading %llu bytes", path, (unsigned long long)want),
              BFEED_ENOMEM;
     }
@@ -97,8 +98,8 @@ int storage_read_file(const char *path, uint64_t max_size, uint8_t **buf, size_t
     *cap = (size_t)want + 1;
   }
   char why[256];
-  rc = storage_pread_all(f, *buf, (size_t)want, 0, why, sizeof why);
-  storage_close(f);
+  rc = storage_pread_all(&f, *buf, (size_t)want, 0, why, sizeof why);
+  storage_close(&f);
   if (rc < 0) return snprintf(err, errlen, "%s: %s", path, why), rc;
   *len = (size_t)want;
   return 0;
@@ -117,16 +118,9 @@ void storage_version(const char *path, char *out, size_t cap) {
   else snprintf(out, cap, "-1");
 }
 
-int storage_list(const char *dir, storage_entry **out, size_t *n, char *err, size_t errlen) {
+int storage_list(const char *dir, storage_entry_fn fn, void *ctx, char *err, size_t errlen) {
   const storage_backend *b = storage_backend_of(dir, err, errlen);
-  *out = NULL;
-  *n = 0;
-  return b ? b->list(dir, out, n, err, errlen) : BFEED_EDATASET;
-}
-
-void storage_entries_free(storage_entry *e, size_t n) {
-  for (size_t i = 0; e && i < n; i++) free(e[i].name), free(e[i].why);
-  free(e);
+  return b ? b->list(dir, fn, ctx, err, errlen) : BFEED_EDATASET;
 }
 
 int storage_glob(const char *pattern, strlist *out, char *err, size_t errlen) {

@@ -24,7 +24,9 @@
  * its record, a .npy file and its row).
  *
  * Every call may be made from any thread; storage_pread on one open file
- * from several threads at once.
+ * from several threads at once. Opening, reading and listing allocate
+ * nothing (an open file is the caller's struct): a batch worker reads its
+ * samples without a malloc, as the rest of its path does.
  */
 #ifndef BFEED_STORAGE_H
 #define BFEED_STORAGE_H
@@ -53,17 +55,19 @@ typedef struct storage_info {
   char version[STORAGE_VERSION_MAX];
 } storage_info;
 
-/* One entry of a folder listing. */
-typedef struct storage_entry {
-  char *name;        /* within the folder */
-  storage_type type;
-  char *why;         /* STORAGE_BROKEN: why it cannot be followed; NULL otherwise */
-} storage_entry;
+/* One entry of a folder listing, in no particular order: its name within
+ * the folder, its type (links followed), and for STORAGE_BROKEN why it
+ * cannot be followed. A negative return stops the listing with that code. */
+typedef int (*storage_entry_fn)(void *ctx, const char *name, storage_type type, const char *why);
 
-/* An open file. Backends embed this as the first member of their own. */
+/* An open file: the caller's memory, the backend's handle in it. */
 typedef struct storage_file {
   const struct storage_backend *backend;
   uint64_t size; /* when it was opened */
+  union {
+    int fd;  /* the local backend's descriptor */
+    void *p; /* another backend's own state */
+  } h;
 } storage_file;
 
 /* A whole file's bytes, for the loaders that parse tables: a mapping of a
@@ -78,12 +82,12 @@ typedef struct storage_mapping {
 /* A backend: what adding one (s3://, gs://, https://) means writing. */
 typedef struct storage_backend {
   const char *scheme; /* "file" */
-  int (*open)(const char *path, storage_file **out, char *err, size_t errlen);
+  int (*open)(const char *path, storage_file *f, char *err, size_t errlen);
   /* Up to n bytes at off; fewer (*got) only at the end of the file. */
-  int (*pread)(storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
+  int (*pread)(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
   void (*close)(storage_file *f);
   int (*stat)(const char *path, storage_info *out, char *err, size_t errlen);
-  int (*list)(const char *dir, storage_entry **out, size_t *n, char *err, size_t errlen);
+  int (*list)(const char *dir, storage_entry_fn fn, void *ctx, char *err, size_t errlen);
   /* Paths matching a shell pattern, sorted; none is not an error. */
   int (*glob)(const char *pattern, strlist *out, char *err, size_t errlen);
   int (*map)(const char *path, uint64_t max_size, storage_mapping *m, char *err, size_t errlen);
@@ -94,12 +98,13 @@ typedef struct storage_backend {
 
 /* Open a regular file for storage_pread; anything else is refused without
  * waiting on it (a FIFO never holds the caller). */
-int storage_open(const char *path, storage_file **out, char *err, size_t errlen);
+int storage_open(const char *path, storage_file *f, char *err, size_t errlen);
 static inline uint64_t storage_size(const storage_file *f) { return f->size; }
 /* Read n bytes at off; *got < n only at the end of the file. */
-int storage_pread(storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
+int storage_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
 /* Exactly n bytes at off: a file that ends first is BFEED_EDATASET. */
-int storage_pread_all(storage_file *f, void *buf, size_t n, uint64_t off, char *err, size_t errlen);
+int storage_pread_all(const storage_file *f, void *buf, size_t n, uint64_t off, char *err, size_t errlen);
+/* Close f if it is open (a zeroed storage_file is not). */
 void storage_close(storage_file *f);
 
 /* A whole file into *buf (grown as needed, *cap its size, one byte to
@@ -112,9 +117,8 @@ int storage_stat(const char *path, storage_info *out, char *err, size_t errlen);
  * on every host that lacks the file). */
 void storage_version(const char *path, char *out, size_t cap);
 
-/* The entries of dir, in no particular order ("." and ".." left out). */
-int storage_list(const char *dir, storage_entry **out, size_t *n, char *err, size_t errlen);
-void storage_entries_free(storage_entry *e, size_t n);
+/* fn for each entry of dir ("." and ".." left out). */
+int storage_list(const char *dir, storage_entry_fn fn, void *ctx, char *err, size_t errlen);
 int storage_glob(const char *pattern, strlist *out, char *err, size_t errlen);
 
 /* The whole file at path (at most max_size bytes) for parsing. */

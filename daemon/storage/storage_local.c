@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -29,11 +28,6 @@
 
 #define STORAGE_LOCAL_PREFIX "file://"
 #define STORAGE_LOCAL_PREFIX_LEN 7
-
-typedef struct storage_local_file {
-  storage_file base; /* first: storage.c hands this out */
-  int fd;
-} storage_local_file;
 
 /* The file-system path of a plain path or a file:// URL. */
 static const char *storage_local_strip(const char *path) {
@@ -49,7 +43,7 @@ static const char *storage_local_what(mode_t m) {
   return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a file";
 }
 
-static int storage_local_open(const char *path, storage_file **out, char *err, size_t errlen) {
+static int storage_local_open(const char *path, storage_file *f, char *err, size_t errlen) {
   const char *p = storage_local_strip(path);
   int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
@@ -66,23 +60,16 @@ static int storage_local_open(const char *path, storage_file **out, char *err, s
     close(fd);
     return snprintf(err, errlen, "%s: %s, not a regular file", path, storage_local_what(st.st_mode)), BFEED_EDATASET;
   }
-  storage_local_file *f = malloc(sizeof *f);
-  if (!f) {
-    close(fd);
-    return snprintf(err, errlen, "%s: out of memory", path), BFEED_ENOMEM;
-  }
-  f->fd = fd;
-  f->base.size = (uint64_t)st.st_size;
-  *out = &f->base;
+  f->h.fd = fd;
+  f->size = (uint64_t)st.st_size;
   return 0;
 }
 
-static int storage_local_pread(storage_file *base, void *buf, size_t n, uint64_t off, size_t *got, char *err,
+static int storage_local_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err,
                                size_t errlen) {
-  const storage_local_file *f = (const storage_local_file *)base;
   size_t k = 0;
   while (k < n) {
-    ssize_t r = pread(f->fd, (uint8_t *)buf + k, n - k, (off_t)(off + k));
+    ssize_t r = pread(f->h.fd, (uint8_t *)buf + k, n - k, (off_t)(off + k));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) {
       int e = errno;
@@ -97,11 +84,7 @@ static int storage_local_pread(storage_file *base, void *buf, size_t n, uint64_t
   return 0;
 }
 
-static void storage_local_close(storage_file *base) {
-  storage_local_file *f = (storage_local_file *)base;
-  close(f->fd);
-  free(f);
-}
+static void storage_local_close(storage_file *f) { close(f->h.fd); }
 
 static void storage_local_info(const struct stat *st, storage_info *out) {
   out->type = storage_local_type(st->st_mode);
@@ -121,64 +104,32 @@ static int storage_local_stat(const char *path, storage_info *out, char *err, si
   return 0;
 }
 
-/* One entry of dir, links followed; a link that leads nowhere is kept as
- * STORAGE_BROKEN with the reason, for the caller to report. */
-static int storage_local_entry(const char *dir, const char *name, storage_entry *e) {
-  size_t dl = strlen(dir), nl = strlen(name);
-  char *path = malloc(dl + nl + 2);
-  if (!path || !(e->name = strdup(name))) return free(path), BFEED_ENOMEM;
-  memcpy(path, dir, dl);
-  path[dl] = '/';
-  memcpy(path + dl + 1, name, nl + 1);
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    e->type = storage_local_type(st.st_mode);
-  } else {
-    char why[320];
-    int err = errno;
-    snprintf(why, sizeof why, "%s%s", strerror(err),
-             err == ENOENT ? " (a symlink to nothing)" : err == ELOOP ? " (a symlink loop)" : "");
-    e->type = STORAGE_BROKEN;
-    if (!(e->why = strdup(why))) return free(path), BFEED_ENOMEM;
-  }
-  free(path);
-  return 0;
-}
-
-static int storage_local_list(const char *dir, storage_entry **out, size_t *n, char *err, size_t errlen) {
-  const char *p = storage_local_strip(dir);
-  DIR *d = opendir(p);
+/* Each entry with its type, links followed (fstatat on the open folder:
+ * no path is built); a link that leads nowhere is STORAGE_BROKEN with the
+ * reason, for the caller to report. */
+static int storage_local_list(const char *dir, storage_entry_fn fn, void *ctx, char *err, size_t errlen) {
+  DIR *d = opendir(storage_local_strip(dir));
   if (!d) {
     int e = errno;
     return snprintf(err, errlen, "cannot open folder %s: %s", dir, strerror(e)), errtext_errno_code(e);
   }
-  size_t cap = 0;
   int rc = 0;
   struct dirent *de;
   while (rc == 0 && (de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
-    if (*n == cap) {
-      size_t c = cap ? 2 * cap : 64;
-      storage_entry *v = realloc(*out, c * sizeof *v);
-      if (!v) {
-        rc = BFEED_ENOMEM;
-        break;
-      }
-      *out = v;
-      cap = c;
+    struct stat st;
+    if (fstatat(dirfd(d), de->d_name, &st, 0) == 0) {
+      rc = fn(ctx, de->d_name, storage_local_type(st.st_mode), NULL);
+    } else {
+      char why[320];
+      int e = errno;
+      snprintf(why, sizeof why, "%s%s", strerror(e),
+               e == ENOENT ? " (a symlink to nothing)" : e == ELOOP ? " (a symlink loop)" : "");
+      rc = fn(ctx, de->d_name, STORAGE_BROKEN, why);
     }
-    memset(&(*out)[*n], 0, sizeof **out);
-    rc = storage_local_entry(p, de->d_name, &(*out)[*n]);
-    (*n)++;
   }
   closedir(d);
-  if (rc < 0) {
-    storage_entries_free(*out, *n);
-    *out = NULL;
-    *n = 0;
-    return snprintf(err, errlen, "out of memory listing %s", dir), BFEED_ENOMEM;
-  }
-  return 0;
+  return rc;
 }
 
 static int storage_local_glob(const char *pattern, strlist *out, char *err, size_t errlen) {

@@ -60,8 +60,8 @@ int main(int argc, char **argv) {
   /* The parse alone, on records already in memory and CRC-checked. */
   uint8_t *rec = NULL;
   size_t rcap = 0;
-  storage_file *f = NULL;
-  if (storage_open(path, &f, err, sizeof err) < 0) f = NULL;
+  storage_file file, *f = &file;
+  if (storage_open(path, f, err, sizeof err) < 0) f = NULL;
   for (size_t i = 0; f && i < x.n; i++) {
     uint64_t n;
     if (tfrecord_read(f, x.e[i].off, storage_size(f), &rec, &rcap, &n, err, sizeof err) < 0) break;
@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     }
     t_parse += shard_bench_now() - a;
   }
-  storage_close(f);
+  if (f) storage_close(f);
   /* The same bytes as files of a folder dataset. */
   double t_files = 0;
   size_t nfiles = (size_t)(argc - 3);
