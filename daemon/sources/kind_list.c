@@ -1,7 +1,9 @@
 /*
  * kind_list.c -- the list kind: a text file naming image files and their
  * labels, one sample a line, in the file's order: the lists DALI's file
- * reader takes (file_list) and ImageNet's train_cls.txt-style listings.
+ * reader takes (file_list), and "path label" listings of that shape. (An
+ * ImageNet train_cls.txt numbers images, not classes, in its second
+ * column and leaves out the .JPEG: it needs its labels rewritten first.)
  * Called through dataset.c's kind table.
  *
  * A line is one of
