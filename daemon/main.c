@@ -143,24 +143,23 @@ static dataset **load_datasets(const config *cfg, const config *old_cfg, dataset
     if (ds[i]) continue;
     dataset_kv kv[65];
     size_t nkv = cd->nkv < 64 ? cd->nkv : 64;
-    int has_vectors = 0, has_cache_dir = 0, sharded = 0;
+    int has_cache_dir = 0;
+    const char *kind = NULL;
     for (size_t k = 0; k < nkv; k++) {
       kv[k] = (dataset_kv){cd->keys[k], cd->values[k], cd->wheres[k]};
-      has_vectors |= strcmp(cd->keys[k], "vectors") == 0;
       has_cache_dir |= strcmp(cd->keys[k], "cache_dir") == 0;
-      sharded |= strcmp(cd->keys[k], "kind") == 0 &&
-                 (strcmp(cd->values[k], "tfrecord") == 0 || strcmp(cd->values[k], "tar") == 0);
+      if (strcmp(cd->keys[k], "kind") == 0) kind = cd->values[k];
     }
-    /* The daemon-wide cache folder, for datasets with a word-vector table
-     * or shard indexes that do not name their own. */
-    if (cfg->cache_dir && (has_vectors || sharded) && !has_cache_dir)
+    /* The daemon-wide cache folder, for the kinds that keep caches
+     * (word-vector tables, shard indexes), unless a dataset names its own. */
+    if (cfg->cache_dir && !has_cache_dir && dataset_kind_takes_key(kind, "cache_dir"))
       kv[nkv++] = (dataset_kv){"cache_dir", cfg->cache_dir, "cache_dir"};
     if (!(ds[i] = dataset_open(cd->name, kv, nkv, lg, err, errlen))) {
       for (size_t j = 0; j < i; j++) dataset_unref(ds[j]);
       free(ds);
       return NULL;
     }
-    if (!ds[i]->shards) /* sharded kinds say so when their index is done */
+    if (!dataset_background(ds[i])) /* those say so when their index is done */
       log_info(lg, "dataset %s: %zu samples in %zu classes from %s", cd->name, ds[i]->nsamples, ds[i]->nclasses,
                ds[i]->root);
   }

@@ -212,12 +212,11 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
     rng_init(&r, s->opts.seed, RNG_DOMAIN_SAMPLE, job->epoch, idx);
     char name[600];
     dataset_sample_name(s->ds, idx, name, sizeof name);
-    char read_why[160];
     size_t file_cap = w->file_cap;
-    rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, read_why, sizeof read_why);
+    /* dataset_read's reasons name the sample, as sample_load's start with
+     * the name it is given. */
+    rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, err, errlen);
     scratch_count(file_cap, w->file_cap);
-    if (rc < 0) snprintf(err, errlen, "%s: %s", name, read_why);
-    /* sample_load's reasons start with the name it is given. */
     if (rc == 0) rc = sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, err, errlen);
     if (rc != BFEED_EIO && rc != BFEED_ENOMEM) return rc;
     if (attempt < BATCH_RETRIES) {

@@ -28,7 +28,7 @@ int batch_text_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
   int text = dataset_has_text(ds);
   if (!text && opts_text_set(o, names, sizeof names))
     return snprintf(err, errlen, "%s: these options apply to text datasets; %s is a%s %s dataset", names, ds->name,
-                    ds->kind == DATASET_IMAGE ? "n" : "", dataset_kind_name(ds->kind)),
+                    strchr("aeiou", dataset_kind_name(ds)[0]) ? "n" : "", dataset_kind_name(ds)),
            BFEED_EINVAL;
   if (text && o->fixed_len && batch_text_cap(o, ds) == 0)
     return snprintf(err, errlen, "fixed_len needs a length: set max_len (dataset %s has no max_len setting)", ds->name),

@@ -1,36 +1,36 @@
-/* dataset_shards.c -- tfrecord and tar datasets: shard listing, background indexing, sample reads. */
+/*
+ * dataset_shards.c -- the shard kinds' shared part: shard listing,
+ * background indexing with per-shard index caches, sample reads by offset
+ * (see dataset_shards.h). Called by kind_tfrecord.c and kind_tar.c, and
+ * through their table entries by dataset.c.
+ */
 #include "dataset_shards.h"
 #include "clock.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <glob.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "bfeed_types.h"
-#include "tar_shards.h"
-#include "tfrecord.h"
+#include "fingerprint.h"
 
 #define DATASET_SHARDS_MAX_THREADS 8
 
 enum { DATASET_SHARDS_INDEXING = 0, DATASET_SHARDS_READY = 1, DATASET_SHARDS_FAILED = 2 };
 
-struct dataset_shards {
+typedef struct dataset_shards {
   dataset *d;             /* the owner (not a reference: it outlives the threads) */
-  int tar;                /* 1 tar, 0 tfrecord */
+  dataset_shards_spec spec; /* the kind's format and settings (spec.cfg owned) */
   char **files;
   size_t nfiles;
   shard_index *idx;       /* one per file */
   uint64_t *first;        /* nfiles + 1: first sample of each file */
-  char *image_key, *label_key, *features_key, *label_ext, *cache_dir;
-  tf_example_keys keys;
+  char *cache_dir;
   int64_t label_offset;
   uint64_t settings;      /* hash of what the indexes depend on */
   logger log;             /* a copy: the caller's may not outlive the threads */
@@ -42,7 +42,7 @@ struct dataset_shards {
   double seconds;
   pthread_mutex_t lock;   /* guards fail */
   char fail[512];
-};
+} dataset_shards;
 
 static void dataset_shards_fail(dataset_shards *s, const char *msg) {
   pthread_mutex_lock(&s->lock);
@@ -55,12 +55,16 @@ static void dataset_shards_fail(dataset_shards *s, const char *msg) {
 static void dataset_shards_index_file(dataset_shards *s, size_t f) {
   const char *path = s->files[f];
   char cache[4096], why[512];
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    snprintf(why, sizeof why, "%s: %s", path, strerror(errno));
-    return dataset_shards_fail(s, why);
-  }
-  shard_index_path(cache, sizeof cache, path, s->cache_dir);
+  storage_info info;
+  if (storage_stat(path, &info, why, sizeof why) < 0) return dataset_shards_fail(s, why);
+  /* The cache is keyed to the shard's size and mtime, as shard_index.h
+   * takes them; it is a local file of bfeed's own, beside the shard's
+   * local path or in cache_dir. */
+  struct stat st = {.st_size = (off_t)info.size};
+  st.st_mtim.tv_sec = (time_t)info.mtime_s;
+  st.st_mtim.tv_nsec = (long)info.mtime_ns;
+  const char *local = storage_local_path(path);
+  shard_index_path(cache, sizeof cache, local ? local : path, s->cache_dir);
   if (shard_index_load(&s->idx[f], cache, &st, s->settings, why, sizeof why) == 0) {
     __atomic_add_fetch(&s->cached_files, 1, __ATOMIC_RELAXED);
     log_debug(&s->log, "dataset %s: %s: index reused from %s", s->d->name, path, cache);
@@ -68,9 +72,8 @@ static void dataset_shards_index_file(dataset_shards *s, size_t f) {
   }
   if (access(cache, F_OK) == 0) log_info(&s->log, "dataset %s: %s: rebuilding the index: %s", s->d->name, path, why);
   shard_index_ctx ctx = {.log = &s->log, .dataset = s->d->name, .cancel = &s->cancel};
-  int rc = s->tar ? tar_shards_index(path, s->label_ext, &ctx, &s->idx[f], why, sizeof why)
-                  : tfrecord_index(path, &s->keys, &ctx, &s->idx[f], why, sizeof why);
-  if (rc < 0) return dataset_shards_fail(s, why);
+  if (s->spec.format->index(path, s->spec.cfg, &ctx, &s->idx[f], why, sizeof why) < 0)
+    return dataset_shards_fail(s, why);
   if (shard_index_cancelled(&ctx)) return;
   if (shard_index_save(&s->idx[f], cache, &st, s->settings, why, sizeof why) < 0)
     log_warn(&s->log, "dataset %s: %s (the index is kept in memory only; set cache_dir to keep it)", s->d->name, why);
@@ -99,7 +102,7 @@ static int dataset_shards_assemble(dataset_shards *s, char *err, size_t errlen) 
     s->skipped += s->idx[f].skipped;
     if (s->idx[f].n && dim && s->idx[f].dim != dim)
       return snprintf(err, errlen, "%s: feature '%s' holds %u floats, earlier shards %u", s->files[f],
-                      s->features_key, s->idx[f].dim, dim), BFEED_EDATASET;
+                      s->spec.features, s->idx[f].dim, dim), BFEED_EDATASET;
     if (s->idx[f].n) dim = s->idx[f].dim;
   }
   s->first[s->nfiles] = n;
@@ -107,7 +110,7 @@ static int dataset_shards_assemble(dataset_shards *s, char *err, size_t errlen) 
                               (unsigned long long)s->skipped), BFEED_EDATASET;
   if (n > UINT32_MAX) return snprintf(err, errlen, "%llu samples, more than the %u supported", (unsigned long long)n, UINT32_MAX), BFEED_EDATASET;
   if (!(d->bad = calloc(n, 1))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
-  int labelled = s->tar ? s->label_ext != NULL : s->label_key != NULL;
+  int labelled = s->spec.labelled;
   if (labelled && !(d->labels = malloc(n * sizeof *d->labels))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   float *rows = dim ? malloc(n * dim * sizeof *rows) : NULL;
   if (dim && !rows) return snprintf(err, errlen, "out of memory for %llu x %u features", (unsigned long long)n, dim), BFEED_ENOMEM;
@@ -121,7 +124,7 @@ static int dataset_shards_assemble(dataset_shards *s, char *err, size_t errlen) 
       if (x->e[i].label < -(1ll << 40) || x->e[i].label > (1ll << 40) || v < 0 || v > INT32_MAX)
         return snprintf(err, errlen,
                         "%s: %s at byte offset %llu: label %lld with label_offset %lld is %lld, outside 0..%d%s",
-                        s->files[f], s->tar ? "member" : "record", (unsigned long long)x->e[i].off,
+                        s->files[f], s->spec.format->unit, (unsigned long long)x->e[i].off,
                         (long long)x->e[i].label, (long long)s->label_offset, (long long)v, INT32_MAX,
                         v == -1 ? " (labels counted from 0 need label_offset=0)" : ""), BFEED_EDATASET;
       d->labels[s->first[f] + i] = (int32_t)v;
@@ -172,35 +175,19 @@ static void *dataset_shards_coordinate(void *arg) {
   log_info(&s->log,
            "dataset %s: %zu samples in %zu classes from %zu %s shard(s), indexed in %.1f ms "
            "(%zu index(es) reused from cache, %llu record(s) skipped)",
-           s->d->name, s->d->nsamples, s->d->nclasses, s->nfiles, s->tar ? "tar" : "TFRecord", s->seconds * 1e3,
+           s->d->name, s->d->nsamples, s->d->nclasses, s->nfiles, s->spec.format->format, s->seconds * 1e3,
            __atomic_load_n(&s->cached_files, __ATOMIC_RELAXED), (unsigned long long)s->skipped);
   __atomic_store_n(&s->state, DATASET_SHARDS_READY, __ATOMIC_RELEASE);
   return NULL;
 }
 
 /* ------------------------------------------------------------------ */
-/* Settings                                                            */
+/* Loading                                                             */
 
-static int dataset_shards_string(const dataset_keys *k, const char *key, const char *def, char **out) {
-  const dataset_kv *kv = dataset_key(k, key);
-  const char *v = kv ? kv->value : def;
-  *out = v && v[0] ? strdup(v) : NULL;
-  return v && v[0] && !*out ? BFEED_ENOMEM : 0;
-}
-
-const char *const *dataset_shards_files(const dataset *d, size_t *n) {
-  *n = d->shards ? d->shards->nfiles : 0;
-  return d->shards ? (const char *const *)d->shards->files : NULL;
-}
-
-const char *const dataset_tfrecord_keys[] = {"image_key", "label_key", "label_offset", "features_key", "cache_dir", NULL};
-const char *const dataset_tar_keys[] = {"label_ext", "label_offset", "cache_dir", NULL};
-
-/* (dataset_open has checked the keys.) */
+/* The keys both shard kinds take (dataset_open has checked them). */
 static int dataset_shards_settings(dataset_shards *s, const dataset_keys *k, char *err, size_t errlen) {
   const dataset_kv *off = dataset_key(k, "label_offset");
-  /* TPU ImageNet TFRecords count classes from 1; WebDataset .cls from 0. */
-  s->label_offset = s->tar ? 0 : -1;
+  s->label_offset = s->spec.label_offset;
   if (off) {
     char *end;
     errno = 0;
@@ -209,76 +196,66 @@ static int dataset_shards_settings(dataset_shards *s, const dataset_keys *k, cha
       return dataset_key_fail(off, k->name, err, errlen, "expected a whole number from -2147483648 to 2147483648");
     s->label_offset = v;
   }
-  int have_features = dataset_key(k, "features_key") != NULL;
-  if (dataset_shards_string(k, "cache_dir", NULL, &s->cache_dir) < 0 ||
-      dataset_shards_string(k, "label_ext", s->tar ? "cls" : NULL, &s->label_ext) < 0 ||
-      dataset_shards_string(k, "features_key", NULL, &s->features_key) < 0 ||
-      dataset_shards_string(k, "label_key", s->tar ? NULL : "image/class/label", &s->label_key) < 0 ||
-      /* With features, images are served only when image_key says so. */
-      dataset_shards_string(k, "image_key", s->tar || have_features ? NULL : "image/encoded", &s->image_key) < 0)
-    return snprintf(err, errlen, "dataset %s: out of memory", k->name), BFEED_ENOMEM;
-  if (!s->tar && !s->image_key && !s->features_key)
-    return snprintf(err, errlen, "dataset %s: image_key is empty and no features_key is set: nothing to serve",
-                    k->name), BFEED_EDATASET;
-  s->keys = (tf_example_keys){.image = s->image_key, .label = s->label_key, .features = s->features_key};
-  s->d->has_images = s->tar || s->image_key != NULL;
-  /* What an index depends on: the format and the keys it looked up. */
-  char tag[2048];
-  snprintf(tag, sizeof tag, "%s|%s|%s|%s|%s", s->tar ? "tar" : "tfrecord", s->image_key ? s->image_key : "",
-           s->label_key ? s->label_key : "", s->features_key ? s->features_key : "", s->label_ext ? s->label_ext : "");
-  s->settings = XXH64(tag, strlen(tag), 0);
+  if (dataset_key_string(k, "cache_dir", NULL, &s->cache_dir) < 0) return dataset_oom(s->d, err, errlen);
   return 0;
 }
 
 static int dataset_shards_glob(dataset_shards *s, const char *pattern, char *err, size_t errlen) {
-  glob_t g;
-  int rc = glob(pattern, GLOB_ERR, NULL, &g);
-  if (rc == GLOB_NOMATCH) return snprintf(err, errlen, "dataset %s: '%s' matches no file", s->d->name, pattern), BFEED_EDATASET;
-  if (rc != 0) return snprintf(err, errlen, "dataset %s: cannot expand '%s': %s", s->d->name, pattern,
-                               rc == GLOB_NOSPACE ? "out of memory" : "read error"), BFEED_ENOMEM;
-  s->files = calloc(g.gl_pathc, sizeof *s->files);
-  for (size_t i = 0; s->files && i < g.gl_pathc; i++) {
-    const char *p = g.gl_pathv[i];
+  strlist all = {0};
+  char why[512];
+  int rc = storage_glob(pattern, &all, why, sizeof why);
+  if (rc < 0) return snprintf(err, errlen, "dataset %s: %s", s->d->name, why), rc;
+  if (all.n == 0) return snprintf(err, errlen, "dataset %s: '%s' matches no file", s->d->name, pattern), BFEED_EDATASET;
+  s->files = calloc(all.n, sizeof *s->files);
+  for (size_t i = 0; s->files && i < all.n; i++) {
+    const char *p = all.v[i];
     size_t n = strlen(p);
-    struct stat st;
+    storage_info st;
     /* Index caches and their temporaries may sit beside the shards. */
-    if (stat(p, &st) != 0 || !S_ISREG(st.st_mode) || (n > 6 && strcmp(p + n - 6, ".bfidx") == 0) ||
-        (n > 4 && strcmp(p + n - 4, ".tmp") == 0))
+    if (storage_stat(p, &st, why, sizeof why) != 0 || st.type != STORAGE_FILE ||
+        (n > 6 && strcmp(p + n - 6, ".bfidx") == 0) || (n > 4 && strcmp(p + n - 4, ".tmp") == 0))
       continue;
-    if (!(s->files[s->nfiles] = strdup(p))) break;
-    s->nfiles++;
+    s->files[s->nfiles++] = all.v[i];
+    all.v[i] = NULL;
   }
   int ok = s->files != NULL;
-  globfree(&g);
-  if (!ok) return snprintf(err, errlen, "dataset %s: out of memory", s->d->name), BFEED_ENOMEM;
+  strlist_free(&all);
+  if (!ok) return dataset_oom(s->d, err, errlen);
   if (s->nfiles == 0) return snprintf(err, errlen, "dataset %s: '%s' matches no regular file", s->d->name, pattern), BFEED_EDATASET;
   return 0;
 }
 
-int dataset_shards_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
+int dataset_shards_load(dataset *d, const dataset_keys *k, const logger *log, const dataset_shards_spec *spec,
+                        char *err, size_t errlen) {
   dataset_shards *s = calloc(1, sizeof *s);
-  if (!s) return snprintf(err, errlen, "dataset %s: out of memory", d->name), BFEED_ENOMEM;
-  d->shards = s;
+  if (!s) {
+    spec->format->free(spec->cfg);
+    return dataset_oom(d, err, errlen);
+  }
+  d->state = s;
   s->d = d;
-  s->tar = d->kind == DATASET_TAR;
+  s->spec = *spec;
   s->log = *log;
   pthread_mutex_init(&s->lock, NULL);
   int rc = dataset_shards_settings(s, k, err, errlen);
   if (rc == 0) rc = dataset_shards_glob(s, d->root, err, errlen);
   if (rc < 0) return rc;
+  /* What an index depends on: the format and the keys it looked up. */
+  s->settings = XXH64(spec->tag, strlen(spec->tag), 0);
+  s->spec.tag = NULL; /* the kind's, gone when its load returns */
   s->idx = calloc(s->nfiles, sizeof *s->idx);
   s->first = calloc(s->nfiles + 1, sizeof *s->first);
-  if (!s->idx || !s->first) return snprintf(err, errlen, "dataset %s: out of memory", d->name), BFEED_ENOMEM;
+  if (!s->idx || !s->first) return dataset_oom(d, err, errlen);
   if (pthread_create(&s->coordinator, NULL, dataset_shards_coordinate, s) != 0)
     return snprintf(err, errlen, "dataset %s: cannot start the indexing thread", d->name), BFEED_ENOMEM;
   s->started = 1;
   log_info(log, "dataset %s: indexing %zu %s shard(s) matching %s in the background", d->name, s->nfiles,
-           s->tar ? "tar" : "TFRecord", d->root);
+           spec->format->format, d->root);
   return 0;
 }
 
 int dataset_shards_ready(const dataset *d, char *err, size_t errlen) {
-  dataset_shards *s = d->shards;
+  dataset_shards *s = d->state;
   int state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
   if (state == DATASET_SHARDS_READY) return 0;
   if (state == DATASET_SHARDS_FAILED) {
@@ -293,7 +270,7 @@ int dataset_shards_ready(const dataset *d, char *err, size_t errlen) {
 }
 
 int dataset_shards_wait(dataset *d, char *err, size_t errlen) {
-  dataset_shards *s = d->shards;
+  dataset_shards *s = d->state;
   if (s->started) pthread_join(s->coordinator, NULL);
   s->started = 0;
   return dataset_shards_ready(d, err, errlen);
@@ -311,52 +288,47 @@ static size_t dataset_shards_file_of(const dataset_shards *s, size_t i) {
 
 int dataset_shards_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                         size_t errlen) {
-  const dataset_shards *s = d->shards;
+  const dataset_shards *s = d->state;
   size_t f = dataset_shards_file_of(s, i);
   const shard_index_entry *e = &s->idx[f].e[i - s->first[f]];
-  if (!s->tar) return tfrecord_sample(s->files[f], e, &s->keys, buf, cap, len, err, errlen);
-  int fd = open(s->files[f], O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return snprintf(err, errlen, "cannot open: %s", strerror(errno)), BFEED_EIO;
-  if (e->len + 1 > *cap) {
-    uint8_t *b = realloc(*buf, e->len + 1);
-    if (!b) {
-      close(fd);
-      return snprintf(err, errlen, "out of memory reading %u bytes", e->len), BFEED_ENOMEM;
-    }
-    *buf = b;
-    *cap = e->len + 1;
-  }
-  size_t got = 0;
-  while (got < e->len) {
-    ssize_t r = pread(fd, *buf + got, e->len - got, (off_t)(e->off + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      snprintf(err, errlen, "member at byte offset %llu: read failed after %zu of %u bytes: %s",
-               (unsigned long long)e->off, got, e->len, r < 0 ? strerror(errno) : "file shrank");
-      close(fd);
-      return BFEED_EIO;
-    }
-    got += (size_t)r;
-  }
-  close(fd);
-  *len = got;
-  return 0;
+  storage_file sf;
+  int rc = storage_open(s->files[f], &sf, err, errlen);
+  /* A shard gone since it was indexed is no fault of this one sample's:
+   * tried again, then the batch fails, rather than every sample of the
+   * shard being skipped in turn. */
+  if (rc < 0) return rc == BFEED_ENOMEM ? rc : BFEED_EIO;
+  char why[512];
+  rc = s->spec.format->read(&sf, e, s->spec.cfg, buf, cap, len, why, sizeof why);
+  storage_close(&sf);
+  if (rc < 0)
+    snprintf(err, errlen, "%s: %s at byte offset %llu: %s", s->files[f], s->spec.format->unit,
+             (unsigned long long)e->off, why);
+  return rc;
 }
 
 void dataset_shards_name(const dataset *d, size_t i, char *out, size_t n) {
-  const dataset_shards *s = d->shards;
+  const dataset_shards *s = d->state;
   size_t f = dataset_shards_file_of(s, i);
-  snprintf(out, n, "%s: %s at byte offset %llu", s->files[f], s->tar ? "member" : "record",
+  snprintf(out, n, "%s: %s at byte offset %llu", s->files[f], s->spec.format->unit,
            (unsigned long long)s->idx[f].e[i - s->first[f]].off);
 }
 
 uint64_t dataset_shards_skipped(const dataset *d) {
-  return d->shards && __atomic_load_n(&d->shards->state, __ATOMIC_ACQUIRE) == DATASET_SHARDS_READY
-             ? d->shards->skipped
-             : 0;
+  const dataset_shards *s = d->state;
+  return s && __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == DATASET_SHARDS_READY ? s->skipped : 0;
 }
 
-void dataset_shards_free(dataset_shards *s) {
+/* Shards by file name: the folder a glob names differs between hosts. */
+void dataset_shards_fingerprint(const dataset *d, struct fingerprint *fp) {
+  const dataset_shards *s = d->state;
+  for (size_t i = 0; s && i < s->nfiles; i++) {
+    const char *base = strrchr(s->files[i], '/');
+    fingerprint_file_as(fp, base ? base + 1 : s->files[i], s->files[i]);
+  }
+}
+
+void dataset_shards_free(dataset *d) {
+  dataset_shards *s = d->state;
   if (!s) return;
   __atomic_store_n(&s->cancel, 1, __ATOMIC_RELAXED);
   if (s->started) pthread_join(s->coordinator, NULL);
@@ -367,12 +339,10 @@ void dataset_shards_free(dataset_shards *s) {
   free(s->files);
   free(s->idx);
   free(s->first);
-  free((void *)s->d->features.rows);
-  free(s->image_key);
-  free(s->label_key);
-  free(s->features_key);
-  free(s->label_ext);
+  free((void *)d->features.rows);
+  s->spec.format->free(s->spec.cfg);
   free(s->cache_dir);
   pthread_mutex_destroy(&s->lock);
   free(s);
+  d->state = NULL;
 }

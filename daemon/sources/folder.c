@@ -1,15 +1,13 @@
 /* folder.c -- see folder.h */
 #include "folder.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #include "bfeed_types.h"
+#include "storage.h"
 
 #define FOLDER_MAX_DEPTH 32
 
@@ -19,13 +17,13 @@ void folder_skipped_free(folder_skipped *s) {
 }
 
 /* Tally path (taken) as left out, keeping the first few. */
-static void skip(folder_skipped *s, char *path) {
+static void folder_skip(folder_skipped *s, char *path) {
   if (s->n < FOLDER_SKIPPED_NAMES) s->first[s->n] = path;
   else free(path);
   s->n++;
 }
 
-static int cmp_str(const void *a, const void *b) {
+static int folder_cmp(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
@@ -37,7 +35,7 @@ int folder_has_ext(const char *name, const char *const *exts) {
   return 0;
 }
 
-static char *join(const char *a, const char *b) {
+static char *folder_join(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
   char *s = malloc(la + lb + 2);
   if (!s) return NULL;
@@ -47,48 +45,48 @@ static char *join(const char *a, const char *b) {
   return s;
 }
 
-int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
-                folder_skipped *skipped, char *err, size_t errlen) {
-  DIR *d = opendir(dir);
-  if (!d) {
-    snprintf(err, errlen, "cannot open folder %s: %s", dir, strerror(errno));
-    return BFEED_EIO;
+/* What a listing sorts its entries into. */
+typedef struct folder_sort {
+  const char *dir;
+  strlist *dirs, *files, *dropped, others; /* others: left out, tallied in sorted order, as samples are */
+  const char *const *exts;
+  folder_skipped *skipped;
+} folder_sort;
+
+static int folder_entry(void *ctx, const char *name, storage_type type, const char *why) {
+  folder_sort *f = ctx;
+  if (name[0] == '.') return 0;
+  char *path = folder_join(f->dir, name);
+  if (!path) return BFEED_ENOMEM;
+  if (type == STORAGE_BROKEN) { /* dangling link or loop: not a sample, but say so */
+    char line[4200];
+    snprintf(line, sizeof line, "%s: %s", path, why);
+    free(path);
+    return f->dropped && strlist_push(f->dropped, strdup(line)) < 0 ? BFEED_ENOMEM : 0;
   }
-  struct dirent *e;
-  strlist others = {0}; /* left out: tallied in sorted order, as samples are */
-  int rc = 0;
-  while (rc == 0 && (e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    char *path = join(dir, e->d_name);
-    struct stat st;
-    if (!path) rc = BFEED_EIO;
-    else if (stat(path, &st) != 0) { /* dangling link or loop: not a sample, but say so */
-      char why[4200];
-      int e = errno;
-      snprintf(why, sizeof why, "%s: %s%s", path, strerror(e),
-               e == ENOENT ? " (a symlink to nothing)" : e == ELOOP ? " (a symlink loop)" : "");
-      if (dropped && strlist_push(dropped, strdup(why)) < 0) rc = BFEED_ENOMEM;
-      free(path);
-    }
-    else if (S_ISDIR(st.st_mode) && dirs) rc = strlist_push(dirs, path);
-    else if (S_ISREG(st.st_mode) && files && folder_has_ext(e->d_name, exts)) rc = strlist_push(files, path);
-    else if (S_ISREG(st.st_mode) && files && skipped) rc = strlist_push(&others, path);
-    else free(path);
-  }
-  closedir(d);
-  if (others.n > 1) qsort(others.v, others.n, sizeof *others.v, cmp_str);
-  for (size_t i = 0; i < others.n; i++) skip(skipped, others.v[i]), others.v[i] = NULL;
-  strlist_free(&others);
-  if (rc < 0) {
-    snprintf(err, errlen, "out of memory listing %s", dir);
-    return BFEED_ENOMEM;
-  }
-  if (dirs && dirs->n > 1) qsort(dirs->v, dirs->n, sizeof *dirs->v, cmp_str); /* qsort(NULL, 0) is UB */
-  if (files && files->n > 1) qsort(files->v, files->n, sizeof *files->v, cmp_str);
+  if (type == STORAGE_DIR && f->dirs) return strlist_push(f->dirs, path);
+  if (type == STORAGE_FILE && f->files && folder_has_ext(name, f->exts)) return strlist_push(f->files, path);
+  if (type == STORAGE_FILE && f->files && f->skipped) return strlist_push(&f->others, path);
+  free(path);
   return 0;
 }
 
-static int walk(const char *dir, strlist *out, const char *const *exts, int depth, strlist *dropped,
+int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
+                folder_skipped *skipped, char *err, size_t errlen) {
+  folder_sort f = {.dir = dir, .dirs = dirs, .files = files, .dropped = dropped, .exts = exts, .skipped = skipped};
+  char why[512];
+  int rc = storage_list(dir, folder_entry, &f, why, sizeof why);
+  if (f.others.n > 1) qsort(f.others.v, f.others.n, sizeof *f.others.v, folder_cmp);
+  for (size_t i = 0; i < f.others.n; i++) folder_skip(skipped, f.others.v[i]), f.others.v[i] = NULL;
+  strlist_free(&f.others);
+  if (rc == BFEED_ENOMEM) return snprintf(err, errlen, "out of memory listing %s", dir), BFEED_ENOMEM;
+  if (rc < 0) return snprintf(err, errlen, "%s", why), BFEED_EIO;
+  if (dirs && dirs->n > 1) qsort(dirs->v, dirs->n, sizeof *dirs->v, folder_cmp); /* qsort(NULL, 0) is UB */
+  if (files && files->n > 1) qsort(files->v, files->n, sizeof *files->v, folder_cmp);
+  return 0;
+}
+
+static int folder_walk_at(const char *dir, strlist *out, const char *const *exts, int depth, strlist *dropped,
                 folder_skipped *skipped, char *err, size_t errlen) {
   int rc;
   strlist dirs = {0}, files = {0};
@@ -102,7 +100,7 @@ static int walk(const char *dir, strlist *out, const char *const *exts, int dept
     files.v[i] = NULL;
   }
   if (rc < 0) snprintf(err, errlen, "out of memory listing %s", dir);
-  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = walk(dirs.v[i], out, exts, depth + 1, dropped, skipped, err, errlen);
+  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = folder_walk_at(dirs.v[i], out, exts, depth + 1, dropped, skipped, err, errlen);
   strlist_free(&dirs);
   strlist_free(&files);
   return rc;
@@ -110,5 +108,5 @@ static int walk(const char *dir, strlist *out, const char *const *exts, int dept
 
 int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, folder_skipped *skipped,
                 char *err, size_t errlen) {
-  return walk(dir, out, exts, 0, dropped, skipped, err, errlen);
+  return folder_walk_at(dir, out, exts, 0, dropped, skipped, err, errlen);
 }

@@ -1,6 +1,7 @@
 /*
- * folder.h -- listing the files of ImageFolder-like trees.
- * Called by dataset.c (image folders) and text_source.c (folders of .txt files).
+ * folder.h -- listing the files of ImageFolder-like trees, through storage_list.
+ * Called by kind_folder.c (image folders), text_source.c and kind_text.c
+ * (folders of .txt files).
  *
  * ROOT/CLASS/.../FILE: class folders sorted by name, files below each
  * found depth first in sorted order (as sorted(os.walk) would), dot files

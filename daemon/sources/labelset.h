@@ -1,6 +1,6 @@
 /*
  * labelset.h -- class labels given as strings (TSV columns, __label__ tags) made class indices.
- * Called by dataset_text.c while it loads a text or manifest dataset.
+ * Called by dataset_text.c (text, manifest) and kind_list.c while they load.
  *
  * The rule (documented in PROTOCOL.md): when every label is a whole number
  * written plainly ("0", "7", "12", not "07") and none exceeds

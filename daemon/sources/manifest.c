@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "bfeed_types.h"
-#include "mapfile.h"
+#include "storage.h"
 #include "text_source.h"
 
 static int record(manifest_record *r, const char *p, size_t n, char *err, size_t errlen) {
@@ -43,9 +43,9 @@ int manifest_parse(const char *data, size_t size, const char *name, manifest_fn 
 
 int manifest_read(const char *path, manifest_fn fn, void *ctx, char *err, size_t errlen) {
   int rc;
-  mapfile m;
-  if ((rc = mapfile_open(&m, path, UINT64_MAX, err, errlen)) < 0) return rc;
+  storage_mapping m;
+  if ((rc = storage_map(path, UINT64_MAX, &m, err, errlen)) < 0) return rc;
   rc = manifest_parse((const char *)m.data, m.size, path, fn, ctx, err, errlen);
-  mapfile_close(&m);
+  storage_unmap(&m);
   return rc;
 }

@@ -1,6 +1,6 @@
 /*
  * manifest.h -- image + text records from a TSV manifest, one record a line.
- * Called by dataset_text.c (kind manifest).
+ * Called by kind_manifest.c (kind manifest).
  *
  * A line is
  *

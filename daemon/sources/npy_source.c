@@ -1,14 +1,11 @@
 /* npy_source.c -- see npy_source.h */
 #include "npy_source.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bfeed_types.h"
 #include "errtext.h"
@@ -185,10 +182,9 @@ static void shape_str(const npy_source_header *h, char *out, size_t cap) {
 
 int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errlen) {
   int rc;
-  mapfile file;
+  storage_mapping file;
   memset(s, 0, sizeof *s);
-  s->fd = -1;
-  if ((rc = mapfile_open(&file, path, UINT64_MAX, err, errlen)) < 0) return rc;
+  if ((rc = storage_map(path, UINT64_MAX, &file, err, errlen)) < 0) return rc;
   npy_source_header *h = &s->h;
   char sh[96];
   rc = npy_source_parse_header(file.data, file.size, path, h, err, errlen);
@@ -203,16 +199,14 @@ int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errl
     rc = failf(err, errlen, "%s: shape %s: N must be 1..%u", path, sh, UINT32_MAX);
   else if (rc == 0 && h->data_bytes / h->shape[0] == 0)
     rc = failf(err, errlen, "%s: shape %s: samples hold no values", path, sh);
-  mapfile_close(&file);
+  storage_unmap(&file);
   if (rc < 0) return BFEED_EDATASET;
-  /* The checked file is the one read: a rename in its place changes nothing. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || !(s->path = strdup(path))) {
-    failf(err, errlen, "%s: cannot open: %s", path, fd < 0 ? strerror(errno) : "out of memory");
-    if (fd >= 0) close(fd);
-    return BFEED_EIO;
+  /* Opened once and kept: a rename in its place changes nothing served. */
+  if ((rc = storage_open(path, &s->file, err, errlen)) < 0) return rc;
+  if (!(s->path = strdup(path))) {
+    storage_close(&s->file);
+    return failf(err, errlen, "%s: out of memory", path), BFEED_ENOMEM;
   }
-  s->fd = fd;
   s->nrows = h->shape[0];
   s->row_floats = h->data_bytes / 4 / h->shape[0];
   return 0;
@@ -221,26 +215,21 @@ int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errl
 int npy_source_read_row(const npysrc *s, uint64_t i, float *out, char *err, size_t errlen) {
   size_t want = (size_t)s->row_floats * 4, got = 0;
   if (s->rows) return memcpy(out, s->rows + i * s->row_floats, want), 0;
-  off_t at = (off_t)(s->h.data_offset + i * want);
-  while (got < want) {
-    ssize_t r = pread(s->fd, (uint8_t *)out + got, want - got, at + (off_t)got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      snprintf(err, errlen, "%s: row %llu: %s (was the file changed since it was loaded?)", s->path,
-               (unsigned long long)i, r < 0 ? strerror(errno) : "the file is shorter than its header says");
-      return r < 0 && (errno == EIO || errno == ENOMEM) ? BFEED_EIO : BFEED_EDATASET;
-    }
-    got += (size_t)r;
-  }
-  return 0;
+  char why[200];
+  int rc = storage_pread(&s->file, out, want, s->h.data_offset + i * want, &got, why, sizeof why);
+  if (rc == 0 && got < want) rc = BFEED_EDATASET, snprintf(why, sizeof why, "the file is shorter than its header says");
+  if (rc < 0)
+    snprintf(err, errlen, "%s: row %llu: %s (was the file changed since it was loaded?)", s->path,
+             (unsigned long long)i, why);
+  return rc;
 }
 
 int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *nclasses, char *err, size_t errlen) {
   int rc;
-  mapfile m;
+  storage_mapping m;
   npy_source_header h;
   *labels = NULL;
-  if ((rc = mapfile_open(&m, path, UINT64_MAX, err, errlen)) < 0) return rc;
+  if ((rc = storage_map(path, UINT64_MAX, &m, err, errlen)) < 0) return rc;
   rc = npy_source_parse_header(m.data, m.size, path, &h, err, errlen);
   int wide = rc == 0 && strcmp(h.descr, "<i8") == 0;
   if (rc == 0 && !wide && strcmp(h.descr, "<i4") != 0)
@@ -259,7 +248,7 @@ int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_
                     INT32_MAX);
     else (*labels)[i] = (int32_t)v, max = v > max ? v : max;
   }
-  mapfile_close(&m);
+  storage_unmap(&m);
   if (rc < 0) {
     free(*labels);
     *labels = NULL;
@@ -270,7 +259,7 @@ int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_
 }
 
 void npy_source_close(npysrc *s) {
-  if (s->path) close(s->fd); /* path is set exactly while fd is open: a zeroed npysrc holds nothing */
+  if (s->path) storage_close(&s->file); /* path is set exactly while file is open: a zeroed npysrc holds nothing */
   free(s->path);
   memset(s, 0, sizeof *s);
 }

@@ -1,10 +1,11 @@
 /*
- * npy_source.h -- precomputed features in NumPy .npy files.
- * Called by dataset.c (kind npy); batch_text.c reads the rows.
+ * npy_source.h -- precomputed features in NumPy .npy files, through storage.h.
+ * Called by kind_npy.c (kind npy); batch_text.c reads the rows.
  *
- * The file is mapped to check it, then read row by row with pread: a
- * mapping of a file rewritten in place would fault (SIGBUS) in the worker
- * that touches a page past its new end, where a read just comes up short.
+ * The file is mapped to check it, then read row by row with storage_pread:
+ * a mapping of a file rewritten in place would fault (SIGBUS) in the
+ * worker that touches a page past its new end, where a read just comes up
+ * short.
  *
  * Features: little-endian float32 ('<f4'), C order, shape [N, D] or
  * [N, T, D]. Labels (optional): '<i4' or '<i8', shape [N], values in
@@ -19,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mapfile.h"
+#include "storage.h"
 
 #define NPY_SOURCE_MAX_DIMS 3
 
@@ -39,11 +40,11 @@ typedef struct npy_source_header {
 int npy_source_parse_header(const uint8_t *p, size_t n, const char *name, npy_source_header *h, char *err, size_t errlen);
 
 typedef struct npysrc {
-  int fd;             /* open on the file while path is set */
+  storage_file file;  /* open on the file while path is set */
   char *path;         /* for messages; NULL when not loaded */
   npy_source_header h;
   uint64_t nrows, row_floats;
-  const float *rows;  /* rows held in memory (tfrecord features_key); NULL: read from fd */
+  const float *rows;  /* rows held in memory (tfrecord features_key); NULL: read from file */
 } npysrc;
 
 /* Map a features file and check it ('<f4', 2 or 3 dimensions). */

@@ -1,4 +1,8 @@
-/* shard_index.c -- per-shard sample index: building, and its cache file. */
+/*
+ * shard_index.c -- per-shard sample index: building, and its cache file.
+ * The cache is bfeed's own file on this machine, not a dataset input: it
+ * is read and written here with stdio rather than through storage.h.
+ */
 #include "shard_index.h"
 
 #include <errno.h>

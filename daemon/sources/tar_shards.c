@@ -1,21 +1,24 @@
-/* tar_shards.c -- WebDataset tar shards: members grouped into samples, indexed with libarchive. */
+/*
+ * tar_shards.c -- WebDataset tar shards: members grouped into samples,
+ * indexed with libarchive reading the shard through storage.h callbacks.
+ */
 #include "tar_shards.h"
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include "bfeed_types.h"
+#include "storage.h"
 
 #define TAR_SHARDS_KEY_MAX 1024
 #define TAR_SHARDS_PROBE 16 /* bytes compared between libarchive and pread */
+#define TAR_SHARDS_BLOCK (1 << 16) /* what libarchive is handed per read */
 
 /* The sample being gathered: members of one key. */
 typedef struct tar_shards_group {
@@ -32,7 +35,34 @@ typedef struct tar_shards_scan {
   const shard_index_ctx *ctx;
   shard_index *x;
   tar_shards_group g;
+  /* libarchive's reads: the shard, where the next block starts, the block */
+  storage_file f;
+  uint64_t pos;
+  uint8_t *block;
+  char why[200]; /* a read that failed */
 } tar_shards_scan;
+
+/* libarchive's read callback: the next block of the shard. */
+static la_ssize_t tar_shards_read(struct archive *a, void *arg, const void **buf) {
+  tar_shards_scan *s = arg;
+  size_t got = 0;
+  if (storage_pread(&s->f, s->block, TAR_SHARDS_BLOCK, s->pos, &got, s->why, sizeof s->why) < 0) {
+    archive_set_error(a, EIO, "%s", s->why);
+    return -1;
+  }
+  s->pos += got;
+  *buf = s->block;
+  return (la_ssize_t)got;
+}
+
+/* libarchive's skip callback: image members are passed over, not read. A
+ * skip past the end is found by the next read, as lseek would leave it. */
+static la_int64_t tar_shards_skip(struct archive *a, void *arg, la_int64_t request) {
+  tar_shards_scan *s = arg;
+  if (request <= 0) return 0;
+  s->pos += (uint64_t)request;
+  return request;
+}
 
 static int tar_shards_is_image(const char *ext) {
   static const char *const exts[] = {"jpg", "jpeg", "png", "webp", NULL};
@@ -85,7 +115,7 @@ static void tar_shards_parse_label(tar_shards_group *g, const char *text, size_t
 
 /* Check that pread at off sees what libarchive reads as the member's
  * first bytes: the offset the index records is then right. */
-static int tar_shards_probe(struct archive *a, int fd, uint64_t off, uint64_t size) {
+static int tar_shards_probe(struct archive *a, storage_file *f, uint64_t off, uint64_t size) {
   const void *blk;
   size_t n;
   la_int64_t at;
@@ -93,10 +123,11 @@ static int tar_shards_probe(struct archive *a, int fd, uint64_t off, uint64_t si
   if (archive_read_data_block(a, &blk, &n, &at) != ARCHIVE_OK || at != 0) return BFEED_EDATASET;
   uint8_t mine[TAR_SHARDS_PROBE];
   size_t k = n < sizeof mine ? n : sizeof mine;
-  return pread(fd, mine, k, (off_t)off) == (ssize_t)k && memcmp(mine, blk, k) == 0 ? 0 : BFEED_EDATASET;
+  char why[200];
+  return storage_pread_all(f, mine, k, off, why, sizeof why) == 0 && memcmp(mine, blk, k) == 0 ? 0 : BFEED_EDATASET;
 }
 
-static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archive_entry *e, int fd) {
+static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archive_entry *e) {
   const char *name = archive_entry_pathname(e);
   if (!name || archive_entry_filetype(e) != AE_IFREG) return 0;
   uint64_t off = (uint64_t)archive_filter_bytes(a, 0), size = (uint64_t)archive_entry_size(e);
@@ -111,7 +142,7 @@ static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archi
     s->g.first_off = off;
   }
   if (tar_shards_is_image(ext) && !s->g.have_image) {
-    if (archive_entry_sparse_count(e) > 0 || size > UINT32_MAX || tar_shards_probe(a, fd, off, size) < 0) {
+    if (archive_entry_sparse_count(e) > 0 || size > UINT32_MAX || tar_shards_probe(a, &s->f, off, size) < 0) {
       s->g.bad = 1;
       snprintf(s->g.why, sizeof s->g.why, "image member %s is sparse, too large or not stored contiguously", name);
       return 0;
@@ -134,19 +165,22 @@ static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archi
 
 int tar_shards_index(const char *path, const char *label_ext, const shard_index_ctx *ctx, shard_index *x, char *err,
                      size_t errlen) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)), BFEED_EIO;
+  tar_shards_scan s = {.path = path, .label_ext = label_ext, .ctx = ctx, .x = x};
+  if (storage_open(path, &s.f, err, errlen) < 0) return BFEED_EIO;
   struct archive *a = archive_read_new();
-  if (!a) {
-    close(fd);
+  if (!a || !(s.block = malloc(TAR_SHARDS_BLOCK))) {
+    if (a) archive_read_free(a);
+    storage_close(&s.f);
     return snprintf(err, errlen, "%s: out of memory", path), BFEED_ENOMEM;
   }
   archive_read_support_format_tar(a);
   archive_read_support_filter_all(a); /* to recognise, and refuse, compression */
-  tar_shards_scan s = {.path = path, .label_ext = label_ext, .ctx = ctx, .x = x};
+  archive_read_set_read_callback(a, tar_shards_read);
+  archive_read_set_skip_callback(a, tar_shards_skip);
+  archive_read_set_callback_data(a, &s);
   int rc = 0;
   struct archive_entry *e;
-  if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
+  if (archive_read_open1(a) != ARCHIVE_OK) {
     rc = BFEED_EDATASET;
     snprintf(err, errlen, "%s: not a tar file: %s", path, archive_error_string(a));
   } else if (archive_filter_count(a) > 1 || archive_filter_code(a, 0) != ARCHIVE_FILTER_NONE) {
@@ -166,10 +200,11 @@ int tar_shards_index(const char *path, const char *label_ext, const shard_index_
                ctx->dataset, path, (unsigned long long)archive_filter_bytes(a, 0), archive_error_string(a));
       break;
     }
-    if (tar_shards_member(&s, a, e, fd) < 0) rc = BFEED_ENOMEM, snprintf(err, errlen, "%s: out of memory indexing", path);
+    if (tar_shards_member(&s, a, e) < 0) rc = BFEED_ENOMEM, snprintf(err, errlen, "%s: out of memory indexing", path);
   }
   if (rc == 0 && tar_shards_flush(&s) < 0) rc = BFEED_ENOMEM, snprintf(err, errlen, "%s: out of memory indexing", path);
   archive_read_free(a);
-  close(fd);
+  storage_close(&s.f);
+  free(s.block);
   return rc;
 }

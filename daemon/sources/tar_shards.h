@@ -1,12 +1,13 @@
 /*
  * tar_shards.h -- WebDataset tar shards: the sample index of one shard.
- * Called by dataset_shards.c from its indexing threads.
+ * Called by kind_tar.c from dataset_shards.c's indexing threads.
  *
  * Members sharing a key (the path up to the first '.' of the file name)
  * and standing next to each other form one sample: an image member
  * (.jpg, .jpeg, .png or .webp) and a label member (label_ext, "cls": an
- * integer as text). libarchive reads the shard once; the index records
- * where each image's bytes lie, so that samples are then read with pread.
+ * integer as text). libarchive reads the shard once (through storage.h);
+ * the index records where each image's bytes lie, so that samples are
+ * then read with storage_pread.
  */
 #ifndef BFEED_TAR_SHARDS_H
 #define BFEED_TAR_SHARDS_H

@@ -1,20 +1,18 @@
 /* text_source.c -- see text_source.h */
 #include "text_source.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "bfeed_types.h"
 #include "folder.h"
 #include "labelset.h"
-#include "mapfile.h"
+#include "storage.h"
 
 #define LABEL_PREFIX "__label__"
 #define LABEL_PREFIX_LEN 9
-#define TEXT_MAX_FILE (1ull << 40) /* no limit in practice: files are mapped, not read */
+#define TEXT_MAX_FILE (1ull << 40) /* no limit in practice: local files are mapped, not read */
 
 int text_source_format_parse(const char *s) {
   static const char *const names[] = {"auto", "fasttext", "tsv", "folder"};
@@ -134,11 +132,11 @@ int text_source_parse(const char *data, size_t size, const char *name, const tex
 
 static int read_file(const char *path, const text_source_opts *o, text_record_fn fn, void *ctx, char *err,
                      size_t errlen) {
-  mapfile m;
+  storage_mapping m;
   int rc;
-  if ((rc = mapfile_open(&m, path, TEXT_MAX_FILE, err, errlen)) < 0) return rc;
+  if ((rc = storage_map(path, TEXT_MAX_FILE, &m, err, errlen)) < 0) return rc;
   rc = text_source_parse((const char *)m.data, m.size, path, o, fn, ctx, err, errlen);
-  mapfile_close(&m);
+  storage_unmap(&m);
   return rc;
 }
 
@@ -153,12 +151,12 @@ static int read_folder(const char *root, strlist *dropped, text_record_fn fn, vo
     const char *cls = slash ? slash + 1 : classes.v[c];
     rc = folder_walk(classes.v[c], &files, txt, dropped, NULL, err, errlen);
     for (size_t i = 0; rc == 0 && i < files.n; i++) {
-      mapfile m;
-      if ((rc = mapfile_open(&m, files.v[i], TEXT_MAX_FILE, err, errlen)) < 0) break;
+      storage_mapping m;
+      if ((rc = storage_map(files.v[i], TEXT_MAX_FILE, &m, err, errlen)) < 0) break;
       text_record r = {.label = cls, .label_len = strlen(cls), .text = (const char *)m.data,
                        .text_len = m.size, .file = files.v[i]};
       rc = fn(ctx, &r, err, errlen);
-      mapfile_close(&m);
+      storage_unmap(&m);
     }
     strlist_free(&files);
   }
@@ -168,9 +166,10 @@ static int read_folder(const char *root, strlist *dropped, text_record_fn fn, vo
 
 int text_source_read(const char *path, const text_source_opts *o, text_record_fn fn, void *ctx, char *err,
                      size_t errlen) {
-  struct stat st;
-  if (stat(path, &st) != 0) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), BFEED_EIO;
-  if (S_ISDIR(st.st_mode)) {
+  storage_info st;
+  int rc = storage_stat(path, &st, err, errlen);
+  if (rc < 0) return rc;
+  if (st.type == STORAGE_DIR) {
     if (o->format != TEXT_AUTO && o->format != TEXT_FOLDER)
       return snprintf(err, errlen, "%s is a folder: format must be folder (or auto)", path), BFEED_EDATASET;
     return read_folder(path, o->dropped, fn, ctx, err, errlen);

@@ -1,6 +1,6 @@
 /*
  * text_source.h -- labelled text records from the files people have.
- * Called by dataset_text.c (kind text).
+ * Called by kind_text.c (kind text); kind_list.c and manifest.c share its line reader.
  *
  *   fasttext  one record per line: "__label__pos __label__x some text ...";
  *             the leading __label__ tokens are the labels, the rest of the

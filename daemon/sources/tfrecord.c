@@ -1,13 +1,9 @@
 /* tfrecord.c -- TFRecord framing and CRCs, shard indexing, sample reads. */
 #include "tfrecord.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "bfeed_types.h"
 #include "crc32c.h"
@@ -16,15 +12,12 @@ static uint32_t tfrecord_le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int tfrecord_pread(int fd, void *dst, size_t n, uint64_t off) {
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = pread(fd, (uint8_t *)dst + got, n - got, (off_t)(off + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return BFEED_EIO;
-    got += (size_t)r;
-  }
-  return 0;
+/* n bytes at off. A read that fails or comes up short ends the frame
+ * (BFEED_EIO), as a truncated record does: nothing after it can be found. */
+static int tfrecord_pread(storage_file *f, void *dst, size_t n, uint64_t off, char *err, size_t errlen) {
+  char why[200];
+  int rc = storage_pread_all(f, dst, n, off, why, sizeof why);
+  return rc < 0 ? (snprintf(err, errlen, "read failed: %s", why), BFEED_EIO) : 0;
 }
 
 /* Check a record header at off: its CRC and that its data and footer fit
@@ -59,20 +52,18 @@ static int tfrecord_check_data(const uint8_t *p, uint64_t n, char *err, size_t e
   return 0;
 }
 
-int tfrecord_read(int fd, uint64_t off, uint64_t fsize, uint8_t **buf, size_t *cap, uint64_t *len, char *err,
+int tfrecord_read(storage_file *f, uint64_t off, uint64_t fsize, uint8_t **buf, size_t *cap, uint64_t *len, char *err,
                   size_t errlen) {
   uint8_t h[TFRECORD_HEADER];
   if (off > fsize || fsize - off < TFRECORD_HEADER)
     return snprintf(err, errlen, "truncated record header (%llu bytes left in the file)",
                     (unsigned long long)(off > fsize ? 0 : fsize - off)),
            BFEED_EDATASET;
-  if (tfrecord_pread(fd, h, sizeof h, off) < 0)
-    return snprintf(err, errlen, "read failed: %s", strerror(errno)), BFEED_EIO;
-  int rc = tfrecord_header(h, off, fsize, len, err, errlen);
+  int rc = tfrecord_pread(f, h, sizeof h, off, err, errlen);
   if (rc < 0) return rc;
+  if ((rc = tfrecord_header(h, off, fsize, len, err, errlen)) < 0) return rc;
   if (tfrecord_grow(buf, cap, *len + TFRECORD_FOOTER, err, errlen) < 0) return BFEED_ENOMEM;
-  if (tfrecord_pread(fd, *buf, *len + TFRECORD_FOOTER, off + TFRECORD_HEADER) < 0)
-    return snprintf(err, errlen, "read failed: %s", errno ? strerror(errno) : "file shrank"), BFEED_EIO;
+  if ((rc = tfrecord_pread(f, *buf, *len + TFRECORD_FOOTER, off + TFRECORD_HEADER, err, errlen)) < 0) return rc;
   return tfrecord_check_data(*buf, *len, err, errlen);
 }
 
@@ -85,17 +76,13 @@ static void tfrecord_skip(const shard_index_ctx *ctx, shard_index *x, const char
 
 int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_index_ctx *ctx, shard_index *x,
                    char *err, size_t errlen) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    if (fd >= 0) close(fd);
-    return BFEED_EIO;
-  }
-  uint64_t fsize = (uint64_t)st.st_size, off = 0;
+  storage_file file, *f = &file;
+  if (storage_open(path, f, err, errlen) < 0) return BFEED_EIO;
+  uint64_t fsize = storage_size(f), off = 0;
   uint8_t magic[2];
-  if (fsize >= 2 && tfrecord_pread(fd, magic, 2, 0) == 0 && magic[0] == 0x1f && magic[1] == 0x8b) {
-    close(fd);
+  char why[200];
+  if (fsize >= 2 && tfrecord_pread(f, magic, 2, 0, why, sizeof why) == 0 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    storage_close(f);
     return snprintf(err, errlen,
                     "%s is GZIP-compressed: bfeed reads records at random offsets, which compressed "
                     "TFRecords do not allow; decompress the shards (gunzip) or write them uncompressed",
@@ -104,14 +91,13 @@ int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_in
   }
   uint8_t *buf = NULL;
   size_t cap = 0;
-  char why[200];
   tf_example_keys index_keys = {.label = keys->label, .features = keys->features};
   /* The image must be there and be bytes; its decoding is checked when
    * served, as for files of a folder. */
   index_keys.image = keys->image;
   while (off < fsize && !shard_index_cancelled(ctx)) {
     uint64_t n = 0;
-    int rc = tfrecord_read(fd, off, fsize, &buf, &cap, &n, why, sizeof why);
+    int rc = tfrecord_read(f, off, fsize, &buf, &cap, &n, why, sizeof why);
     if (rc == BFEED_EDATASET || rc == BFEED_EIO) {
       if (off == 0 && strstr(why, "CRC")) /* at the very start: probably not TFRecord at all */
         snprintf(why + strlen(why), sizeof why - strlen(why), ": not a TFRecord file, or ZLIB-compressed");
@@ -130,7 +116,7 @@ int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_in
                                  ex.features, dim) < 0) {
         tf_example_free(&ex);
         free(buf);
-        close(fd);
+        storage_close(f);
         return snprintf(err, errlen, "%s: out of memory indexing", path), BFEED_ENOMEM;
       }
       tf_example_free(&ex);
@@ -141,29 +127,20 @@ int tfrecord_index(const char *path, const tf_example_keys *keys, const shard_in
     off = next;
   }
   free(buf);
-  close(fd);
+  storage_close(f);
   return 0;
 }
 
-int tfrecord_sample(const char *path, const shard_index_entry *e, const tf_example_keys *keys, uint8_t **buf,
-                    size_t *cap, size_t *len, char *err, size_t errlen) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    snprintf(err, errlen, "cannot open: %s", strerror(errno));
-    if (fd >= 0) close(fd);
-    return BFEED_EIO;
-  }
+int tfrecord_sample_at(storage_file *f, const shard_index_entry *e, const tf_example_keys *keys, uint8_t **buf,
+                       size_t *cap, size_t *len, char *err, size_t errlen) {
   /* The index knows the length: header, data and footer in one read. */
-  uint64_t fsize = (uint64_t)st.st_size, whole = TFRECORD_HEADER + (uint64_t)e->len + TFRECORD_FOOTER, n = 0;
+  uint64_t fsize = storage_size(f), whole = TFRECORD_HEADER + (uint64_t)e->len + TFRECORD_FOOTER, n = 0;
   int rc = BFEED_EDATASET;
   if (e->off > fsize || fsize - e->off < whole)
     snprintf(err, errlen, "the shard is shorter than when it was indexed");
-  else if ((rc = tfrecord_grow(buf, cap, whole, err, errlen)) == 0 && tfrecord_pread(fd, *buf, whole, e->off) < 0)
-    rc = BFEED_EIO, snprintf(err, errlen, "read failed: %s", strerror(errno));
-  else if (rc == 0)
-    rc = tfrecord_header(*buf, e->off, fsize, &n, err, errlen);
-  close(fd);
+  else if ((rc = tfrecord_grow(buf, cap, whole, err, errlen)) == 0)
+    rc = tfrecord_pread(f, *buf, whole, e->off, err, errlen);
+  if (rc == 0) rc = tfrecord_header(*buf, e->off, fsize, &n, err, errlen);
   if (rc == 0 && n != e->len) {
     snprintf(err, errlen, "record is %llu bytes, was %u when indexed", (unsigned long long)n, e->len);
     rc = BFEED_EDATASET;
@@ -179,5 +156,15 @@ int tfrecord_sample(const char *path, const shard_index_entry *e, const tf_examp
     *len = ex.image_len;
     tf_example_free(&ex);
   }
+  return rc;
+}
+
+int tfrecord_sample(const char *path, const shard_index_entry *e, const tf_example_keys *keys, uint8_t **buf,
+                    size_t *cap, size_t *len, char *err, size_t errlen) {
+  storage_file f;
+  int rc = storage_open(path, &f, err, errlen);
+  if (rc < 0) return rc;
+  rc = tfrecord_sample_at(&f, e, keys, buf, cap, len, err, errlen);
+  storage_close(&f);
   return rc;
 }

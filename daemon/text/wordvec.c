@@ -2,18 +2,16 @@
 #include "wordvec.h"
 #include "clock.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <xxhash.h>
 
 #include "bfeed_types.h"
-#include "mapfile.h"
+#include "storage.h"
 
 uint64_t wordvec_hash(const char *word, size_t len) { return XXH3_64bits(word, len); }
 
@@ -69,24 +67,23 @@ int wordvec_cache_path(const char *path, const char *cache_dir, char *out, size_
   return n > 0 && (size_t)n < cap ? 0 : BFEED_ETOOBIG;
 }
 
-static void source_of(const struct stat *st, wordvec_source *src) {
-  src->size = (uint64_t)st->st_size;
-  src->mtime_s = (int64_t)st->st_mtim.tv_sec;
-  src->mtime_ns = (int64_t)st->st_mtim.tv_nsec;
+static void source_of(const storage_info *info, wordvec_source *src) {
+  src->size = info->size;
+  src->mtime_s = info->mtime_s;
+  src->mtime_ns = info->mtime_ns;
 }
 
 /* Parse the source; with a cache wanted, write it and serve from its
  * mapping, so that every user of that file shares one copy. */
 static int load_source(const char *path, const wordvec_opts *o, uint64_t max_bytes, wordvec *out,
                        wordvec_report *rep, char *err, size_t errlen) {
-  mapfile mf;
+  storage_mapping mf;
   int rc;
-  if ((rc = mapfile_open(&mf, path, UINT64_MAX, err, errlen)) < 0) return rc;
-  if (mf.data) madvise((void *)mf.data, mf.size, MADV_SEQUENTIAL);
+  if ((rc = storage_map(path, UINT64_MAX, &mf, err, errlen)) < 0) return rc;
   wordvec_source src;
-  source_of(&mf.st, &src);
+  source_of(&mf.info, &src);
   rc = wordvec_parse(mf.data, mf.size, path, max_bytes, out, err, errlen);
-  mapfile_close(&mf);
+  storage_unmap(&mf);
   if (rc < 0 || !o->cache) return rc;
   char why[512];
   wordvec mapped;
@@ -114,14 +111,13 @@ int wordvec_load(const char *path, const wordvec_opts *o, wordvec *out, wordvec_
   memset(out, 0, sizeof *out);
   memset(rep, 0, sizeof *rep);
   if (o->cache) {
-    struct stat st;
-    if (stat(path, &st) != 0) {
-      snprintf(err, errlen, "%s: %s", path, strerror(errno));
-      return BFEED_EDATASET;
-    }
+    storage_info info;
+    if (storage_stat(path, &info, err, errlen) < 0) return BFEED_EDATASET;
     wordvec_source src;
-    source_of(&st, &src);
-    if (wordvec_cache_path(path, o->cache_dir, rep->cache_path, sizeof rep->cache_path) < 0) {
+    source_of(&info, &src);
+    /* The cache is a local file of bfeed's own, beside the table's local path. */
+    const char *local = storage_local_path(path);
+    if (wordvec_cache_path(local ? local : path, o->cache_dir, rep->cache_path, sizeof rep->cache_path) < 0) {
       snprintf(err, errlen, "%s: cannot name its cache file (path too long or unresolvable)", path);
       return BFEED_EDATASET;
     }

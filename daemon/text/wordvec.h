@@ -1,6 +1,7 @@
 /*
  * wordvec.h -- word embedding tables, held as bf16 and shared read-only.
  * Called by dataset_text.c (loading a table), textset.c (lookups) and batch_text.c (rows).
+ * Source tables are read through storage.h; the cache is a local file.
  *
  * Loads the formats people have, told apart by their content:
  *

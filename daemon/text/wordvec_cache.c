@@ -15,6 +15,10 @@
  * sees a file change under it, and an interrupted write leaves the old
  * cache or none. The check costs one pass over the words and offsets, not
  * over the vectors, so a restart still serves at once.
+ *
+ * The cache is bfeed's own file on this machine, not a dataset input, so
+ * it is opened, written and mapped here with plain system calls rather
+ * than through storage.h (which the source table is read through).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -8,7 +8,7 @@
  *   shard_bench SHARD REPEAT [FILE...]
  *
  * With FILEs (the same images as files), reading them as a folder dataset
- * does (dataset_read: open, fstat, read, close) is timed too.
+ * does (storage_read_file: open, fstat, read, close) is timed too.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +17,7 @@
 #include "dataset.h"
 #include "log.h"
 #include "sample.h"
+#include "storage.h"
 #include "tfrecord.h"
 
 static double shard_bench_now(void) {
@@ -59,10 +60,11 @@ int main(int argc, char **argv) {
   /* The parse alone, on records already in memory and CRC-checked. */
   uint8_t *rec = NULL;
   size_t rcap = 0;
-  FILE *f = fopen(path, "rb");
+  storage_file file, *f = &file;
+  if (storage_open(path, f, err, sizeof err) < 0) f = NULL;
   for (size_t i = 0; f && i < x.n; i++) {
     uint64_t n;
-    if (tfrecord_read(fileno(f), x.e[i].off, (uint64_t)1 << 62, &rec, &rcap, &n, err, sizeof err) < 0) break;
+    if (tfrecord_read(f, x.e[i].off, storage_size(f), &rec, &rcap, &n, err, sizeof err) < 0) break;
     double a = shard_bench_now();
     for (int r = 0; r < repeat; r++) {
       tf_example ex;
@@ -70,15 +72,15 @@ int main(int argc, char **argv) {
     }
     t_parse += shard_bench_now() - a;
   }
-  if (f) fclose(f);
+  if (f) storage_close(f);
   /* The same bytes as files of a folder dataset. */
   double t_files = 0;
-  dataset folder = {.paths = argv + 3, .nsamples = (size_t)(argc - 3)};
+  size_t nfiles = (size_t)(argc - 3);
   for (int r = 0; r < repeat; r++)
-    for (size_t i = 0; i < folder.nsamples; i++) {
+    for (size_t i = 0; i < nfiles; i++) {
       double a = shard_bench_now();
-      if (dataset_read(&folder, i, &buf, &cap, &len, err, sizeof err) < 0)
-        return fprintf(stderr, "shard_bench: %s: %s\n", argv[3 + i], err), 1;
+      if (storage_read_file(argv[3 + i], DATASET_MAX_FILE, &buf, &cap, &len, err, sizeof err) < 0)
+        return fprintf(stderr, "shard_bench: %s\n", err), 1;
       t_files += shard_bench_now() - a;
     }
   double per = 1e6 / ((double)x.n * repeat);
@@ -88,9 +90,9 @@ int main(int argc, char **argv) {
          t_read * per, t_parse * per, t_decode * per);
   printf("  protobuf-c parse = %.2f%% of read+decode; the whole record read = %.2f%%\n",
          100 * t_parse / (t_read + t_decode), 100 * t_read / (t_read + t_decode));
-  if (folder.nsamples)
+  if (nfiles)
     printf("  reading the same images as files: %.1f us per sample (%zu files)\n",
-           t_files * 1e6 / ((double)folder.nsamples * repeat), folder.nsamples);
+           t_files * 1e6 / ((double)nfiles * repeat), nfiles);
   free(buf);
   free(rec);
   free(rgb);

@@ -1,6 +1,7 @@
 /*
- * mapfile.h -- a whole file, memory-mapped read-only.
- * Called by the loaders of big files: text_source.c, manifest.c, npy_source.c, wordvec.c.
+ * mapfile.h -- a whole local file, memory-mapped read-only.
+ * Called by storage_local.c: the local backend's storage_map, which the
+ * loaders of big files (text, manifest, list, .npy, embedding tables) use.
  *
  * The text loaders parse files of hundreds of megabytes; mapping them
  * lets the kernel page them in and drop them again, instead of the daemon
@@ -22,9 +23,10 @@ typedef struct mapfile {
   struct stat st;      /* of the file that was mapped */
 } mapfile;
 
-/* Map path. Fails (BFEED_EIO, or BFEED_ETOOBIG; the message names the
- * file) if it cannot be opened, is not a regular file, or is larger than
- * max_size bytes. */
+/* Map path. Fails, the message naming the file, if it cannot be opened or
+ * is not a regular file (BFEED_EDATASET, or BFEED_EIO for a failure of the
+ * moment: errtext_errno_code), or is larger than max_size bytes
+ * (BFEED_ETOOBIG). */
 int mapfile_open(mapfile *m, const char *path, uint64_t max_size, char *err, size_t errlen);
 void mapfile_close(mapfile *m);
 

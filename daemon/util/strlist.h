@@ -1,6 +1,6 @@
 /*
  * strlist.h -- a growable list of malloc'd strings.
- * Called by folder.c (listings), dataset.c and dataset_text.c (image paths), text_source.c.
+ * Called by storage (glob results), folder.c (listings), the kinds (image paths), text_source.c.
  */
 #ifndef BFEED_STRLIST_H
 #define BFEED_STRLIST_H

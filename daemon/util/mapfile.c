@@ -9,18 +9,22 @@
 #include <unistd.h>
 
 #include "bfeed_types.h"
+#include "errtext.h"
 
 int mapfile_open(mapfile *m, const char *path, uint64_t max_size, char *err, size_t errlen) {
   memset(m, 0, sizeof *m);
+  /* Without O_NONBLOCK: see storage_local_map for why a FIFO waits here. */
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return BFEED_EIO;
+    int e = errno;
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e));
+    return errtext_errno_code(e);
   }
-  if (fstat(fd, &m->st) != 0 || !S_ISREG(m->st.st_mode)) {
-    snprintf(err, errlen, "%s: not a regular file", path);
+  int stat_rc = fstat(fd, &m->st), e = errno;
+  if (stat_rc != 0 || !S_ISREG(m->st.st_mode)) {
+    snprintf(err, errlen, "%s: %s", path, stat_rc != 0 ? strerror(e) : "not a regular file");
     close(fd);
-    return BFEED_EIO;
+    return stat_rc != 0 ? errtext_errno_code(e) : BFEED_EDATASET;
   }
   if ((uint64_t)m->st.st_size > max_size || (uint64_t)m->st.st_size > SIZE_MAX) {
     snprintf(err, errlen, "%s: %lld bytes, over the %llu-byte limit", path, (long long)m->st.st_size,
@@ -32,10 +36,11 @@ int mapfile_open(mapfile *m, const char *path, uint64_t max_size, char *err, siz
   if (m->size > 0) {
     void *p = mmap(NULL, m->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
-      snprintf(err, errlen, "%s: cannot map %zu bytes: %s", path, m->size, strerror(errno));
+      int e = errno;
+      snprintf(err, errlen, "%s: cannot map %zu bytes: %s", path, m->size, strerror(e));
       close(fd);
       m->size = 0;
-      return BFEED_EIO;
+      return e == ENOMEM ? BFEED_ENOMEM : errtext_errno_code(e);
     }
     m->data = p;
   }

@@ -1,0 +1,166 @@
+/* storage.c -- the backends by scheme, and what every backend's callers share (see storage.h). */
+#include "storage.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bfeed_types.h"
+
+/* Every backend, one storage_*.c file each and one line here; plain paths
+ * go to the first. */
+#define STORAGE_BACKENDS \
+  X(storage_local)
+#define X(b) extern const storage_backend b;
+STORAGE_BACKENDS
+#undef X
+#define X(b) &b,
+static const storage_backend *const storage_backends[] = {STORAGE_BACKENDS};
+#undef X
+#define STORAGE_NBACKENDS (sizeof storage_backends / sizeof storage_backends[0])
+
+/* Length of the scheme of path[0..len) ("s3" of "s3://b/k"; len may be
+ * SIZE_MAX for a terminated string), 0 for a plain path. */
+static size_t storage_scheme_len(const char *path, size_t len) {
+  size_t n = 0;
+  if (len == 0 || path[0] < 'a' || path[0] > 'z') return 0;
+  while (n < len && ((path[n] >= 'a' && path[n] <= 'z') || (path[n] >= '0' && path[n] <= '9') || path[n] == '+' ||
+                     path[n] == '-' || path[n] == '.'))
+    n++;
+  /* In order, so that a terminated string is never read past its end. */
+  return len - n >= 3 && path[n] == ':' && path[n + 1] == '/' && path[n + 2] == '/' ? n : 0;
+}
+
+static const storage_backend *storage_backend_of(const char *path, char *err, size_t errlen) {
+  size_t n = storage_scheme_len(path, SIZE_MAX);
+  if (n == 0) return storage_backends[0];
+  for (size_t i = 0; i < STORAGE_NBACKENDS; i++)
+    if (strlen(storage_backends[i]->scheme) == n && strncmp(storage_backends[i]->scheme, path, n) == 0)
+      return storage_backends[i];
+  if (err && errlen) {
+    int k = snprintf(err, errlen, "%s: no storage backend for %.*s:// (this bfeedd reads", path, (int)n, path);
+    for (size_t i = 0; i < STORAGE_NBACKENDS && k >= 0 && (size_t)k < errlen; i++)
+      k += snprintf(err + k, errlen - (size_t)k, " %s://", storage_backends[i]->scheme);
+    if (k >= 0 && (size_t)k < errlen) snprintf(err + k, errlen - (size_t)k, " and plain paths)");
+  }
+  return NULL;
+}
+
+int storage_open(const char *path, storage_file *f, char *err, size_t errlen) {
+  const storage_backend *b = storage_backend_of(path, err, errlen);
+  memset(f, 0, sizeof *f);
+  if (!b) return BFEED_EDATASET;
+  int rc = b->open(path, f, err, errlen);
+  if (rc == 0) f->backend = b;
+  return rc;
+}
+
+int storage_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen) {
+  return f->backend->pread(f, buf, n, off, got, err, errlen);
+}
+
+int storage_pread_all(const storage_file *f, void *buf, size_t n, uint64_t off, char *err, size_t errlen) {
+  size_t got = 0;
+  int rc = storage_pread(f, buf, n, off, &got, err, errlen);
+  if (rc == 0 && got < n)
+    return snprintf(err, errlen, "the file ends at byte offset %llu, %zu bytes short of byte %llu (it shrank?)",
+                    (unsigned long long)(off + got), n - got, (unsigned long long)(off + n)),
+           BFEED_EDATASET;
+  return rc;
+}
+
+void storage_close(storage_file *f) {
+  if (f && f->backend) f->backend->close(f);
+  if (f) memset(f, 0, sizeof *f);
+}
+
+int storage_read_file(const char *path, uint64_t max_size, uint8_t **buf, size_t *cap, size_t *len, char *err,
+                      size_t errlen) {
+  storage_file f;
+  int rc = storage_open(path, &f, err, errlen);
+  if (rc < 0) return rc;
+  uint64_t want = storage_size(&f);
+  if (want > max_size) {
+    storage_close(&f);
+    return snprintf(err, errlen, "%s: file is %llu bytes, over the %llu-byte limit", path, (unsigned long long)want,
+                    (unsigned long long)max_size),
+           BFEED_ETOOBIG;
+  }
+  if (want + 1 > *cap) {
+    uint8_t *b = realloc(*buf, (size_t)want + 1);
+    if (!b) {
+      storage_close(&f);
+      return snprintf(err, errlen, "%s: out of memory reading %llu bytes", path, (unsigned long long)want),
+             BFEED_ENOMEM;
+    }
+    *buf = b;
+    *cap = (size_t)want + 1;
+  }
+  char why[256];
+  rc = storage_pread_all(&f, *buf, (size_t)want, 0, why, sizeof why);
+  storage_close(&f);
+  if (rc < 0) return snprintf(err, errlen, "%s: %s", path, why), rc;
+  *len = (size_t)want;
+  return 0;
+}
+
+int storage_stat(const char *path, storage_info *out, char *err, size_t errlen) {
+  const storage_backend *b = storage_backend_of(path, err, errlen);
+  memset(out, 0, sizeof *out);
+  return b ? b->stat(path, out, err, errlen) : BFEED_EDATASET;
+}
+
+void storage_version(const char *path, char *out, size_t cap) {
+  storage_info info;
+  char err[16];
+  if (storage_stat(path, &info, err, sizeof err) == 0) snprintf(out, cap, "%s", info.version);
+  else snprintf(out, cap, "-1");
+}
+
+int storage_list(const char *dir, storage_entry_fn fn, void *ctx, char *err, size_t errlen) {
+  const storage_backend *b = storage_backend_of(dir, err, errlen);
+  return b ? b->list(dir, fn, ctx, err, errlen) : BFEED_EDATASET;
+}
+
+int storage_glob(const char *pattern, strlist *out, char *err, size_t errlen) {
+  const storage_backend *b = storage_backend_of(pattern, err, errlen);
+  return b ? b->glob(pattern, out, err, errlen) : BFEED_EDATASET;
+}
+
+int storage_map(const char *path, uint64_t max_size, storage_mapping *m, char *err, size_t errlen) {
+  const storage_backend *b = storage_backend_of(path, err, errlen);
+  memset(m, 0, sizeof *m);
+  if (!b) return BFEED_EDATASET;
+  int rc = b->map(path, max_size, m, err, errlen);
+  if (rc == 0) m->backend = b;
+  return rc;
+}
+
+void storage_unmap(storage_mapping *m) {
+  if (m->backend) m->backend->unmap(m);
+  memset(m, 0, sizeof *m);
+}
+
+const char *storage_local_path(const char *path) {
+  const storage_backend *b = storage_backend_of(path, NULL, 0);
+  return b ? b->local_path(path) : NULL;
+}
+
+char *storage_resolve(const char *dir, const char *path, size_t len) {
+  int absolute = (len > 0 && path[0] == '/') || storage_scheme_len(path, len) > 0;
+  size_t dl = absolute ? 0 : strlen(dir);
+  char *s = malloc(dl + 1 + len + 1);
+  if (!s) return NULL;
+  if (dl) memcpy(s, dir, dl), s[dl] = '/';
+  memcpy(s + (dl ? dl + 1 : 0), path, len);
+  s[(dl ? dl + 1 : 0) + len] = 0;
+  return s;
+}
+
+char *storage_parent(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return strdup(".");
+  if (slash == path) return strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}

@@ -1,0 +1,138 @@
+/*
+ * storage.h -- where dataset files are read from: one interface over
+ * storage backends, the backend chosen by the path's URL scheme.
+ * Called by everything that reads a dataset's inputs: the dataset kinds
+ * (sources/kind_*.c), folder listing (folder.c), shard indexing and reads
+ * (tfrecord.c, tar_shards.c, dataset_shards.c), the table loaders
+ * (text_source.c, manifest.c, npy_source.c, text/wordvec.c) and the
+ * fingerprint. Only bfeed's own caches (shard indexes, converted
+ * word-vector tables) are plain local files outside it.
+ *
+ * A path is a file-system path, file://PATH (the same), or SCHEME://...
+ * for another backend; storage.c lists the backends, one file each
+ * (storage_local.c). A scheme is a lowercase letter followed by letters,
+ * digits, '+', '-' or '.', then "://".
+ *
+ * Errors are 0 or a negative BFEED_E* code with a message in err. The code
+ * says whether trying again may help: BFEED_EIO or BFEED_ENOMEM for a
+ * failure of the moment (descriptors or memory short, an I/O error, a
+ * network timeout), BFEED_EDATASET for one of the file (missing, not a
+ * regular file, shorter than expected), BFEED_ETOOBIG over a caller's
+ * limit. Calls given a path name it in their message ("PATH: not a
+ * regular file"); calls on an open file (storage_pread) say what failed at
+ * which offset, and the caller names the file as it sees fit (a shard and
+ * its record, a .npy file and its row).
+ *
+ * Every call may be made from any thread; storage_pread on one open file
+ * from several threads at once. Opening, reading and listing allocate
+ * nothing (an open file is the caller's struct): a batch worker reads its
+ * samples without a malloc, as the rest of its path does.
+ */
+#ifndef BFEED_STORAGE_H
+#define BFEED_STORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strlist.h"
+
+typedef enum storage_type {
+  STORAGE_FILE = 1,  /* a regular file (or object): the only thing read */
+  STORAGE_DIR = 2,   /* a folder (or prefix) */
+  STORAGE_OTHER = 3, /* a FIFO, socket or device: never opened */
+  STORAGE_BROKEN = 4 /* a folder entry that cannot be followed (a dangling link, a loop) */
+} storage_type;
+
+#define STORAGE_VERSION_MAX 80
+
+typedef struct storage_info {
+  storage_type type; /* what the path leads to, links followed */
+  uint64_t size;     /* bytes */
+  int64_t mtime_s, mtime_ns; /* last change, for bfeed's caches (kept per machine) */
+  /* What the fingerprint records for the file: equal on every copy of the
+   * same bytes. Local files: the size in decimal (their times differ
+   * between two hosts' copies); an object store would give its ETag. */
+  char version[STORAGE_VERSION_MAX];
+} storage_info;
+
+/* One entry of a folder listing, in no particular order: its name within
+ * the folder, its type (links followed), and for STORAGE_BROKEN why it
+ * cannot be followed. A negative return stops the listing with that code. */
+typedef int (*storage_entry_fn)(void *ctx, const char *name, storage_type type, const char *why);
+
+/* An open file: the caller's memory, the backend's handle in it. */
+typedef struct storage_file {
+  const struct storage_backend *backend;
+  uint64_t size; /* when it was opened */
+  union {
+    int fd;  /* the local backend's descriptor */
+    void *p; /* another backend's own state */
+  } h;
+} storage_file;
+
+/* A whole file's bytes, for the loaders that parse tables: a mapping of a
+ * local file, a copy in memory for a remote one. */
+typedef struct storage_mapping {
+  const uint8_t *data; /* NULL when empty */
+  size_t size;
+  storage_info info;
+  const struct storage_backend *backend;
+} storage_mapping;
+
+/* A backend: what adding one (s3://, gs://, https://) means writing. */
+typedef struct storage_backend {
+  const char *scheme; /* "file" */
+  int (*open)(const char *path, storage_file *f, char *err, size_t errlen);
+  /* Up to n bytes at off; fewer (*got) only at the end of the file. */
+  int (*pread)(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
+  void (*close)(storage_file *f);
+  int (*stat)(const char *path, storage_info *out, char *err, size_t errlen);
+  int (*list)(const char *dir, storage_entry_fn fn, void *ctx, char *err, size_t errlen);
+  /* Paths matching a shell pattern, sorted; none is not an error. */
+  int (*glob)(const char *pattern, strlist *out, char *err, size_t errlen);
+  int (*map)(const char *path, uint64_t max_size, storage_mapping *m, char *err, size_t errlen);
+  void (*unmap)(storage_mapping *m);
+  /* The file's path on this machine, or NULL (a remote file). */
+  const char *(*local_path)(const char *path);
+} storage_backend;
+
+/* Open a regular file for storage_pread; anything else is refused without
+ * waiting on it (a FIFO never holds the caller). */
+int storage_open(const char *path, storage_file *f, char *err, size_t errlen);
+static inline uint64_t storage_size(const storage_file *f) { return f->size; }
+/* Read n bytes at off; *got < n only at the end of the file. */
+int storage_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
+/* Exactly n bytes at off: a file that ends first is BFEED_EDATASET. */
+int storage_pread_all(const storage_file *f, void *buf, size_t n, uint64_t off, char *err, size_t errlen);
+/* Close f if it is open (a zeroed storage_file is not). */
+void storage_close(storage_file *f);
+
+/* A whole file into *buf (grown as needed, *cap its size, one byte to
+ * spare); *len its length. A file over max_size is BFEED_ETOOBIG. */
+int storage_read_file(const char *path, uint64_t max_size, uint8_t **buf, size_t *cap, size_t *len, char *err,
+                      size_t errlen);
+
+int storage_stat(const char *path, storage_info *out, char *err, size_t errlen);
+/* info.version of path into out, or "-1" when it cannot be had (the same
+ * on every host that lacks the file). */
+void storage_version(const char *path, char *out, size_t cap);
+
+/* fn for each entry of dir ("." and ".." left out). */
+int storage_list(const char *dir, storage_entry_fn fn, void *ctx, char *err, size_t errlen);
+int storage_glob(const char *pattern, strlist *out, char *err, size_t errlen);
+
+/* The whole file at path (at most max_size bytes) for parsing. */
+int storage_map(const char *path, uint64_t max_size, storage_mapping *m, char *err, size_t errlen);
+void storage_unmap(storage_mapping *m);
+
+/* Where bfeed may keep a cache beside the file: its local path, or NULL. */
+const char *storage_local_path(const char *path);
+/* path as named from dir: a copy of path when it is absolute ("/..." or
+ * SCHEME://...), else "dir/path". path is len bytes (no NUL needed); NULL
+ * when out of memory. */
+char *storage_resolve(const char *dir, const char *path, size_t len);
+/* The folder holding path: "." for a bare name, "/" for "/name"; NULL
+ * when out of memory. */
+char *storage_parent(const char *path);
+
+#endif
