@@ -25,7 +25,7 @@ extern "C" {
 #define BFEED_API
 #endif
 
-/* BFEED_VERSION_MAJOR, _MINOR, _PATCH and BFEED_VERSION_STRING ("0.1.0"):
+/* BFEED_VERSION_MAJOR, _MINOR, _PATCH and BFEED_VERSION_STRING ("M.m.p"):
  * generated from the project's version (proto/VERSION, the one place it
  * is written) and installed beside this header. */
 #include "bfeed_version.h"

@@ -38,7 +38,7 @@ const char *cli_stream_opts_help(void);
 /* The name messages start with ("bfeed bench", "bfeed-train"; default
  * "bfeed"); prog must outlive the parsing. */
 void cli_set_prog(const char *prog);
-/* "bfeed 0.1.0 (protocol 1)" on stdout, with the program's first word. */
+/* "bfeed VERSION (protocol N)" on stdout, with the program's first word. */
 void cli_print_version(void);
 /* For --help (usage, then more if not NULL) and --version: print to stdout
  * and return 1; 0 for any other option name. */

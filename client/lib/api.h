@@ -35,7 +35,7 @@
  *
  * Locking, for both implementations: c->mu guards c->streams, next_id,
  * closing, busy and reconnects, and what each implementation's header
- * adds; c->cv (on CLOCK_MONOTONIC, clock.h) is broadcast whenever
+ * adds; c->cv (on clock.h's clock) is broadcast whenever
  * something a waiter may wait for changes. A public call on a client or
  * its streams is counted in busy between api_client_enter and
  * api_client_leave; bfeed_close sets closing, stops what keeps calls
@@ -160,7 +160,7 @@ int api_err(char *err, size_t errlen, int code, const char *fmt, ...) __attribut
 int api_err_public(bfeed_error *pub, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* api_client.c */
-/* The common part of a new client (mutexes, c->cv on CLOCK_MONOTONIC). */
+/* The common part of a new client (mutexes, c->cv on clock.h's clock). */
 void api_client_init(bfeed_client *c, const api_client_ops *ops);
 /* Destroy what api_client_init made and free the implementation's struct,
  * which begins with c. */

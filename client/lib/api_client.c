@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "clock.h"
 #include "token.h"
 
 BFEED_API void bfeed_connect_opts_init(bfeed_connect_opts *o) {
@@ -80,11 +81,7 @@ BFEED_API int bfeed_connect2(const char *addr, const bfeed_connect_opts *o, bfee
 void api_client_init(bfeed_client *c, const api_client_ops *ops) {
   c->ops = ops;
   pthread_mutex_init(&c->mu, NULL);
-  pthread_condattr_t ca;
-  pthread_condattr_init(&ca);
-  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* every timed wait's deadline comes from clock.h */
-  pthread_cond_init(&c->cv, &ca);
-  pthread_condattr_destroy(&ca);
+  clock_cond_init(&c->cv); /* every timed wait's deadline comes from clock.h */
 }
 
 void api_client_free(bfeed_client *c) {

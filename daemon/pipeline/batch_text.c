@@ -16,7 +16,7 @@
 #error "text and feature batches assume a little-endian host"
 #endif
 
-uint32_t batch_text_cap(const bfeed_stream_opts *o, const dataset *ds) { return o->max_len ? o->max_len : ds->max_len; }
+uint32_t batch_text_cap(const bfeed_stream_opts *o, const dataset *ds) { return o->max_len ? o->max_len : ds->len_cap; }
 
 uint32_t batch_text_longest(const bfeed_stream_opts *o, const dataset *ds) {
   uint32_t cap = batch_text_cap(o, ds);

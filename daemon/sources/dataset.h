@@ -58,7 +58,7 @@ typedef struct dataset {
   /* text, manifest */
   wordvec vectors;
   textset text;
-  uint32_t max_len;   /* tokens per sample served when a stream does not say (0: all) */
+  uint32_t len_cap;   /* tokens per sample served when a stream does not say (0: all) */
   /* npy; tfrecord with features_key (rows in memory, no file) */
   npysrc features;
   /* Kinds indexed in the background (tfrecord, tar) fill nsamples, labels,

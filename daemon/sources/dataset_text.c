@@ -55,7 +55,7 @@ static int dataset_text_settings(const dataset_keys *k, dataset_text_opts *s, ch
   if ((rc = dataset_key_bool(k, "lowercase", 0, &s->ts.tok.lowercase, err, errlen)) < 0 ||
       (rc = dataset_key_bool(k, "punct", 0, &s->ts.tok.split_punct, err, errlen)) < 0 ||
       (rc = dataset_key_bool(k, "cache", 1, &s->wv.cache, err, errlen)) < 0 ||
-      (rc = dataset_key_u64(k, "max_len", 0, 1u << 20, 0, &s->max_len, err, errlen)) < 0 ||
+      (rc = dataset_key_u64(k, "max_len", 0, 1u << 20, 0, &s->len_cap, err, errlen)) < 0 ||
       (rc = dataset_key_u64(k, "max_table_bytes", 1, UINT64_MAX, WORDVEC_DEFAULT_MAX_BYTES, &max_bytes, err,
                             errlen)) < 0)
     return rc;
@@ -92,7 +92,7 @@ static int dataset_text_vectors(dataset *d, dataset_text_opts *s, const logger *
   if (s->ts.oov == TEXTSET_OOV_UNK && (s->ts.unk = wordvec_find(v, s->unk, strlen(s->unk))) == WORDVEC_NONE)
     return snprintf(err, errlen, "dataset %s: oov=unk, but %s has no word '%s' (name another with unk=WORD)", d->name,
                     s->vectors, s->unk), BFEED_EDATASET;
-  d->max_len = (uint32_t)s->max_len;
+  d->len_cap = (uint32_t)s->len_cap;
   return 0;
 }
 

@@ -21,7 +21,7 @@ typedef struct dataset_text_opts {
   wordvec_opts wv;
   textset_opts ts;
   const char *unk;
-  uint64_t max_len;
+  uint64_t len_cap; /* the dataset's length setting: tokens served per sample */
   text_source_opts src; /* text: format=, label= */
 } dataset_text_opts;
 

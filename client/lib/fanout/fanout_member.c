@@ -77,7 +77,7 @@ static void fanout_member_refresh(fanout_stream *f) {
 }
 
 /* Sleep ms unless the stream closes (c->base.mu held, c->base.cv on
- * CLOCK_MONOTONIC). */
+ * clock.h's clock). */
 static void fanout_member_sleep(fanout_stream *f, uint64_t ms) {
   uint64_t until = clock_now_ns() + ms * 1000000u;
   struct timespec ts = clock_timespec(until);

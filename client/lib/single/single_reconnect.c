@@ -38,7 +38,7 @@ int single_reconnect_transient(int code) {
 }
 
 /* Sleep until the monotonic time `until` unless bfeed_close begins (c->base.cv
- * uses CLOCK_MONOTONIC); 1 if it did. c->base.mu held. */
+ * uses clock.h's clock); 1 if it did. c->base.mu held. */
 static int single_reconnect_sleep(single_client *c, uint64_t until) {
   struct timespec ts = clock_timespec(until);
   while (!c->base.closing && clock_now_ns() < until) pthread_cond_timedwait(&c->base.cv, &c->base.mu, &ts);

@@ -168,7 +168,7 @@ static int single_stream_next(bfeed_stream *bs, bfeed_batch **out, char *err, si
 static int single_stream_wait(bfeed_stream *bs, int timeout_ms) {
   single_stream *s = single_stream_of(bs);
   single_client *c = single_client_of(bs->c);
-  /* c->base.cv waits on CLOCK_MONOTONIC (api_client.c) */
+  /* c->base.cv waits on clock.h's clock (api_client.c) */
   struct timespec until = clock_timespec(clock_now_ns() + (uint64_t)(timeout_ms < 0 ? 0 : timeout_ms) * 1000000u);
   int rc = 0;
   while (!single_stream_has_batch_or_end(s) && s->state >= 0 && !c->dead && !c->base.closing && rc == 0)
