@@ -47,6 +47,14 @@ int suite_kill_daemons(void **state);
 void suite_prepare(void);
 #define SUITE_RUN(name, tests) \
   (suite_prepare(), cmocka_run_group_tests_name(name, tests, suite_setup, suite_teardown))
+/* A whole main(): the tests, each killing its daemons at the end, run as
+ * SUITE_RUN does. */
+#define SUITE_MAIN_KILLING(name, ...)                                   \
+  int main(void) {                                                      \
+    const struct CMUnitTest suite_tests[] = {__VA_ARGS__};              \
+    return SUITE_RUN(name, suite_tests);                                \
+  }
+#define SUITE_KILLING(test) cmocka_unit_test_teardown(test, suite_kill_daemons)
 
 /* Start a daemon in slot (0 or 1) serving "demo" and "bad", with a TCP
  * listener too when tcp is set; stop it and expect a clean exit in time. */

@@ -271,11 +271,5 @@ static void test_libbfeed_shm(void **state) {
   assert_int_equal(shm_fd_count(), fds0);
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_teardown(test_raw_shm_equals_socket, suite_kill_daemons),
-      cmocka_unit_test_teardown(test_release_beyond_what_was_sent, suite_kill_daemons),
-      cmocka_unit_test_teardown(test_libbfeed_shm, suite_kill_daemons),
-  };
-  return SUITE_RUN("shm", tests);
-}
+SUITE_MAIN_KILLING("shm", SUITE_KILLING(test_raw_shm_equals_socket), SUITE_KILLING(test_release_beyond_what_was_sent),
+                   SUITE_KILLING(test_libbfeed_shm))
