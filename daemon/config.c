@@ -4,6 +4,7 @@
 #include <ini.h>
 #include <limits.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,11 +48,13 @@ void config_init(config *c) {
   c->socket_mode = 0660;
 }
 
-/* 1234, 64K, 512M, 2G (powers of 1024). */
+/* 1234, 64K, 512M, 2G (powers of 1024); past 2^64 - 1 is refused, not
+ * saturated (strtoull's ERANGE). */
 static int parse_bytes(const char *v, uint64_t *out) {
   char *end;
+  errno = 0;
   unsigned long long x = strtoull(v, &end, 10);
-  if (!*v || *v == '-' || end == v) return BFEED_EINVAL;
+  if (!*v || *v == '-' || end == v || errno == ERANGE) return BFEED_EINVAL;
   int shift = 0;
   if (*end == 'K' || *end == 'k') shift = 10, end++;
   else if (*end == 'M' || *end == 'm') shift = 20, end++;
@@ -297,7 +300,18 @@ typedef struct ini_ctx {
 static char *ini_reader_counting(char *str, int num, void *stream) {
   ini_ctx *x = stream;
   char *r = fgets(str, num, x->f);
-  if (r) x->lineno++;
+  if (!r) return NULL;
+  x->lineno++;
+  /* A line longer than inih's buffer would reach it in pieces, each read
+   * as a line of its own: say so here, where the line is known, and end
+   * the parse (NULL reads as the end of the file). */
+  size_t n = strlen(r);
+  if (n == (size_t)num - 1 && r[n - 1] != '\n' && !feof(x->f) && !x->failed) {
+    snprintf(x->err, x->errlen, "%s:%d: line longer than %d bytes, the most a line may hold", x->path, x->lineno,
+             num - 2);
+    x->failed = BFEED_EINVAL;
+    return NULL;
+  }
   return r;
 }
 

@@ -112,6 +112,8 @@ static int load_config(config *cfg, const char *path, int argc, char **argv, cha
       const char *key = config_keys[opt - OPT_KEY].key;
       char where[64];
       snprintf(where, sizeof where, "flag --%s", key);
+      for (char *p = where + 7; *p; p++) /* as the flag is typed: --max-memory */
+        if (*p == '_') *p = '-';
       if (strcmp(key, "listen") == 0 && !cleared_listen) config_clear_listen(cfg), cleared_listen = 1;
       rc = config_set(cfg, key, optarg, where, err, errlen);
     } else if (opt == '?') {

@@ -11,6 +11,11 @@ int cli_fail(char *err, size_t errlen, int code, const char *fmt, ...) __attribu
 /* Monotonic clock in seconds, for benchmarks. */
 double cli_now_s(void);
 
+/* mkdir -p: each missing component of path, with mode 0777 (less umask);
+ * BFEED_EIO naming the component that could not be made, or a path that
+ * is not a directory. */
+int cli_mkdirs(const char *path, char *err, size_t errlen);
+
 /* qsort comparator for doubles, ascending. */
 int cli_cmp_double(const void *a, const void *b);
 

@@ -13,6 +13,7 @@
 #include "bfeed.h"
 #include "cli.h"
 #include "cli_opts.h"
+#include "cli_util.h"
 #include "npy.h"
 
 typedef struct fetch_args {
@@ -82,8 +83,8 @@ int cmd_fetch(int argc, char **argv) {
   int pr = cli_parse_stream_cmd(argc, argv, &f.c, cmd_fetch_opt, cmd_fetch_takes_value, &f);
   if (pr != 0) return pr > 0 ? 0 : 2;
   if (!f.have_index || !f.out) return fprintf(stderr, "bfeed fetch: --batch-index K and --out DIR are required\n"), 2;
-  if (mkdir(f.out, 0777) < 0 && errno != EEXIST)
-    return fprintf(stderr, "bfeed fetch: cannot create %s: %s\n", f.out, strerror(errno)), 1;
+  char why[512];
+  if (cli_mkdirs(f.out, why, sizeof why) < 0) return fprintf(stderr, "bfeed fetch: %s\n", why), 1;
   /* Batch K of epoch E is where a stream resumed at (E, K) starts. */
   f.c.o.batch_index = f.index;
   f.c.o.window = 1;

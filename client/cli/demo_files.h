@@ -7,9 +7,6 @@
 
 #include <stddef.h>
 
-/* Put the message in err (if any) and return code. */
-/* mkdir -p: each missing component of path, with mode 0777 (less umask). */
-int demo_mkdirs(const char *path, char *err, size_t errlen);
 /* 0 if a dataset may be written to dir: it is missing, empty, or
  * overwrite is set; else BFEED_EINVAL with a message that names --force. */
 int demo_dir_check(const char *dir, int overwrite, char *err, size_t errlen);

@@ -144,29 +144,6 @@ static void demo_render(const demo_image *im, demo_rng *r, unsigned char *px) {
 /* ------------------------------------------------------------------ */
 /* Files */
 
-/* mkdir -p: each missing component of path, with mode 0777 (less umask). */
-int demo_mkdirs(const char *path, char *err, size_t errlen) {
-  char buf[PATH_MAX];
-  size_t n = strlen(path);
-  if (n >= sizeof buf) return cli_fail(err, errlen, BFEED_EINVAL, "%s: path too long", path);
-  memcpy(buf, path, n + 1);
-  for (size_t i = 1; i <= n; i++) {
-    if (buf[i] != '/' && buf[i] != '\0') continue;
-    char keep = buf[i];
-    buf[i] = '\0';
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-      return cli_fail(err, errlen, BFEED_EIO, "%s: cannot create directory: %s", buf,
-                       strerror(errno));
-    buf[i] = keep;
-  }
-  struct stat st;
-  if (stat(path, &st) != 0)
-    return cli_fail(err, errlen, BFEED_EIO, "%s: %s", path, strerror(errno));
-  if (!S_ISDIR(st.st_mode))
-    return cli_fail(err, errlen, BFEED_EIO, "%s: exists and is not a directory", path);
-  return 0;
-}
-
 /* 1 if dir exists and holds anything, 0 if not, negative on error. */
 static int dir_nonempty(const char *dir, char *err, size_t errlen) {
   DIR *d = opendir(dir);
@@ -320,7 +297,7 @@ static int demo_split(demo_ctx *x, const char *dir, int split, int count, char *
   int rc = 0, tar = x->o->format == MAKE_DEMO_TAR;
   if (x->o->format != MAKE_DEMO_FOLDER) {
     int total = count * MAKE_DEMO_NCLASSES, nshards = split == 0 ? MAKE_DEMO_TRAIN_SHARDS : 1;
-    rc = demo_mkdirs(dir, err, errlen);
+    rc = cli_mkdirs(dir, err, errlen);
     if (rc == 0) rc = make_demo_shards_open(&x->shards, tar, dir, shard_splits[tar][split], total, nshards, err, errlen);
   }
   char cls_dir[PATH_MAX];
@@ -329,7 +306,7 @@ static int demo_split(demo_ctx *x, const char *dir, int split, int count, char *
     if ((size_t)snprintf(cls_dir, sizeof cls_dir, "%s/%s/%s", dir, demo_splits[split],
                          demo_class_names[cls]) >= sizeof cls_dir)
       rc = cli_fail(err, errlen, BFEED_EINVAL, "%s: path too long", dir);
-    if (rc == 0 && !x->shards) rc = demo_mkdirs(cls_dir, err, errlen);
+    if (rc == 0 && !x->shards) rc = cli_mkdirs(cls_dir, err, errlen);
     for (int i = 0; rc == 0 && i < count; i++) rc = demo_one(x, cls_dir, split, cls, label, i, err, errlen);
   }
   if (x->shards) rc = make_demo_shards_close(x->shards, rc, err, errlen);

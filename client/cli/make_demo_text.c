@@ -200,7 +200,7 @@ int make_demo_text(const char *dir, const char *vectors, const make_demo_text_op
   if ((rc = demo_vectors_load(vectors, &v, why, sizeof why)) < 0) return cli_fail(err, errlen, rc, "make-demo: %s", why);
   topics t;
   rc = make_topics(&v, o->nclasses, o->seed, &t, err, errlen);
-  if (rc == 0) rc = demo_mkdirs(dir, err, errlen);
+  if (rc == 0) rc = cli_mkdirs(dir, err, errlen);
   static const char *const names[2] = {"train.txt", "val.txt"};
   int counts[2] = {o->train_per_class, o->val_per_class};
   for (int split = 0; rc == 0 && split < 2; split++) {

@@ -205,6 +205,14 @@ def test_resume():
     r = fetch(d, os.path.join(TMP, "past"), "--epoch", "0", "--batch-index", str(bpe + 1))
     check(r.returncode == 1 and f"past the epoch's {bpe} batches" in r.stderr,
           f"one further is still refused, saying why ({r.stderr.strip()!r})")
+    # --out makes the folders it needs (mkdir -p), and says which it cannot.
+    deep = os.path.join(TMP, "deep", "a", "b")
+    r = fetch(d, deep, "--batch-index", "0")
+    check(r.returncode == 0 and os.path.isfile(os.path.join(deep, "image.npy")),
+          f"--out a/b/c is made with its parents ({r.returncode}, {r.stderr.strip()!r})")
+    open(os.path.join(TMP, "plainfile"), "w").close()
+    r = fetch(d, os.path.join(TMP, "plainfile", "x"), "--batch-index", "0")
+    check(r.returncode == 1 and "plainfile" in r.stderr, f"a file in the way is named ({r.stderr.strip()!r})")
     d.stop()
 
 

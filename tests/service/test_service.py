@@ -190,6 +190,17 @@ def test_config():
     check_config_error(f"[bfeedd\nworkers = 1\n[dataset a]\npath = {d}\n", "bad.conf:2", "outside any section", "']' missing")
     check_config_error(f"[bfeedd]\nsocket_mode = 0999\n[dataset a]\npath = {d}\n", "bad.conf:2", "socket_mode", "octal")
     check_config_error(f"[bfeedd]\nhandshake_timeout = -1\n[dataset a]\npath = {d}\n", "bad.conf:2", "handshake_timeout")
+    # A number past 2^64 is refused, not taken as 2^64 - 1.
+    check_config_error(f"[bfeedd]\nmax_memory = 99999999999999999999\n[dataset a]\npath = {d}\n", "bad.conf:2",
+                       "max_memory", "99999999999999999999")
+    check_config_error(f"[bfeedd]\nmax_memory = 17179869184G\n[dataset a]\npath = {d}\n", "bad.conf:2", "max_memory")
+    # A line longer than the parser takes is named, not misread as the next line's problem.
+    check_config_error(f"[bfeedd]\n[dataset {'x' * 4000}]\npath = {d}\n", "bad.conf:2", "longer than")
+    # Errors about flags name the flag as it is typed.
+    r = subprocess.run([BFEEDD, "--check-config", good, "--max-memory", "99999999999999999999"],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and "--max-memory" in r.stderr and "--max_memory" not in r.stderr,
+          f"a flag's error names --max-memory ({r.stderr.strip()!r})")
     # Flags override the file: max_window 2 in the file, 8 on the command line.
     path = os.path.join(TMP, "w.conf")
     addr = config(path, "max_window = 2")
