@@ -190,6 +190,15 @@ def test_config():
     check_config_error(f"[bfeedd\nworkers = 1\n[dataset a]\npath = {d}\n", "bad.conf:2", "outside any section", "']' missing")
     check_config_error(f"[bfeedd]\nsocket_mode = 0999\n[dataset a]\npath = {d}\n", "bad.conf:2", "socket_mode", "octal")
     check_config_error(f"[bfeedd]\nhandshake_timeout = -1\n[dataset a]\npath = {d}\n", "bad.conf:2", "handshake_timeout")
+    # Every dataset that cannot be served is named, not only the first: a
+    # folder with a cycle of links (told as a cycle) and a missing path.
+    cyc = os.path.join(TMP, "cycle")
+    os.makedirs(os.path.join(cyc, "a"), exist_ok=True)
+    if not os.path.islink(os.path.join(cyc, "a", "up")):
+        os.symlink("..", os.path.join(cyc, "a", "up"))
+    check_config_error(f"[bfeedd]\n[dataset a]\npath = {d}\n[dataset cyc]\npath = {cyc}\n[dataset gone]\n"
+                       "path = /nonexistent/data\n", "a cycle of links", "/nonexistent/data",
+                       "2 of 3 dataset(s) cannot be served")
     # Flags override the file: max_window 2 in the file, 8 on the command line.
     path = os.path.join(TMP, "w.conf")
     addr = config(path, "max_window = 2")
