@@ -392,11 +392,13 @@ static void on_signal(uv_signal_t *h, int signum) {
   daemon_ctx *d = h->data;
   log_info(&d->log, "%s received: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
   notify_stopping();
+  /* From the signal on (shutdown_all itself may wait that long for the
+   * workers): a reload gets no more than the workers. */
+  uv_timer_start(&d->late, on_late, (uint64_t)d->cfg.shutdown_timeout * 1000, 0);
+  uv_unref((uv_handle_t *)&d->late);
   shutdown_all(d);
   uv_timer_start(&d->grace, on_grace, SHUTDOWN_GRACE_MS, 0);
   uv_unref((uv_handle_t *)&d->grace); /* the loop may end before it fires */
-  uv_timer_start(&d->late, on_late, (uint64_t)d->cfg.shutdown_timeout * 1000, 0);
-  uv_unref((uv_handle_t *)&d->late);
 }
 
 static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {

@@ -119,9 +119,7 @@ int storage_read_file(const char *path, uint64_t max_size, uint8_t **buf, size_t
                       size_t errlen) {
   storage_file f;
   int rc = storage_open(path, &f, err, errlen);
-  if (rc < 0) return rc;
-  rc = storage_read_whole(&f, path, max_size, buf, cap, len, err, errlen);
-  storage_close(&f);
+  if (rc == 0) rc = storage_read_whole(&f, path, max_size, buf, cap, len, err, errlen), storage_close(&f);
   return rc;
 }
 

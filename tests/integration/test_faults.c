@@ -4,7 +4,7 @@
  * free a stream under its own feet nor close a handle twice; silent and
  * slow clients are timed out; a client that floods requests without
  * reading the replies holds a bounded amount of the daemon's memory. I/O
- * that hangs (a FIFO in a sample's place; stallshim.c's opens that wait
+ * that hangs (a FIFO in a sample's place; failshim.c's opens that wait
  * and reads that never return, as a hung NFS mount's) holds neither the
  * loop, nor another dataset, nor the shutdown past its deadline.
  */
@@ -28,9 +28,6 @@
 
 #ifndef FAULTS_SHIM
 #error "FAULTS_SHIM must name failshim.so (set by tests/integration/CMakeLists.txt)"
-#endif
-#ifndef STALL_SHIM
-#error "STALL_SHIM must name libstallshim.so (set by tests/integration/CMakeLists.txt)"
 #endif
 
 /* The daemon still serves: a fresh client gets the first batch of "demo". */
@@ -387,10 +384,10 @@ static void test_nofile_raised(void **state) {
 
 static int faults_log_reloading(void *arg) { return itest_daemon_log_has(arg, "SIGHUP received: reloading"); }
 static int faults_log_refused(void *arg) { return itest_daemon_log_has(arg, "reload refused"); }
-static int faults_log_held(void *arg) { return itest_daemon_log_has(arg, "stallshim: holding open of"); }
-static int faults_log_hangs(void *arg) { return itest_daemon_log_has(arg, "stallshim: read of descriptor"); }
+static int faults_log_held(void *arg) { return itest_daemon_log_has(arg, "failshim: holding open of"); }
+static int faults_log_hangs(void *arg) { return itest_daemon_log_has(arg, "failshim: read of descriptor"); }
 
-/* A reload whose dataset takes long to load (here: stallshim holds the
+/* A reload whose dataset takes long to load (here: failshim holds the
  * open of its file until the test lets it go, as a slow NFS mount would)
  * does not stop the loop: streams go on and requests are answered
  * meanwhile. */
@@ -400,11 +397,11 @@ static void test_slow_reload(void **state) {
   snprintf(conf, sizeof conf, "%s/reload.conf", s->root);
   snprintf(slow, sizeof slow, "%s/slow.npy", s->root);
   snprintf(release, sizeof release, "%s/slow.release", s->root);
-  snprintf(hold, sizeof hold, "STALLSHIM_OPEN=%s", slow);
-  snprintf(until, sizeof until, "STALLSHIM_UNTIL=%s", release);
+  snprintf(hold, sizeof hold, "FAILSHIM_HOLD=%s", slow);
+  snprintf(until, sizeof until, "FAILSHIM_HOLD_UNTIL=%s", release);
   assert_int_equal(itest_write_file(slow, "no .npy file\n", 13), 0);
   assert_int_equal(itest_write_file(conf, "[bfeedd]\n", 9), 0);
-  const char *const env[] = {"LD_PRELOAD=" STALL_SHIM, hold, until, "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
+  const char *const env[] = {"LD_PRELOAD=" FAULTS_SHIM, hold, until, "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
   itest_daemon *d = suite_start_with(s, 0, "reload", 1, 0, (const char *const[]){"--config", conf, NULL}, env);
   bfeed_stream_opts o;
   suite_train_opts(&o, 4, 0);
@@ -481,14 +478,14 @@ static void test_fifo_sample(void **state) {
   suite_stop(d);
 }
 
-/* A worker stuck in a read that never returns (stallshim: a hung NFS
+/* A worker stuck in a read that never returns (failshim: a hung NFS
  * server) does not keep the daemon from stopping: SIGTERM waits for it
  * shutdown_timeout (5 s), logs what it is stuck on, and exits (status 1). */
 static void test_stuck_worker_shutdown(void **state) {
   suite *s = *state;
   char hang[300], err[1024];
-  snprintf(hang, sizeof hang, "STALLSHIM_READ=/%s", s->demo.names[20]);
-  const char *const env[] = {"LD_PRELOAD=" STALL_SHIM, hang, "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
+  snprintf(hang, sizeof hang, "FAILSHIM_HANG=/%s", s->demo.names[20]);
+  const char *const env[] = {"LD_PRELOAD=" FAULTS_SHIM, hang, "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
   itest_daemon *d = suite_start_with(s, 0, "stuck", 2, 0, NULL, env);
   bfeed_stream_opts o;
   suite_eval_opts(&o, 1);
