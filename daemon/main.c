@@ -135,7 +135,7 @@ static int load_config(config *cfg, const char *path, int argc, char **argv, cha
 /* A loaded dataset a reload may keep: not one that failed (to load, or to
  * index: its files may have been fixed), nor one whose files changed. One
  * still indexing is kept. */
-static int dataset_keepable(const dataset *d) {
+static int load_keepable(const dataset *d) {
   char why[16];
   return dataset_ready(d, why, sizeof why) != BFEED_EDATASET && !dataset_changed(d, NULL, 0);
 }
@@ -155,7 +155,7 @@ static dataset **load_datasets(const config *cfg, const config *old_cfg, dataset
     int replaces_unservable = !old_cfg;
     for (size_t j = 0; old_cfg && j < nold && !ds[i]; j++) {
       if (strcmp(old[j]->name, cd->name) != 0 || !config_dataset_same(cfg, old_cfg, cd->name)) continue;
-      if (dataset_keepable(old[j])) ds[i] = dataset_ref(old[j]);
+      if (load_keepable(old[j])) ds[i] = dataset_ref(old[j]);
       else replaces_unservable = 1;
     }
     if (ds[i]) continue;
