@@ -42,12 +42,16 @@ def write(path, text):
 
 
 class Daemon:
-    """bfeedd with its log in a file; stop() checks a clean exit."""
+    """bfeedd with its log in a file; stop() checks a clean exit. Every one
+    started is killed at the end if still running (a test that failed)."""
+
+    started = []
 
     def __init__(self, args, env=None, name="d"):
         self.log = os.path.join(TMP, name + ".log")
         self.proc = subprocess.Popen([BFEEDD] + args, stdout=open(self.log, "w"), stderr=subprocess.STDOUT,
                                      env=env)
+        Daemon.started.append(self.proc)
 
     def text(self):
         with open(self.log) as f:
@@ -433,6 +437,10 @@ if __name__ == "__main__":
         traceback.print_exc()
         failures.append(f"{CMD}: {e}")
     finally:
+        for proc in Daemon.started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         shutil.rmtree(TMP, ignore_errors=True)
     print(f"{CMD}: {len(failures)} failed" if failures else f"{CMD}: all passed")
     sys.exit(1 if failures else 0)
