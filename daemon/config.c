@@ -28,6 +28,7 @@ const config_key config_keys[] = {
     {"log_level", "LEVEL", "error, warning, notice, info or debug (info)"},
     {"handshake_timeout", "SECONDS", "close a connection that sends no HELLO in time, 0 = never (10)"},
     {"idle_timeout", "SECONDS", "close a connection without streams silent this long, 0 = never (300)"},
+    {"shutdown_timeout", "SECONDS", "on SIGTERM, wait this long for a batch being read, then exit anyway (5)"},
     {"socket_mode", "MODE", "file mode of the Unix sockets created, octal (0660)"},
     {"socket_group", "GROUP", "group of the Unix sockets created (default: the daemon's)"},
     {"auth_token_file", "FILE", "TCP clients must present the token in FILE (default: none)"},
@@ -45,6 +46,7 @@ void config_init(config *c) {
   c->log_level = LOG_INFO;
   c->handshake_timeout = 10;
   c->idle_timeout = 300;
+  c->shutdown_timeout = 5;
   c->socket_mode = 0660;
 }
 
@@ -210,6 +212,7 @@ static const int_key int_keys[] = {
     {"max_window", 1, 64, offsetof(config, max_window), "1 to 64"},
     {"handshake_timeout", 0, 3600, offsetof(config, handshake_timeout), "0 (never) to 3600 seconds"},
     {"idle_timeout", 0, 86400, offsetof(config, idle_timeout), "0 (never) to 86400 seconds"},
+    {"shutdown_timeout", 1, 3600, offsetof(config, shutdown_timeout), "1 to 3600 seconds"},
 };
 
 /* The keys that hold a string, and where. */

@@ -35,6 +35,7 @@ typedef struct config {
   uint64_t max_decode_memory; /* one progressive JPEG's coefficients; 0 = no limit */
   int handshake_timeout; /* seconds from accept to HELLO; 0 = none */
   int idle_timeout;      /* seconds a connection without a stream may stay silent; 0 = none */
+  int shutdown_timeout;  /* seconds a shutdown waits for workers (and a reload) in I/O */
   int socket_mode;       /* of the Unix sockets the daemon creates */
   char *socket_group;    /* their group (name or number), or NULL */
   char *auth_token_file; /* the token TCP clients must show, or NULL */

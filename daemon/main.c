@@ -2,11 +2,15 @@
  * bfeedd -- serves datasets as bf16 batches.
  *
  * main() owns everything: settings, logger, datasets, the loop, the server.
- * It reads the config file and flags, loads the datasets (a dataset that
- * cannot be loaded stops the start, with the reason; none at all is allowed,
- * and said, so that a fresh install starts), listens (on sockets
- * systemd passed, or on the configured addresses), tells systemd it is
- * ready, and runs until SIGINT or SIGTERM. SIGHUP reloads the settings.
+ * It reads the config file and flags, loads the datasets (one that cannot
+ * be loaded is logged and left out, the others served: an OPEN on it is
+ * answered with its load error; none at all is allowed, and said, so that
+ * a fresh install starts), listens (on sockets systemd passed, or on the
+ * configured addresses), tells systemd it is ready, and runs until SIGINT
+ * or SIGTERM. SIGHUP reloads the settings; a dataset whose files changed
+ * under it is reloaded by itself (dataset.h). A shutdown waits for the
+ * workers and a reload in progress at most shutdown_timeout, then exits
+ * without what is stuck (status 1).
  */
 #include <getopt.h>
 #include <signal.h>
@@ -14,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "config.h"
@@ -27,6 +32,7 @@
 
 #define SHUTDOWN_GRACE_MS 2000
 #define STATUS_INTERVAL_MS 5000
+#define CHANGES_INTERVAL_MS 1000 /* how often the loop looks for datasets whose files changed */
 
 typedef struct daemon_ctx {
   server srv;
@@ -38,7 +44,7 @@ typedef struct daemon_ctx {
   metrics *metrics;
   notifier notify;
   uv_signal_t sigint, sigterm, sighup;
-  uv_timer_t grace, status;
+  uv_timer_t grace, status, changes, late;
   struct reload_job *reload; /* loading datasets on the thread pool, or NULL */
   int reload_again;          /* a SIGHUP came meanwhile */
   uint64_t status_samples; /* for samples/s in STATUS= */
@@ -128,20 +134,32 @@ static int load_config(config *cfg, const char *path, int argc, char **argv, cha
   return rc;
 }
 
+/* A loaded dataset a reload may keep: not one that failed (to load, or to
+ * index: its files may have been fixed), nor one whose files changed. One
+ * still indexing is kept. */
+static int load_keepable(const dataset *d) {
+  char why[16];
+  return dataset_ready(d, why, sizeof why) != BFEED_EDATASET && !dataset_changed(d, NULL, 0);
+}
+
 /* Load every dataset of cfg, reusing those of `old` whose settings are the
- * same in `old_cfg` (a reload). NULL, with err, if one fails. */
+ * same in `old_cfg` (a reload, old_cfg not NULL). One that fails is left
+ * out, logged, an OPEN on it answered with the reason (dataset_failed): at
+ * the start, and in a reload when what it replaces could not serve either
+ * (same settings, but failed or changed); any other failure in a reload
+ * refuses the reload (NULL, with err), which keeps the datasets served. */
 static dataset **load_datasets(const config *cfg, const config *old_cfg, dataset **old, size_t nold,
                                const logger *lg, char *err, size_t errlen) {
   dataset **ds = calloc(cfg->ndatasets ? cfg->ndatasets : 1, sizeof *ds);
   if (!ds) return snprintf(err, errlen, "out of memory"), NULL;
   for (size_t i = 0; i < cfg->ndatasets; i++) {
     const config_dataset *cd = &cfg->datasets[i];
-    for (size_t j = 0; old_cfg && j < nold && !ds[i]; j++)
-      /* A dataset whose indexing failed is loaded afresh (the shards may
-       * have been fixed); one still indexing is kept. */
-      if (strcmp(old[j]->name, cd->name) == 0 && config_dataset_same(cfg, old_cfg, cd->name) &&
-          dataset_ready(old[j], err, errlen) != BFEED_EDATASET)
-        ds[i] = dataset_ref(old[j]);
+    int replaces_unservable = !old_cfg;
+    for (size_t j = 0; old_cfg && j < nold && !ds[i]; j++) {
+      if (strcmp(old[j]->name, cd->name) != 0 || !config_dataset_same(cfg, old_cfg, cd->name)) continue;
+      if (load_keepable(old[j])) ds[i] = dataset_ref(old[j]);
+      else replaces_unservable = 1;
+    }
     if (ds[i]) continue;
     dataset_kv kv[65];
     size_t nkv = cd->nkv < 64 ? cd->nkv : 64;
@@ -156,7 +174,13 @@ static dataset **load_datasets(const config *cfg, const config *old_cfg, dataset
      * (word-vector tables, shard indexes), unless a dataset names its own. */
     if (cfg->cache_dir && !has_cache_dir && dataset_kind_takes_key(kind, "cache_dir"))
       kv[nkv++] = (dataset_kv){"cache_dir", cfg->cache_dir, "cache_dir"};
-    if (!(ds[i] = dataset_open(cd->name, kv, nkv, lg, err, errlen))) {
+    if (!(ds[i] = dataset_open(cd->name, kv, nkv, lg, err, errlen)) && replaces_unservable) {
+      log_err(lg, "%s (dataset %s is left out: an OPEN on it is answered with this)", err, cd->name);
+      ds[i] = dataset_failed(cd->name, BFEED_EDATASET, err);
+      if (ds[i]) continue;
+      snprintf(err, errlen, "out of memory");
+    }
+    if (!ds[i]) {
       for (size_t j = 0; j < i; j++) dataset_unref(ds[j]);
       free(ds);
       return NULL;
@@ -176,6 +200,7 @@ static int limits_of(const config *cfg, server_limits *l, char *err, size_t errl
                        .max_pixels = cfg->max_pixels,
                        .handshake_timeout_ms = (uint64_t)cfg->handshake_timeout * 1000,
                        .idle_timeout_ms = (uint64_t)cfg->idle_timeout * 1000,
+                       .shutdown_timeout_ms = (uint64_t)cfg->shutdown_timeout * 1000,
                        .socket_mode = cfg->socket_mode,
                        .socket_group = cfg->socket_group};
   return config_read_token(cfg, l->auth_token, sizeof l->auth_token, err, errlen);
@@ -194,11 +219,14 @@ static void raise_nofile(const logger *lg) {
  * loaded on libuv's thread pool -- a big folder or a table conversion may
  * take minutes, and the loop must keep serving (and pinging the watchdog)
  * meanwhile -- then swapped in on the loop. While one runs, the loop
- * changes neither d->cfg nor the server's datasets, which the load reads. */
+ * changes neither d->cfg nor the server's datasets, which the load reads.
+ * A forced reload (datasets whose files changed) loads with the settings
+ * in force: cfg is then d->cfg's, borrowed, and only the datasets change. */
 typedef struct reload_job {
   uv_work_t req;
   daemon_ctx *d;
   config cfg;
+  int forced;
   server_limits limits;
   dataset **ds;
   char err[1024];
@@ -210,9 +238,19 @@ static void reload_work(uv_work_t *req) {
   j->ds = load_datasets(&j->cfg, &d->cfg, d->srv.datasets, d->srv.ndatasets, &d->log, j->err, sizeof j->err);
 }
 
+/* A forced reload's result: the changed datasets replaced, nothing else. */
+static void reload_apply_forced(daemon_ctx *d, reload_job *j) {
+  for (size_t i = 0; i < d->srv.ndatasets; i++)
+    if (j->ds[i] != d->srv.datasets[i])
+      log_info(&d->log, "dataset %s reloaded after its files changed (its open streams have failed)",
+               j->ds[i]->name);
+  server_set_datasets(&d->srv, j->ds, j->cfg.ndatasets);
+}
+
 static void reload_apply(daemon_ctx *d, reload_job *j) {
   config *cfg = &j->cfg;
   dataset **ds = j->ds;
+  if (j->forced) return reload_apply_forced(d, j);
   for (size_t i = 0; i < d->srv.ndatasets; i++) {
     const char *name = d->srv.datasets[i]->name;
     int kept = 0;
@@ -253,7 +291,7 @@ static void reload_done(uv_work_t *req, int status) {
     if (!d->srv.stopping) reload_refused(d, status < 0 ? uv_strerror(status) : j->err);
     for (size_t i = 0; j->ds && i < j->cfg.ndatasets; i++) dataset_unref(j->ds[i]);
     free(j->ds);
-    config_free(&j->cfg);
+    if (!j->forced) config_free(&j->cfg);
   } else {
     reload_apply(d, j); /* takes cfg and ds */
   }
@@ -291,6 +329,29 @@ static void on_sighup(uv_signal_t *h, int signum) {
   d->reload = j;
 }
 
+/* Every second: reload the served datasets whose files changed (dataset.h),
+ * with the settings in force. A reload in progress comes first: the next
+ * tick after it looks again. */
+static void on_changes(uv_timer_t *t) {
+  daemon_ctx *d = t->data;
+  char why[700];
+  int any = 0;
+  if (d->reload || d->srv.stopping) return;
+  for (size_t i = 0; i < d->srv.ndatasets; i++)
+    if (dataset_changed(d->srv.datasets[i], why, sizeof why))
+      any = 1, log_warn(&d->log, "%s: reloading the dataset", why);
+  if (!any) return;
+  reload_job *j = calloc(1, sizeof *j);
+  if (!j) return log_err(&d->log, "cannot reload the changed datasets: out of memory");
+  j->d = d;
+  j->req.data = j;
+  j->forced = 1;
+  j->cfg = d->cfg; /* borrowed: the loop changes d->cfg only in reload_apply, never while a reload runs */
+  int rc = uv_queue_work(d->srv.loop, &j->req, reload_work, reload_done);
+  if (rc < 0) return free(j), log_err(&d->log, "cannot reload the changed datasets: %s", uv_strerror(rc));
+  d->reload = j;
+}
+
 static void on_status(uv_timer_t *t) {
   daemon_ctx *d = t->data;
   uint64_t samples = 0;
@@ -312,16 +373,31 @@ static void shutdown_all(daemon_ctx *d) {
   uv_close((uv_handle_t *)&d->sigterm, NULL);
   uv_close((uv_handle_t *)&d->sighup, NULL);
   uv_close((uv_handle_t *)&d->status, NULL);
+  uv_close((uv_handle_t *)&d->changes, NULL);
   notify_close(&d->notify);
   metrics_stop(d->metrics);
   d->metrics = NULL;
   server_shutdown(&d->srv);
 }
 
+/* A reload still loading when the shutdown's time is up holds the loop
+ * (libuv waits for its work): stop the loop, and main exits without it. */
+static void on_late(uv_timer_t *t) {
+  daemon_ctx *d = t->data;
+  if (!d->reload) return;
+  log_err(&d->log, "a reload is still loading datasets %d s after the shutdown began (a file that does not open or "
+          "read: NFS, FUSE?); exiting without it", d->cfg.shutdown_timeout);
+  uv_stop(d->srv.loop);
+}
+
 static void on_signal(uv_signal_t *h, int signum) {
   daemon_ctx *d = h->data;
   log_info(&d->log, "%s received: shutting down", signum == SIGINT ? "SIGINT" : "SIGTERM");
   notify_stopping();
+  /* From the signal on (shutdown_all itself may wait that long for the
+   * workers): a reload gets no more than the workers. */
+  uv_timer_start(&d->late, on_late, (uint64_t)d->cfg.shutdown_timeout * 1000, 0);
+  uv_unref((uv_handle_t *)&d->late);
   shutdown_all(d);
   uv_timer_start(&d->grace, on_grace, SHUTDOWN_GRACE_MS, 0);
   uv_unref((uv_handle_t *)&d->grace); /* the loop may end before it fires */
@@ -348,6 +424,8 @@ static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
     return snprintf(err, errlen, "cannot watch signals: %s", uv_strerror(rc)), BFEED_EIO;
   uv_timer_start(&d->status, on_status, STATUS_INTERVAL_MS, STATUS_INTERVAL_MS);
   uv_unref((uv_handle_t *)&d->status);
+  uv_timer_start(&d->changes, on_changes, CHANGES_INTERVAL_MS, CHANGES_INTERVAL_MS);
+  uv_unref((uv_handle_t *)&d->changes);
   log_info(&d->log, "ready: %d workers, %zu dataset(s)", nworkers, d->srv.ndatasets);
   notify_ready("serving");
   return 0;
@@ -368,7 +446,10 @@ static int serve(daemon_ctx *d) {
   uv_signal_init(loop, &d->sighup);
   uv_timer_init(loop, &d->grace);
   uv_timer_init(loop, &d->status);
+  uv_timer_init(loop, &d->changes);
+  uv_timer_init(loop, &d->late);
   d->sigint.data = d->sigterm.data = d->sighup.data = d->grace.data = d->status.data = d;
+  d->changes.data = d->late.data = d;
   notify_init(&d->notify, loop);
   if (start(d, loop, err, sizeof err) < 0) {
     log_err(&d->log, "%s", err);
@@ -378,8 +459,12 @@ static int serve(daemon_ctx *d) {
     uv_run(loop, UV_RUN_DEFAULT);
   }
   uv_close((uv_handle_t *)&d->grace, NULL);
-  uv_run(loop, UV_RUN_DEFAULT); /* let every handle finish closing */
-  if (uv_loop_close(loop) != 0) log_warn(&d->log, "event loop closed with handles still open");
+  uv_close((uv_handle_t *)&d->late, NULL);
+  /* A reload stuck in I/O would hold the loop for ever: on_late stopped it. */
+  if (!d->reload) {
+    uv_run(loop, UV_RUN_DEFAULT); /* let every handle finish closing */
+    if (uv_loop_close(loop) != 0) log_warn(&d->log, "event loop closed with handles still open");
+  }
   log_info(&d->log, "stopped");
   return rc;
 }
@@ -417,9 +502,15 @@ int main(int argc, char **argv) {
     log_err(&d->log, "%s", err);
     rc = check ? 2 : 1;
   } else if (check) {
-    /* Checking includes indexing the shards of tfrecord and tar datasets. */
-    for (size_t i = 0; i < d->srv.ndatasets && rc == 0; i++)
-      if (dataset_wait(d->srv.datasets[i], err, sizeof err) < 0) log_err(&d->log, "%s", err), rc = 2;
+    /* Checking includes indexing the shards of tfrecord and tar datasets;
+     * every dataset that cannot serve is named (those that failed to load
+     * were, as they were left out). */
+    size_t bad = 0;
+    for (size_t i = 0; i < d->srv.ndatasets; i++) {
+      dataset *ds = d->srv.datasets[i];
+      if (dataset_wait(ds, err, sizeof err) < 0) bad++, dataset_is_failed(ds) ? (void)0 : log_err(&d->log, "%s", err);
+    }
+    if (bad) fprintf(stderr, "bfeedd: %s: %zu of %zu dataset(s) cannot be served\n", check, bad, d->srv.ndatasets), rc = 2;
   }
   if (d->srv.datasets && check && rc == 0) {
     if (d->cfg.ndatasets == 0) fprintf(stderr, "bfeedd: warning: %s\n", no_dataset_note);
@@ -431,6 +522,14 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     raise_nofile(&d->log);
     rc = serve(d);
+    /* A worker or a reload left stuck in I/O still uses what a tidy exit
+     * frees (and libuv's exit would wait for its thread): leave now. */
+    if (d->srv.workers_stuck || d->reload) {
+      log_err(&d->log, "exiting with status 1: %s stuck in I/O was left behind",
+              d->srv.workers_stuck ? "a worker" : "a reload");
+      fflush(stdout);
+      _exit(1);
+    }
   }
   server_free(&d->srv); /* drops the datasets too */
   config_free(&d->cfg);

@@ -210,6 +210,8 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
     size_t len;
     rng_t r;
     rng_init(&r, s->opts.seed, RNG_DOMAIN_SAMPLE, job->epoch, idx);
+    /* What a worker stuck in a read is reading, for the shutdown's log. */
+    __atomic_store_n(&job->reading, (uint64_t)idx + 1, __ATOMIC_RELAXED);
     char name[600];
     dataset_sample_name(s->ds, idx, name, sizeof name);
     size_t file_cap = w->file_cap;
@@ -231,7 +233,8 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
 /* Load the image of the sample at `pos` into rgb, or of the next valid one
  * after it. Returns the dataset index used, -1 when no sample of the
  * epoch decodes, or -2 (job->rc and err set) when an error of the moment
- * persisted: a substitute would make the batch depend on the weather. */
+ * persisted (a substitute would make the batch depend on the weather) or
+ * the dataset's files changed since it loaded. */
 static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t *rgb) {
   const batch_spec *s = job->spec;
   const epoch_order *ord = job->order;
@@ -247,6 +250,9 @@ static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t
       log_warn(s->log, "%s", job->err);
       return -2;
     }
+    /* A file changed or gone since the dataset loaded is no bad sample:
+     * the batch fails, as every later one does (dataset.h). */
+    if ((job->rc = dataset_check(s->ds, job->err, sizeof job->err)) < 0) return -2;
     job->skipped++;
     log_write(s->log, dataset_mark_bad(s->ds, idx) ? LOG_WARN : LOG_DEBUG,
               "dataset %s: skipping %s (replaced by the next sample in the epoch)", s->ds->name, why);
@@ -260,6 +266,9 @@ static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t
 static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
   const batch_spec *s = job->spec;
   size_t slot = (size_t)s->opts.size * s->opts.size * 3;
+  /* Files changed under the dataset: no batch, rather than one that mixes
+   * old and new data. */
+  if ((job->rc = dataset_check(s->ds, job->err, sizeof job->err)) < 0) return job->rc;
   if (grow(&w->sel, &w->sel_cap, (size_t)B * sizeof *w->sel) < 0 ||
       (dataset_has_images(s->ds) && (grow(&w->rgb, &w->rgb_cap, slot * B) < 0 || grow(&w->flip, &w->flip_cap, B) < 0))) {
     job->rc = BFEED_ENOMEM;

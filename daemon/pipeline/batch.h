@@ -84,6 +84,7 @@ typedef struct batch_job {
   char err[256];
   uint32_t skipped;
   uint64_t raw_bytes, busy_ns;
+  uint64_t reading;       /* atomic: 1 + the dataset index being read, 0 before the first */
   bufcache *buffers;      /* where frame's buffer goes back; outlives streams */
   /* owned by whoever queues the job */
   void *owner;

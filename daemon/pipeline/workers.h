@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "batch.h"
+#include "log.h"
 
 typedef struct workers workers;
 typedef void (*workers_done_cb)(batch_job *job, void *arg);
@@ -35,9 +36,15 @@ batch_job *workers_cancel(workers *w, void *owner);
 /* Jobs waiting and threads busy, for statistics. */
 void workers_load(workers *w, unsigned *queued, unsigned *busy);
 int workers_count(const workers *w);
-/* Stop: waits for running jobs, joins the threads, hands every job back
- * through the callback (queued ones with rc BFEED_ESHUTDOWN) and closes the
- * async handle; the loop must run once more to finish closing. */
-void workers_stop(workers *w);
+/* Stop: waits up to timeout_ms for running jobs, joins the threads, hands
+ * every job back through the callback (queued ones with rc BFEED_ESHUTDOWN)
+ * and closes the async handle; the loop must run once more to finish
+ * closing. A thread still busy at the deadline (a read that never returns:
+ * a hung NFS server, a FUSE file) is logged, naming its dataset, stream,
+ * batch and sample, and left: its job never comes back, and what it uses
+ * (its stream, dataset, the workers' lock) must outlive it, so the caller
+ * must not free them and should exit the process. Returns the number of
+ * threads left so. */
+int workers_stop(workers *w, uint64_t timeout_ms, const logger *log);
 
 #endif

@@ -41,7 +41,7 @@ void server_shutdown(server *s) {
   listen_close_all(s);
   /* A last word to each client; the connection closes once it is out. */
   for (conn *c = s->conns; c; c = c->next) conn_fail(c, BFEED_ESHUTDOWN, "bfeedd is shutting down");
-  if (s->workers) workers_stop(s->workers);
+  if (s->workers) s->workers_stuck = workers_stop(s->workers, s->limits.shutdown_timeout_ms, s->log);
   s->workers = NULL;
 }
 

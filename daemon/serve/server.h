@@ -31,6 +31,7 @@ typedef struct server_limits {
   uint64_t max_pixels;    /* larger images are skipped, from their header; 0 = no limit */
   uint64_t handshake_timeout_ms; /* from accept to HELLO; 0 = none */
   uint64_t idle_timeout_ms;      /* silence allowed without a stream; 0 = none */
+  uint64_t shutdown_timeout_ms;  /* how long a shutdown waits for a worker's batch (server_shutdown) */
   char auth_token[MSG_TOKEN_MAX]; /* what TCP clients must show in HELLO; "" = nothing */
   int socket_mode;                /* of the Unix sockets listen.c creates */
   const char *socket_group;       /* their group, or NULL (the config's string) */
@@ -53,6 +54,7 @@ typedef struct server {
   conn *conns;
   int nconns;
   int stopping;
+  int workers_stuck;  /* workers a shutdown gave up waiting for: what they use must not be freed */
   uint32_t next_conn_id;
   /* statistics */
   ds_stats *stats;          /* one per dataset name ever served */
@@ -66,7 +68,10 @@ typedef struct server {
 int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset **datasets,
                 size_t ndatasets, const server_limits *limits, char *err, size_t errlen);
 /* Stop accepting, close every connection (in-flight batches are dropped),
- * stop the workers. Handles finish closing when the loop runs again. */
+ * stop the workers, waiting for a batch being built up to
+ * limits.shutdown_timeout_ms (workers_stop: a worker still stuck then is
+ * logged and left, counted in workers_stuck). Handles finish closing when
+ * the loop runs again. */
 void server_shutdown(server *s);
 /* After a grace period: close connections whose last words are stuck
  * behind a client that does not read. */

@@ -75,6 +75,8 @@ void stats_report(server *s, wbuf *w) {
     report_counter_put(&r, "skipped", d->skipped);
     report_counter_put(&r, "worker_busy_us", d->busy_ns / 1000);
     dataset *ds = server_find_dataset(s, d->name);
+    if (ds && (dataset_has_features(ds) || dataset_has_text(ds))) /* NaN or infinite values, served as they are */
+      report_counter_put(&r, "nonfinite_values", ds->nonfinite);
     if (ds && dataset_background(ds)) { /* tfrecord, tar */
       report_counter_put(&r, "indexing", dataset_ready(ds, NULL, 0) == BFEED_EBUSY);
       report_counter_put(&r, "records_skipped", dataset_index_skipped(ds));

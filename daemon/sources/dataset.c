@@ -144,13 +144,21 @@ int dataset_key_string(const dataset_keys *k, const char *key, const char *def, 
 
 int dataset_files_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                        size_t errlen) {
-  return storage_read_file(d->paths[i], DATASET_MAX_FILE, buf, cap, len, err, errlen);
+  if (!d->stamps) return storage_read_file(d->paths[i], DATASET_MAX_FILE, buf, cap, len, err, errlen);
+  storage_file f;
+  int changed;
+  int rc = storage_open_same(d->paths[i], &d->stamps[i], &f, &changed, err, errlen);
+  if (changed) dataset_mark_changed(d, err);
+  if (rc < 0) return rc;
+  rc = storage_read_whole(&f, d->paths[i], DATASET_MAX_FILE, buf, cap, len, err, errlen);
+  storage_close(&f);
+  return rc;
 }
 
 void dataset_files_name(const dataset *d, size_t i, char *out, size_t n) { snprintf(out, n, "%s", d->paths[i]); }
 
-int dataset_files_add(const dataset *d, strlist *paths, const char *dir, const char *image, size_t len,
-                      const char *file, uint64_t line, char *err, size_t errlen) {
+int dataset_files_add(const dataset *d, strlist *paths, storage_stamps *stamps, const char *dir, const char *image,
+                      size_t len, const char *file, uint64_t line, char *err, size_t errlen) {
   char *path = storage_resolve(dir, image, len);
   if (!path) return dataset_oom(d, err, errlen);
   storage_info st;
@@ -163,7 +171,15 @@ int dataset_files_add(const dataset *d, strlist *paths, const char *dir, const c
     free(path);
     return BFEED_EDATASET;
   }
+  if (storage_stamps_push(stamps, &st.stamp) < 0) return free(path), dataset_oom(d, err, errlen);
   return strlist_push(paths, path) < 0 ? dataset_oom(d, err, errlen) : 0;
+}
+
+void dataset_note_nonfinite(dataset *d, const char *file, uint64_t n, const char *first, const logger *log) {
+  d->nonfinite += n;
+  if (n)
+    log_warn(log, "dataset %s: %s: %llu value(s) are NaN or infinite as served (bf16), the first in %s; they are "
+             "served as they are", d->name, file, (unsigned long long)n, first);
 }
 
 void dataset_log_dropped(const dataset *d, strlist *dropped, const logger *log) {
@@ -176,6 +192,7 @@ void dataset_log_dropped(const dataset *d, strlist *dropped, const logger *log) 
 static void dataset_free(dataset *d) {
   if (d->kind && d->kind->free) d->kind->free(d); /* first: background threads may still fill d */
   strlist_free_array(d->paths, d->nsamples);
+  free(d->stamps);
   strlist_free_array(d->classes, d->nclasses);
   free(d->labels);
   free(d->bad);
@@ -252,6 +269,10 @@ void dataset_unref(dataset *d) {
 }
 
 int dataset_ready(const dataset *d, char *err, size_t errlen) {
+  if (__atomic_load_n(&d->changed, __ATOMIC_ACQUIRE) == 2) {
+    snprintf(err, errlen, "dataset %s is being reloaded: %s", d->name, d->changed_why);
+    return BFEED_EBUSY;
+  }
   return d->kind->ready ? d->kind->ready(d, err, errlen) : 0;
 }
 
@@ -274,3 +295,80 @@ int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t 
 int dataset_mark_bad(dataset *d, size_t i) {
   return __atomic_exchange_n(&d->bad[i], 1, __ATOMIC_RELAXED) == 0;
 }
+
+/* ------------------------------------------------------------------ */
+/* Files changed under a dataset (dataset.h)                           */
+
+void dataset_mark_changed(const dataset *d, const char *why) {
+  /* Shared read-only but for this mark, like `bad`: the first thread to
+   * find a change writes the reason, then publishes it. */
+  dataset *w = (dataset *)d;
+  int fresh = 0;
+  if (!__atomic_compare_exchange_n(&w->changed, &fresh, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return;
+  snprintf(w->changed_why, sizeof w->changed_why, "%s", why);
+  __atomic_store_n(&w->changed, 2, __ATOMIC_RELEASE);
+}
+
+int dataset_changed(const dataset *d, char *why, size_t cap) {
+  int state = __atomic_load_n(&d->changed, __ATOMIC_ACQUIRE);
+  if (state == 0) return 0;
+  /* 1: another thread is writing its reason this instant. */
+  if (why) snprintf(why, cap, "dataset %s: %s", d->name, state == 2 ? d->changed_why : "its files changed since it was loaded");
+  return 1;
+}
+
+int dataset_check(const dataset *d, char *err, size_t errlen) {
+  char why[sizeof d->changed_why + 160];
+  if (!dataset_changed(d, NULL, 0) && d->kind->check && d->kind->check(d, why, sizeof why) < 0)
+    dataset_mark_changed(d, why);
+  if (!dataset_changed(d, why, sizeof why)) return 0;
+  snprintf(err, errlen, "%s; the stream ends rather than mix old and new files (the dataset is reloaded)", why);
+  return BFEED_EDATASET;
+}
+
+/* ------------------------------------------------------------------ */
+/* A dataset that could not be loaded                                  */
+
+typedef struct dataset_failure {
+  int code;
+  char err[1024];
+} dataset_failure;
+
+static int dataset_failure_ready(const dataset *d, char *err, size_t errlen) {
+  const dataset_failure *f = d->state;
+  snprintf(err, errlen, "%s", f->err);
+  return f->code;
+}
+
+static int dataset_failure_wait(dataset *d, char *err, size_t errlen) { return dataset_failure_ready(d, err, errlen); }
+
+static uint64_t dataset_failure_skipped(const dataset *d) { return (void)d, 0; }
+
+static void dataset_failure_free(dataset *d) {
+  free(d->state);
+  d->state = NULL;
+}
+
+/* Not in the table of kinds: no setting names it. */
+static const dataset_kind dataset_failure_kind = {.name = "failed", .ready = dataset_failure_ready,
+                                                  .wait = dataset_failure_wait,
+                                                  .index_skipped = dataset_failure_skipped,
+                                                  .free = dataset_failure_free};
+
+dataset *dataset_failed(const char *name, int code, const char *err) {
+  dataset *d = calloc(1, sizeof *d);
+  dataset_failure *f = calloc(1, sizeof *f);
+  if (!d || !f || !(d->name = strdup(name)) || !(d->root = strdup(""))) {
+    free(f);
+    if (d) free(d->name), free(d);
+    return NULL;
+  }
+  f->code = code < 0 && code != BFEED_EBUSY ? code : BFEED_EDATASET;
+  snprintf(f->err, sizeof f->err, "%s", err);
+  d->refs = 1;
+  d->kind = &dataset_failure_kind;
+  d->state = f;
+  return d;
+}
+
+int dataset_is_failed(const dataset *d) { return d->kind == &dataset_failure_kind; }

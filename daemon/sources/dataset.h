@@ -12,8 +12,19 @@
  * A dataset is immutable after loading and shared read-only by all threads
  * (reference counted: the server's table and every stream hold one), except
  * for the `bad` flags, which are atomics (a file found undecodable once is
- * logged at warning level once, then quietly). Its embedding table is part
- * of it: loaded once, freed with the last reference.
+ * logged at warning level once, then quietly), and the mark that its files
+ * changed (dataset_changed). Its embedding table is part of it: loaded
+ * once, freed with the last reference.
+ *
+ * Files changed under a dataset: each file read while serving is checked
+ * against the stamp taken when the dataset loaded (storage_open_same: size,
+ * modification time, device and inode, from the fstat every open makes),
+ * and a file gone, or changed, marks the whole dataset changed. From then
+ * on no batch of it is built (dataset_check fails each with the file's
+ * name), so that no stream gets a mix of old and new data; OPEN is answered
+ * BFEED_EBUSY, and the daemon reloads it (main.c). A path that now holds no
+ * regular file (a FIFO, a folder) is no change: that sample is unreadable,
+ * and skipped as an undecodable one is.
  */
 #ifndef BFEED_DATASET_H
 #define BFEED_DATASET_H
@@ -23,6 +34,7 @@
 
 #include "log.h"
 #include "npy_source.h"
+#include "storage.h"
 #include "textset.h"
 #include "wordvec.h"
 
@@ -51,6 +63,7 @@ typedef struct dataset {
   char *root;         /* the path it was loaded from */
   size_t nsamples;
   char **paths;       /* image, list, manifest: nsamples image files; NULL otherwise */
+  storage_stamp *stamps; /* with paths: what each file was when listed (NULL: not checked) */
   int32_t *labels;    /* nsamples class indices; NULL for npy without labels */
   size_t nclasses;
   char **classes;     /* nclasses names, or NULL (npy) */
@@ -66,6 +79,11 @@ typedef struct dataset {
    * indexing thread: they may be read only once dataset_ready() has
    * returned 0. */
   uint64_t fingerprint; /* of what decides its bytes, at load (fingerprint.h); 0: unknown */
+  /* npy features, text vectors: values that are NaN or infinite as served
+   * (bf16), counted at load; they are served as they are. */
+  uint64_t nonfinite;
+  int changed;          /* atomic: 0; 1 while changed_why is written; 2: files changed */
+  char changed_why[600]; /* the first file found changed: "PATH changed since ..." */
 } dataset;
 
 static inline int dataset_has_images(const dataset *d) { return (d->tensors & DATASET_TENSOR_IMAGE) != 0; }
@@ -104,8 +122,9 @@ void dataset_unref(dataset *d);
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                  size_t errlen);
 
-/* 0 when d can serve; BFEED_EBUSY while its shards are being indexed,
- * BFEED_EDATASET when indexing failed, with the reason in err. */
+/* 0 when d can serve; BFEED_EBUSY while its shards are being indexed or
+ * after its files changed (until the reload replaces it), BFEED_EDATASET
+ * when it could not be loaded or indexing failed, with the reason in err. */
 int dataset_ready(const dataset *d, char *err, size_t errlen);
 /* Block until d can serve or has failed (--check-config, tests); then as
  * dataset_ready. */
@@ -118,5 +137,23 @@ void dataset_sample_name(const dataset *d, size_t i, char *out, size_t n);
 
 /* Returns 1 the first time sample i is marked bad, 0 after. */
 int dataset_mark_bad(dataset *d, size_t i);
+
+/* Mark d's files changed since it loaded (any thread; the first reason
+ * stays): why names the file, "PATH changed since ...". */
+void dataset_mark_changed(const dataset *d, const char *why);
+/* 1 when d's files changed, with "dataset NAME: PATH changed since ..."
+ * in why (may be NULL). */
+int dataset_changed(const dataset *d, char *why, size_t cap);
+/* Before each batch: BFEED_EDATASET, err naming the changed file, when
+ * d's files changed (marked by a read, or found now by the kind's check of
+ * the files it keeps open); 0 otherwise. */
+int dataset_check(const dataset *d, char *err, size_t errlen);
+
+/* A dataset that could not be loaded, in the server's table in its place:
+ * OPEN on it is answered with its load error (dataset_ready: code, err);
+ * a reload tries it again. NULL out of memory. */
+dataset *dataset_failed(const char *name, int code, const char *err);
+/* 1 for such a stand-in. */
+int dataset_is_failed(const dataset *d);
 
 #endif

@@ -55,6 +55,11 @@ struct dataset_kind {
   /* The dataset's files for the fingerprint, in sample order, each with
    * fingerprint_file (fingerprint.h). */
   void (*fingerprint)(const dataset *d, struct fingerprint *fp);
+  /* Before each batch (dataset_check): 0 while the files the kind keeps
+   * open (npy's features) are still those loaded, else BFEED_EDATASET with
+   * "PATH changed since the dataset was loaded ..."; NULL: nothing to check
+   * (each read checks its own file, or all is in memory). */
+  int (*check)(const dataset *d, char *err, size_t errlen);
   /* Free d->state (first, before the common fields); NULL: none. */
   void (*free)(dataset *d);
 };
@@ -78,15 +83,21 @@ int dataset_oom(const dataset *d, char *err, size_t errlen);
 
 /* For the kinds whose samples are image files named in d->paths (image,
  * list, manifest): */
-/* read: the file, through storage.h. */
+/* read: the file, through storage.h, checked against d->stamps[i] (a file
+ * changed or gone marks d changed: dataset_mark_changed). */
 int dataset_files_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err, size_t errlen);
 /* sample_name: the file's path. */
 void dataset_files_name(const dataset *d, size_t i, char *out, size_t n);
 /* Append the image that file:line names (image[0..len), relative to dir
- * unless absolute) to paths; it must be a regular file now. BFEED_EDATASET
- * with "FILE:LINE: image PATH: why", or BFEED_ENOMEM. */
-int dataset_files_add(const dataset *d, strlist *paths, const char *dir, const char *image, size_t len,
-                      const char *file, uint64_t line, char *err, size_t errlen);
+ * unless absolute) to paths, and its stamp to stamps; it must be a regular
+ * file now. BFEED_EDATASET with "FILE:LINE: image PATH: why", or
+ * BFEED_ENOMEM. */
+int dataset_files_add(const dataset *d, strlist *paths, storage_stamps *stamps, const char *dir, const char *image,
+                      size_t len, const char *file, uint64_t line, char *err, size_t errlen);
+/* Warn once, at load, of n values (npy rows, table words) that are NaN or
+ * infinite as served, naming the file and the first one (`first`: "row
+ * 12", "word 'x'"), and keep the count for the statistics. */
+void dataset_note_nonfinite(dataset *d, const char *file, uint64_t n, const char *first, const logger *log);
 /* Log, then free, the entries a folder walk left out. */
 void dataset_log_dropped(const dataset *d, strlist *dropped, const logger *log);
 

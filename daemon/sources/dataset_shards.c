@@ -29,6 +29,7 @@ typedef struct dataset_shards {
   char **files;
   size_t nfiles;
   shard_index *idx;       /* one per file */
+  storage_stamp *stamps;  /* one per file: what it was when indexed (storage_open_same) */
   uint64_t *first;        /* nfiles + 1: first sample of each file */
   char *cache_dir;
   int64_t label_offset;
@@ -57,6 +58,8 @@ static void dataset_shards_index_file(dataset_shards *s, size_t f) {
   char cache[4096], why[512];
   storage_info info;
   if (storage_stat(path, &info, why, sizeof why) < 0) return dataset_shards_fail(s, why);
+  /* Reads check the shard against this: the index describes this file. */
+  s->stamps[f] = info.stamp;
   /* The cache is keyed to the shard's size and mtime, as shard_index.h
    * takes them; it is a local file of bfeed's own, beside the shard's
    * local path or in cache_dir. */
@@ -245,7 +248,8 @@ int dataset_shards_load(dataset *d, const dataset_keys *k, const logger *log, co
   s->spec.tag = NULL; /* the kind's, gone when its load returns */
   s->idx = calloc(s->nfiles, sizeof *s->idx);
   s->first = calloc(s->nfiles + 1, sizeof *s->first);
-  if (!s->idx || !s->first) return dataset_oom(d, err, errlen);
+  s->stamps = calloc(s->nfiles, sizeof *s->stamps);
+  if (!s->idx || !s->first || !s->stamps) return dataset_oom(d, err, errlen);
   if (pthread_create(&s->coordinator, NULL, dataset_shards_coordinate, s) != 0)
     return snprintf(err, errlen, "dataset %s: cannot start the indexing thread", d->name), BFEED_ENOMEM;
   s->started = 1;
@@ -292,10 +296,14 @@ int dataset_shards_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, 
   size_t f = dataset_shards_file_of(s, i);
   const shard_index_entry *e = &s->idx[f].e[i - s->first[f]];
   storage_file sf;
-  int rc = storage_open(s->files[f], &sf, err, errlen);
-  /* A shard gone since it was indexed is no fault of this one sample's:
-   * tried again, then the batch fails, rather than every sample of the
-   * shard being skipped in turn. */
+  int changed;
+  int rc = storage_open_same(s->files[f], &s->stamps[f], &sf, &changed, err, errlen);
+  /* A shard gone or rewritten since it was indexed marks the dataset
+   * changed: its index no longer says where samples are. Another failure
+   * to open it is no fault of this one sample's either: tried again, then
+   * the batch fails, rather than every sample of the shard being skipped
+   * in turn. */
+  if (changed) return dataset_mark_changed(d, err), BFEED_EDATASET;
   if (rc < 0) return rc == BFEED_ENOMEM ? rc : BFEED_EIO;
   char why[512];
   rc = s->spec.format->read(&sf, e, s->spec.cfg, buf, cap, len, why, sizeof why);
@@ -338,6 +346,7 @@ void dataset_shards_free(dataset *d) {
   }
   free(s->files);
   free(s->idx);
+  free(s->stamps);
   free(s->first);
   free((void *)d->features.rows);
   s->spec.format->free(s->spec.cfg);

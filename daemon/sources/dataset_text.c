@@ -89,6 +89,12 @@ static int dataset_text_vectors(dataset *d, dataset_text_opts *s, const logger *
   if (v->duplicates)
     log_warn(log, "dataset %s: vectors %s: %llu duplicate words ignored (the first of each is kept)", d->name,
              s->vectors, (unsigned long long)v->duplicates);
+  if (v->nonfinite) {
+    char first[WORDVEC_MAX_WORD + 16];
+    uint32_t w = v->first_nonfinite;
+    snprintf(first, sizeof first, "word '%.*s'", (int)(v->word_off[w + 1] - v->word_off[w]), v->words + v->word_off[w]);
+    dataset_note_nonfinite(d, s->vectors, v->nonfinite, first, log);
+  }
   if (s->ts.oov == TEXTSET_OOV_UNK && (s->ts.unk = wordvec_find(v, s->unk, strlen(s->unk))) == WORDVEC_NONE)
     return snprintf(err, errlen, "dataset %s: oov=unk, but %s has no word '%s' (name another with unk=WORD)", d->name,
                     s->vectors, s->unk), BFEED_EDATASET;

@@ -7,7 +7,6 @@
 #include <strings.h>
 
 #include "bfeed_types.h"
-#include "storage.h"
 
 #define FOLDER_MAX_DEPTH 32
 
@@ -45,68 +44,160 @@ static char *folder_join(const char *a, const char *b) {
   return s;
 }
 
+/* An entry found, with what the listing said of it: kept beside its path
+ * through the sort, so that no file is looked at twice. */
+typedef struct folder_item {
+  char *path; /* first: folder_cmp sorts these too */
+  storage_stamp stamp;
+  uint64_t dev, ino;
+} folder_item;
+
+typedef struct folder_items {
+  folder_item *v;
+  size_t n, cap;
+} folder_items;
+
+static int folder_items_push(folder_items *l, char *path, const storage_info *info) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 64;
+    folder_item *v = realloc(l->v, cap * sizeof *v);
+    if (!v) return free(path), BFEED_ENOMEM;
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n++] = (folder_item){path, info->stamp, info->dev, info->ino};
+  return 0;
+}
+
+static void folder_items_free(folder_items *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->v[i].path);
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
 /* What a listing sorts its entries into. */
 typedef struct folder_sort {
   const char *dir;
-  strlist *dirs, *files, *dropped, others; /* others: left out, tallied in sorted order, as samples are */
+  int want_dirs, want_files;
+  folder_items dirs, files;
+  strlist *dropped, others; /* others: left out, tallied in sorted order, as samples are */
   const char *const *exts;
   folder_skipped *skipped;
 } folder_sort;
 
-static int folder_entry(void *ctx, const char *name, storage_type type, const char *why) {
+static int folder_entry(void *ctx, const char *name, const storage_info *info, const char *why) {
   folder_sort *f = ctx;
   if (name[0] == '.') return 0;
   char *path = folder_join(f->dir, name);
   if (!path) return BFEED_ENOMEM;
-  if (type == STORAGE_BROKEN) { /* dangling link or loop: not a sample, but say so */
+  if (info->type == STORAGE_BROKEN) { /* dangling link or loop: not a sample, but say so */
     char line[4200];
     snprintf(line, sizeof line, "%s: %s", path, why);
     free(path);
     return f->dropped && strlist_push(f->dropped, strdup(line)) < 0 ? BFEED_ENOMEM : 0;
   }
-  if (type == STORAGE_DIR && f->dirs) return strlist_push(f->dirs, path);
-  if (type == STORAGE_FILE && f->files && folder_has_ext(name, f->exts)) return strlist_push(f->files, path);
-  if (type == STORAGE_FILE && f->files && f->skipped) return strlist_push(&f->others, path);
+  if (info->type == STORAGE_DIR && f->want_dirs) return folder_items_push(&f->dirs, path, info);
+  if (info->type == STORAGE_FILE && f->want_files && folder_has_ext(name, f->exts))
+    return folder_items_push(&f->files, path, info);
+  if (info->type == STORAGE_FILE && f->want_files && f->skipped) return strlist_push(&f->others, path);
   free(path);
   return 0;
 }
 
-int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
-                folder_skipped *skipped, char *err, size_t errlen) {
-  folder_sort f = {.dir = dir, .dirs = dirs, .files = files, .dropped = dropped, .exts = exts, .skipped = skipped};
+/* The sorted paths of l into out (taken), their stamps into stamps (when
+ * not NULL). */
+static int folder_items_take(folder_items *l, strlist *out, storage_stamps *stamps) {
+  if (l->n > 1) qsort(l->v, l->n, sizeof *l->v, folder_cmp); /* qsort(NULL, 0) is UB */
+  int rc = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    if (rc == 0 && stamps) rc = storage_stamps_push(stamps, &l->v[i].stamp);
+    if (rc == 0) rc = strlist_push(out, l->v[i].path);
+    else free(l->v[i].path);
+    l->v[i].path = NULL;
+  }
+  folder_items_free(l);
+  return rc;
+}
+
+/* folder_list, keeping the sub-folders' identities (dirs_out, sorted as
+ * dirs) and the files' stamps. */
+static int folder_list_at(const char *dir, strlist *dirs, folder_items *dirs_out, strlist *files,
+                          storage_stamps *stamps, const char *const *exts, strlist *dropped, folder_skipped *skipped,
+                          char *err, size_t errlen) {
+  folder_sort f = {.dir = dir, .want_dirs = dirs != NULL, .want_files = files != NULL, .dropped = dropped,
+                   .exts = exts, .skipped = skipped};
   char why[512];
   int rc = storage_list(dir, folder_entry, &f, why, sizeof why);
   if (f.others.n > 1) qsort(f.others.v, f.others.n, sizeof *f.others.v, folder_cmp);
   for (size_t i = 0; i < f.others.n; i++) folder_skip(skipped, f.others.v[i]), f.others.v[i] = NULL;
   strlist_free(&f.others);
+  if (rc == 0 && f.dirs.n > 1) qsort(f.dirs.v, f.dirs.n, sizeof *f.dirs.v, folder_cmp);
+  for (size_t i = 0; rc == 0 && dirs && i < f.dirs.n; i++) {
+    char *p = dirs_out ? strdup(f.dirs.v[i].path) : f.dirs.v[i].path;
+    if (!dirs_out) f.dirs.v[i].path = NULL;
+    rc = p ? strlist_push(dirs, p) : BFEED_ENOMEM;
+  }
+  if (rc == 0 && dirs_out) *dirs_out = f.dirs, memset(&f.dirs, 0, sizeof f.dirs);
+  if (rc == 0 && files) rc = folder_items_take(&f.files, files, stamps);
+  folder_items_free(&f.dirs);
+  folder_items_free(&f.files);
   if (rc == BFEED_ENOMEM) return snprintf(err, errlen, "out of memory listing %s", dir), BFEED_ENOMEM;
   if (rc < 0) return snprintf(err, errlen, "%s", why), BFEED_EIO;
-  if (dirs && dirs->n > 1) qsort(dirs->v, dirs->n, sizeof *dirs->v, folder_cmp); /* qsort(NULL, 0) is UB */
-  if (files && files->n > 1) qsort(files->v, files->n, sizeof *files->v, folder_cmp);
   return 0;
 }
 
-static int folder_walk_at(const char *dir, strlist *out, const char *const *exts, int depth, strlist *dropped,
+int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
                 folder_skipped *skipped, char *err, size_t errlen) {
-  int rc;
+  return folder_list_at(dir, dirs, NULL, files, NULL, exts, dropped, skipped, err, errlen);
+}
+
+/* The folders from the walk's start down to the one being listed: a
+ * sub-folder that is one of them (a link to a folder above, a/up -> ..)
+ * makes a cycle, which no walk ends. */
+typedef struct folder_up {
+  const char *path;
+  uint64_t dev, ino; /* 0, 0: unknown (the backend has no identities) */
+  const struct folder_up *up;
+} folder_up;
+
+static int folder_walk_at(const folder_up *here, strlist *out, storage_stamps *stamps, const char *const *exts,
+                          int depth, strlist *dropped, folder_skipped *skipped, char *err, size_t errlen) {
+  const char *dir = here->path;
   strlist dirs = {0}, files = {0};
-  if (depth > FOLDER_MAX_DEPTH) {
-    snprintf(err, errlen, "folder %s nests too deep (symlink loop?)", dir);
-    return BFEED_EDATASET;
-  }
-  if ((rc = folder_list(dir, &dirs, &files, exts, dropped, skipped, err, errlen)) < 0) return rc;
-  for (size_t i = 0; i < files.n && rc == 0; i++) {
+  folder_items ids = {0};
+  if (depth > FOLDER_MAX_DEPTH)
+    return snprintf(err, errlen, "folder %s nests more than %d folders deep", dir, FOLDER_MAX_DEPTH), BFEED_EDATASET;
+  int rc = folder_list_at(dir, &dirs, &ids, &files, stamps, exts, dropped, skipped, err, errlen);
+  for (size_t i = 0; rc == 0 && i < files.n; i++) {
     rc = strlist_push(out, files.v[i]);
     files.v[i] = NULL;
+    if (rc < 0) snprintf(err, errlen, "out of memory listing %s", dir);
   }
-  if (rc < 0) snprintf(err, errlen, "out of memory listing %s", dir);
-  for (size_t i = 0; i < dirs.n && rc == 0; i++) rc = folder_walk_at(dirs.v[i], out, exts, depth + 1, dropped, skipped, err, errlen);
+  for (size_t i = 0; rc == 0 && i < dirs.n; i++) {
+    folder_up next = {dirs.v[i], ids.v[i].dev, ids.v[i].ino, here};
+    for (const folder_up *u = here; u && (next.dev || next.ino); u = u->up)
+      if (u->dev == next.dev && u->ino == next.ino) {
+        snprintf(err, errlen,
+                 "folder %s is %s again, a folder the walk is already in (a cycle of links: device %llu, inode "
+                 "%llu); no walk of it would end",
+                 next.path, u->path, (unsigned long long)next.dev, (unsigned long long)next.ino);
+        rc = BFEED_EDATASET;
+        break;
+      }
+    if (rc == 0) rc = folder_walk_at(&next, out, stamps, exts, depth + 1, dropped, skipped, err, errlen);
+  }
+  folder_items_free(&ids);
   strlist_free(&dirs);
   strlist_free(&files);
   return rc;
 }
 
-int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, folder_skipped *skipped,
-                char *err, size_t errlen) {
-  return folder_walk_at(dir, out, exts, 0, dropped, skipped, err, errlen);
+int folder_walk(const char *dir, strlist *out, storage_stamps *stamps, const char *const *exts, strlist *dropped,
+                folder_skipped *skipped, char *err, size_t errlen) {
+  storage_info info;
+  char why[512];
+  folder_up top = {dir, 0, 0, NULL};
+  /* Where the walk starts is the first folder a link may lead back to. */
+  if (storage_stat(dir, &info, why, sizeof why) == 0) top.dev = info.dev, top.ino = info.ino;
+  return folder_walk_at(&top, out, stamps, exts, 0, dropped, skipped, err, errlen);
 }

@@ -5,14 +5,18 @@
  *
  * ROOT/CLASS/.../FILE: class folders sorted by name, files below each
  * found depth first in sorted order (as sorted(os.walk) would), dot files
- * skipped, symlinks followed (as torchvision does) with a depth limit
- * against loops. Used for image folders and for folders of .txt files.
+ * skipped, symlinks followed (as torchvision does). A link back to a
+ * folder the walk is in (a/up -> ..) is a cycle, told by the folders'
+ * device and inode and refused as one; a depth limit stops what is no
+ * cycle but nests absurdly deep. Used for image folders and for folders of
+ * .txt files.
  */
 #ifndef BFEED_FOLDER_H
 #define BFEED_FOLDER_H
 
 #include <stddef.h>
 
+#include "storage.h"
 #include "strlist.h"
 
 /* What a listing left out: regular files without one of the extensions
@@ -36,10 +40,12 @@ int folder_has_ext(const char *name, const char *const *exts);
  * files is given and skipped is not NULL), in sorted order. */
 int folder_list(const char *dir, strlist *dirs, strlist *files, const char *const *exts, strlist *dropped,
                 folder_skipped *skipped, char *err, size_t errlen);
-/* Every file with one of exts below dir, depth first in sorted order; the
- * others tallied in skipped (may be NULL). */
-int folder_walk(const char *dir, strlist *out, const char *const *exts, strlist *dropped, folder_skipped *skipped,
-                char *err,
-                size_t errlen);
+/* Every file with one of exts below dir, depth first in sorted order, and
+ * when stamps is not NULL each one's stamp as the listing saw it (for
+ * storage_open_same); the others tallied in skipped (may be NULL).
+ * BFEED_EDATASET for a cycle of links ("folder A/up is A again ...") or a
+ * tree nested too deep. */
+int folder_walk(const char *dir, strlist *out, storage_stamps *stamps, const char *const *exts, strlist *dropped,
+                folder_skipped *skipped, char *err, size_t errlen);
 
 #endif

@@ -59,6 +59,7 @@ static void kind_folder_left_out(const dataset *d, const strlist *classes, const
 static int kind_folder_load(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen) {
   const char *root = d->root;
   strlist classes = {0}, files = {0}, dropped = {0};
+  storage_stamps stamps = {0};
   folder_skipped skipped = {0};
   size_t *per_class = NULL;
   char types[64];
@@ -72,7 +73,7 @@ static int kind_folder_load(dataset *d, const dataset_keys *k, const logger *log
   size_t cap = 0;
   for (size_t c = 0; c < classes.n; c++) {
     size_t before = files.n;
-    if (folder_walk(classes.v[c], &files, kind_folder_exts, &dropped, &skipped, err, errlen) < 0) goto done;
+    if (folder_walk(classes.v[c], &files, &stamps, kind_folder_exts, &dropped, &skipped, err, errlen) < 0) goto done;
     per_class[c] = files.n - before;
     if (files.n > cap) {
       cap = files.cap;
@@ -101,8 +102,10 @@ static int kind_folder_load(dataset *d, const dataset_keys *k, const logger *log
     d->nclasses = c + 1;
   }
   d->paths = files.v;
+  d->stamps = stamps.v;
   d->nsamples = files.n;
   d->tensors = DATASET_TENSOR_IMAGE;
+  stamps.v = NULL;
   files.v = NULL;
   files.n = 0;
   rc = 0;
@@ -113,6 +116,7 @@ done:
   dataset_log_dropped(d, &dropped, log);
   strlist_free(&classes);
   strlist_free(&files);
+  storage_stamps_free(&stamps);
   folder_skipped_free(&skipped);
   free(per_class);
   return rc;

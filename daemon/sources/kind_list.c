@@ -88,6 +88,7 @@ typedef struct kind_list_build {
   dataset *d;
   const char *dir;
   strlist paths;
+  storage_stamps stamps;
   labelset labels;
   uint32_t *prov; /* provisional label of each sample */
   size_t cap;
@@ -110,7 +111,7 @@ static int kind_list_line(kind_list_build *b, const char *p, size_t n, const cha
     b->cap = cap;
   }
   if (labelset_add(&b->labels, label, label_len, &b->prov[b->paths.n]) < 0) return dataset_oom(b->d, err, errlen);
-  return dataset_files_add(b->d, &b->paths, b->dir, path, path_len, file, line, err, errlen);
+  return dataset_files_add(b->d, &b->paths, &b->stamps, b->dir, path, path_len, file, line, err, errlen);
 }
 
 static int kind_list_parse(kind_list_build *b, const char *data, size_t size, const char *file, char *err,
@@ -142,8 +143,10 @@ static int kind_list_finish(kind_list_build *b, char *err, size_t errlen) {
   d->nclasses = b->labels.nclasses;
   b->labels.classes = NULL;
   d->paths = b->paths.v;
+  d->stamps = b->stamps.v;
   d->nsamples = n;
   d->tensors = DATASET_TENSOR_IMAGE;
+  b->stamps.v = NULL;
   b->paths.v = NULL;
   b->paths.n = 0;
   return 0;
@@ -173,6 +176,7 @@ static int kind_list_load(dataset *d, const dataset_keys *k, const logger *log, 
     log_info(log, "dataset %s: %zu images listed in %s, %s labels, relative paths from %s", d->name, d->nsamples,
              d->root, b.labels.numeric ? "numeric" : "named", s->dir);
   strlist_free(&b.paths);
+  storage_stamps_free(&b.stamps);
   labelset_free(&b.labels);
   free(b.prov);
   return rc;

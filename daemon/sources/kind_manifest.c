@@ -19,11 +19,12 @@ typedef struct kind_manifest_ctx {
   dataset_text_builder b;
   const char *dir; /* where relative image paths start */
   strlist images;
+  storage_stamps stamps;
 } kind_manifest_ctx;
 
 static int kind_manifest_record(void *arg, const manifest_record *r, char *err, size_t errlen) {
   kind_manifest_ctx *c = arg;
-  int rc = dataset_files_add(c->b.d, &c->images, c->dir, r->image, r->image_len, r->file, r->line, err, errlen);
+  int rc = dataset_files_add(c->b.d, &c->images, &c->stamps, c->dir, r->image, r->image_len, r->file, r->line, err, errlen);
   if (rc < 0) return rc;
   return dataset_text_add(&c->b, r->label, r->label_len, r->text, r->text_len, r->file, r->line, err, errlen);
 }
@@ -40,12 +41,15 @@ static int kind_manifest_load(dataset *d, const dataset_keys *k, const logger *l
   if (rc == 0 && !(d->bad = calloc(d->nsamples, 1))) rc = dataset_oom(d, err, errlen);
   if (rc == 0) {
     d->paths = c.images.v;
+    d->stamps = c.stamps.v;
     d->tensors |= DATASET_TENSOR_IMAGE;
+    c.stamps.v = NULL;
     c.images.v = NULL;
     c.images.n = 0;
   }
   dataset_text_builder_free(&c.b);
   strlist_free(&c.images);
+  storage_stamps_free(&c.stamps);
   free(dir);
   return rc;
 }

@@ -180,6 +180,18 @@ static void shape_str(const npy_source_header *h, char *out, size_t cap) {
   if (k < cap) snprintf(out + k, cap - k, "]");
 }
 
+/* Values whose bf16 rounding is NaN or infinite: the float32 NaNs and
+ * infinities, and finite values from 0x7f7f8000 up, which round to
+ * infinity (bf16.h's round to nearest even). */
+static void npy_source_count_nonfinite(npysrc *s, const uint8_t *data, uint64_t n, uint64_t row_floats) {
+  for (uint64_t i = 0; i < n; i++) {
+    uint32_t u;
+    memcpy(&u, data + 4 * i, 4);
+    if ((u & 0x7fffffffu) < 0x7f7f8000u) continue;
+    if (s->nonfinite++ == 0) s->first_nonfinite_row = i / row_floats;
+  }
+}
+
 int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errlen) {
   int rc;
   storage_mapping file;
@@ -199,6 +211,8 @@ int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errl
     rc = failf(err, errlen, "%s: shape %s: N must be 1..%u", path, sh, UINT32_MAX);
   else if (rc == 0 && h->data_bytes / h->shape[0] == 0)
     rc = failf(err, errlen, "%s: shape %s: samples hold no values", path, sh);
+  if (rc == 0)
+    npy_source_count_nonfinite(s, file.data + h->data_offset, h->data_bytes / 4, h->data_bytes / 4 / h->shape[0]);
   storage_unmap(&file);
   if (rc < 0) return BFEED_EDATASET;
   /* Opened once and kept: a rename in its place changes nothing served. */
@@ -256,6 +270,18 @@ int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_
   }
   *nclasses = (size_t)(max + 1);
   return 0;
+}
+
+int npy_source_check(const npysrc *s, char *err, size_t errlen) {
+  storage_info now;
+  char why[400];
+  int rc = storage_stat(s->path, &now, why, sizeof why);
+  if (rc < 0 && rc != BFEED_EDATASET) return 0; /* a failure of the moment says nothing of the file */
+  if (rc < 0) return snprintf(err, errlen, "%s is gone since the dataset was loaded", s->path), BFEED_EDATASET;
+  if (storage_stamp_same(&now.stamp, &s->file.stamp)) return 0;
+  return snprintf(err, errlen, "%s changed since the dataset was loaded (%llu bytes then, %llu now)", s->path,
+                  (unsigned long long)s->file.stamp.size, (unsigned long long)now.size),
+         BFEED_EDATASET;
 }
 
 void npy_source_close(npysrc *s) {

@@ -45,15 +45,22 @@ typedef struct npysrc {
   npy_source_header h;
   uint64_t nrows, row_floats;
   const float *rows;  /* rows held in memory (tfrecord features_key); NULL: read from file */
+  /* Values NaN or infinite as served (their bf16 rounding), counted when
+   * the file was checked, and the row of the first. */
+  uint64_t nonfinite, first_nonfinite_row;
 } npysrc;
 
-/* Map a features file and check it ('<f4', 2 or 3 dimensions). */
+/* Map a features file and check it ('<f4', 2 or 3 dimensions), counting
+ * its values that are NaN or infinite as served. */
 int npy_source_open_features(npysrc *s, const char *path, char *err, size_t errlen);
 /* Read a labels file ('<i4' or '<i8', [n]) into a new int32 array. */
 int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_t *nclasses, char *err, size_t errlen);
 /* Row i (row_floats values) into out, from memory or the file. 0, or BFEED_EDATASET with err when
  * the file no longer holds it (changed since it was loaded). */
 int npy_source_read_row(const npysrc *s, uint64_t i, float *out, char *err, size_t errlen);
+/* 0 while the open file is still the one at s->path (its stamp); else
+ * BFEED_EDATASET, "PATH changed since the dataset was loaded ...". */
+int npy_source_check(const npysrc *s, char *err, size_t errlen);
 void npy_source_close(npysrc *s);
 
 #endif

@@ -69,8 +69,17 @@ static uint64_t shard_index_mtime(const struct stat *st) {
 
 int shard_index_load(shard_index *x, const char *path, const struct stat *st, uint64_t key, char *err, size_t errlen) {
   memset(x, 0, sizeof *x);
-  FILE *f = fopen(path, "rb");
-  if (!f) return snprintf(err, errlen, "no index cache %s", path), BFEED_EDATASET;
+  /* O_NONBLOCK, and a regular file only: a FIFO where the cache goes (it
+   * sits beside the shards, in their folder) must not hold the indexing
+   * thread; it is no cache, and the index is built instead. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat cst;
+  if (fd >= 0 && (fstat(fd, &cst) != 0 || !S_ISREG(cst.st_mode))) close(fd), fd = -1;
+  FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
+  if (!f) {
+    if (fd >= 0) close(fd);
+    return snprintf(err, errlen, "no index cache %s", path), BFEED_EDATASET;
+  }
   shard_index_header h;
   const char *why = NULL;
   uint8_t *body = NULL;

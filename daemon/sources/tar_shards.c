@@ -28,6 +28,7 @@ typedef struct tar_shards_group {
   uint32_t image_len;
   int64_t label;
   char why[160];
+  char link[300]; /* an image member that is a link, said instead of "no image member" */
 } tar_shards_group;
 
 typedef struct tar_shards_scan {
@@ -75,8 +76,9 @@ static int tar_shards_is_image(const char *ext) {
 static int tar_shards_flush(tar_shards_scan *s) {
   tar_shards_group *g = &s->g;
   if (!g->key[0]) return 0;
-  char why[200] = "";
-  if (!g->have_image) snprintf(why, sizeof why, "no image member (.jpg, .jpeg, .png or .webp)");
+  char why[sizeof g->link] = "";
+  if (!g->have_image && g->link[0]) snprintf(why, sizeof why, "%s", g->link);
+  else if (!g->have_image) snprintf(why, sizeof why, "no image member (.jpg, .jpeg, .png or .webp)");
   else if (g->bad) snprintf(why, sizeof why, "%s", g->why);
   else if (s->label_ext && !g->have_label) snprintf(why, sizeof why, "no .%s label member", s->label_ext);
   int rc = 0;
@@ -127,9 +129,17 @@ static int tar_shards_probe(struct archive *a, storage_file *f, uint64_t off, ui
   return storage_pread_all(f, mine, k, off, why, sizeof why) == 0 && memcmp(mine, blk, k) == 0 ? 0 : BFEED_EDATASET;
 }
 
+/* A link member (a symlink, or a hard link: a regular file's header with
+ * no bytes of its own) is not read: its bytes are elsewhere or nowhere. */
+static const char *tar_shards_link(struct archive_entry *e, const char **target) {
+  if (archive_entry_filetype(e) == AE_IFLNK) return *target = archive_entry_symlink(e), "a symbolic link";
+  if (archive_entry_hardlink(e)) return *target = archive_entry_hardlink(e), "a hard link";
+  return NULL;
+}
+
 static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archive_entry *e) {
-  const char *name = archive_entry_pathname(e);
-  if (!name || archive_entry_filetype(e) != AE_IFREG) return 0;
+  const char *name = archive_entry_pathname(e), *target = NULL, *link = name ? tar_shards_link(e, &target) : NULL;
+  if (!name || (archive_entry_filetype(e) != AE_IFREG && !link)) return 0;
   uint64_t off = (uint64_t)archive_filter_bytes(a, 0), size = (uint64_t)archive_entry_size(e);
   const char *slash = strrchr(name, '/'), *base = slash ? slash + 1 : name, *dot = strchr(base, '.');
   size_t keylen = dot ? (size_t)(dot - name) : strlen(name);
@@ -140,6 +150,12 @@ static int tar_shards_member(tar_shards_scan *s, struct archive *a, struct archi
     memcpy(s->g.key, name, keylen);
     s->g.key[keylen] = 0;
     s->g.first_off = off;
+  }
+  if (link) {
+    if (tar_shards_is_image(ext) && !s->g.have_image && !s->g.link[0])
+      snprintf(s->g.link, sizeof s->g.link, "image member %s is %s (to %s), not an image: links are not followed",
+               name, link, target ? target : "?");
+    return 0;
   }
   if (tar_shards_is_image(ext) && !s->g.have_image) {
     if (archive_entry_sparse_count(e) > 0 || size > UINT32_MAX || tar_shards_probe(a, &s->f, off, size) < 0) {

@@ -149,7 +149,7 @@ static int read_folder(const char *root, strlist *dropped, text_record_fn fn, vo
   for (size_t c = 0; rc == 0 && c < classes.n; c++) {
     const char *slash = strrchr(classes.v[c], '/');
     const char *cls = slash ? slash + 1 : classes.v[c];
-    rc = folder_walk(classes.v[c], &files, txt, dropped, NULL, err, errlen);
+    rc = folder_walk(classes.v[c], &files, NULL, txt, dropped, NULL, err, errlen);
     for (size_t i = 0; rc == 0 && i < files.n; i++) {
       storage_mapping m;
       if ((rc = storage_map(files.v[i], TEXT_MAX_FILE, &m, err, errlen)) < 0) break;

@@ -56,6 +56,26 @@ int storage_open(const char *path, storage_file *f, char *err, size_t errlen) {
   return rc;
 }
 
+int storage_open_same(const char *path, const storage_stamp *was, storage_file *f, int *changed, char *err,
+                      size_t errlen) {
+  *changed = 0;
+  int rc = storage_open(path, f, err, errlen);
+  if (rc < 0) {
+    if (!f->missing) return rc; /* a FIFO, a folder, a failure of the moment: not a change */
+    *changed = 1;
+    return snprintf(err, errlen, "%s is gone since the dataset was loaded", path), BFEED_EDATASET;
+  }
+  if (storage_stamp_same(&f->stamp, was)) return 0;
+  if (f->stamp.size != was->size)
+    snprintf(err, errlen, "%s changed since the dataset was loaded (%llu bytes then, %llu now)", path,
+             (unsigned long long)was->size, (unsigned long long)f->stamp.size);
+  else
+    snprintf(err, errlen, "%s changed since the dataset was loaded (the same size, but rewritten or replaced)", path);
+  storage_close(f);
+  *changed = 1;
+  return BFEED_EDATASET;
+}
+
 int storage_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen) {
   return f->backend->pread(f, buf, n, off, got, err, errlen);
 }
@@ -75,34 +95,64 @@ void storage_close(storage_file *f) {
   if (f) memset(f, 0, sizeof *f);
 }
 
-int storage_read_file(const char *path, uint64_t max_size, uint8_t **buf, size_t *cap, size_t *len, char *err,
-                      size_t errlen) {
-  storage_file f;
-  int rc = storage_open(path, &f, err, errlen);
-  if (rc < 0) return rc;
-  uint64_t want = storage_size(&f);
-  if (want > max_size) {
-    storage_close(&f);
+int storage_read_whole(const storage_file *f, const char *path, uint64_t max_size, uint8_t **buf, size_t *cap,
+                       size_t *len, char *err, size_t errlen) {
+  uint64_t want = storage_size(f);
+  if (want > max_size)
     return snprintf(err, errlen, "%s: file is %llu bytes, over the %llu-byte limit", path, (unsigned long long)want,
                     (unsigned long long)max_size),
            BFEED_ETOOBIG;
-  }
   if (want + 1 > *cap) {
     uint8_t *b = realloc(*buf, (size_t)want + 1);
-    if (!b) {
-      storage_close(&f);
-      return snprintf(err, errlen, "%s: out of memory reading %llu bytes", path, (unsigned long long)want),
-             BFEED_ENOMEM;
-    }
+    if (!b) return snprintf(err, errlen, "%s: out of memory reading %llu bytes", path, (unsigned long long)want), BFEED_ENOMEM;
     *buf = b;
     *cap = (size_t)want + 1;
   }
   char why[256];
-  rc = storage_pread_all(&f, *buf, (size_t)want, 0, why, sizeof why);
-  storage_close(&f);
+  int rc = storage_pread_all(f, *buf, (size_t)want, 0, why, sizeof why);
   if (rc < 0) return snprintf(err, errlen, "%s: %s", path, why), rc;
   *len = (size_t)want;
   return 0;
+}
+
+int storage_read_file(const char *path, uint64_t max_size, uint8_t **buf, size_t *cap, size_t *len, char *err,
+                      size_t errlen) {
+  storage_file f;
+  int rc = storage_open(path, &f, err, errlen);
+  if (rc == 0) rc = storage_read_whole(&f, path, max_size, buf, cap, len, err, errlen), storage_close(&f);
+  return rc;
+}
+
+/* splitmix64's finaliser: each input bit reaches every output bit. */
+static uint64_t storage_mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+storage_stamp storage_stamp_make(uint64_t size, int64_t mtime_s, int64_t mtime_ns, uint64_t dev, uint64_t ino) {
+  uint64_t h = storage_mix((uint64_t)mtime_s);
+  h = storage_mix(h ^ (uint64_t)mtime_ns);
+  h = storage_mix(h ^ dev);
+  h = storage_mix(h ^ ino);
+  return (storage_stamp){.size = size, .sum = h ? h : 1};
+}
+
+int storage_stamps_push(storage_stamps *s, const storage_stamp *st) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 256;
+    storage_stamp *v = realloc(s->v, cap * sizeof *v);
+    if (!v) return BFEED_ENOMEM;
+    s->v = v;
+    s->cap = cap;
+  }
+  s->v[s->n++] = *st;
+  return 0;
+}
+
+void storage_stamps_free(storage_stamps *s) {
+  free(s->v);
+  memset(s, 0, sizeof *s);
 }
 
 int storage_stat(const char *path, storage_info *out, char *err, size_t errlen) {

@@ -45,10 +45,25 @@ typedef enum storage_type {
 
 #define STORAGE_VERSION_MAX 80
 
+/* What a file is on this machine, in 16 bytes, to tell later whether it is
+ * still the file a dataset loaded (storage_open_same): its size, and a hash
+ * of the rest that changes when its bytes may have (local files: the
+ * modification time, device and inode). Never hashed into a fingerprint:
+ * two hosts' copies of a file differ in it. */
+typedef struct storage_stamp {
+  uint64_t size;
+  uint64_t sum; /* never 0 for a file seen: 0,0 is "no stamp" */
+} storage_stamp;
+
 typedef struct storage_info {
   storage_type type; /* what the path leads to, links followed */
   uint64_t size;     /* bytes */
   int64_t mtime_s, mtime_ns; /* last change, for bfeed's caches (kept per machine) */
+  /* Which file or folder it is on this machine (local: device and inode;
+   * 0, 0 where a backend has no such thing): a folder walk tells a cycle
+   * of links by it. */
+  uint64_t dev, ino;
+  storage_stamp stamp;
   /* What the fingerprint records for the file: equal on every copy of the
    * same bytes. Local files: the size in decimal (their times differ
    * between two hosts' copies); an object store would give its ETag. */
@@ -56,19 +71,28 @@ typedef struct storage_info {
 } storage_info;
 
 /* One entry of a folder listing, in no particular order: its name within
- * the folder, its type (links followed), and for STORAGE_BROKEN why it
- * cannot be followed. A negative return stops the listing with that code. */
-typedef int (*storage_entry_fn)(void *ctx, const char *name, storage_type type, const char *why);
+ * the folder, what it is (type, links followed; size, times, identity and
+ * stamp for a file or folder), and for STORAGE_BROKEN why it cannot be
+ * followed. A negative return stops the listing with that code. */
+typedef int (*storage_entry_fn)(void *ctx, const char *name, const storage_info *info, const char *why);
 
 /* An open file: the caller's memory, the backend's handle in it. */
 typedef struct storage_file {
   const struct storage_backend *backend;
-  uint64_t size; /* when it was opened */
+  uint64_t size;       /* when it was opened */
+  storage_stamp stamp; /* when it was opened (the local backend: from the fstat that checks it) */
+  int missing;         /* a failed open: nothing is at the path (storage_open_same calls that a change) */
   union {
     int fd;  /* the local backend's descriptor */
     void *p; /* another backend's own state */
   } h;
 } storage_file;
+
+/* Stamps of many files, in an order the caller keeps (one per sample). */
+typedef struct storage_stamps {
+  storage_stamp *v;
+  size_t n, cap;
+} storage_stamps;
 
 /* A whole file's bytes, for the loaders that parse tables: a mapping of a
  * local file, a copy in memory for a remote one. */
@@ -82,6 +106,8 @@ typedef struct storage_mapping {
 /* A backend: what adding one (s3://, gs://, https://) means writing. */
 typedef struct storage_backend {
   const char *scheme; /* "file" */
+  /* Fill f (size, stamp, handle), or fail, setting f->missing when nothing
+   * is at the path. Never waits on what is not a regular file. */
   int (*open)(const char *path, storage_file *f, char *err, size_t errlen);
   /* Up to n bytes at off; fewer (*got) only at the end of the file. */
   int (*pread)(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
@@ -99,6 +125,14 @@ typedef struct storage_backend {
 /* Open a regular file for storage_pread; anything else is refused without
  * waiting on it (a FIFO never holds the caller). */
 int storage_open(const char *path, storage_file *f, char *err, size_t errlen);
+/* storage_open, for a file whose stamp `was` was taken when its dataset
+ * loaded: a file gone since, or whose stamp differs now, is BFEED_EDATASET
+ * with *changed set and err "PATH changed since the dataset was loaded
+ * (...)" (f closed). Checking costs nothing beyond the open: the stamp
+ * comes from the fstat the open makes. A path that now holds a FIFO or a
+ * folder is refused as storage_open refuses it, *changed not set. */
+int storage_open_same(const char *path, const storage_stamp *was, storage_file *f, int *changed, char *err,
+                      size_t errlen);
 static inline uint64_t storage_size(const storage_file *f) { return f->size; }
 /* Read n bytes at off; *got < n only at the end of the file. */
 int storage_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
@@ -111,6 +145,18 @@ void storage_close(storage_file *f);
  * spare); *len its length. A file over max_size is BFEED_ETOOBIG. */
 int storage_read_file(const char *path, uint64_t max_size, uint8_t **buf, size_t *cap, size_t *len, char *err,
                       size_t errlen);
+/* The same for the open file f (path for messages); f stays open. */
+int storage_read_whole(const storage_file *f, const char *path, uint64_t max_size, uint8_t **buf, size_t *cap,
+                       size_t *len, char *err, size_t errlen);
+
+/* A backend's stamp: the size, and the rest hashed (never 0). */
+storage_stamp storage_stamp_make(uint64_t size, int64_t mtime_s, int64_t mtime_ns, uint64_t dev, uint64_t ino);
+static inline int storage_stamp_same(const storage_stamp *a, const storage_stamp *b) {
+  return a->size == b->size && a->sum == b->sum;
+}
+/* Append st; 0 or BFEED_ENOMEM. */
+int storage_stamps_push(storage_stamps *s, const storage_stamp *st);
+void storage_stamps_free(storage_stamps *s);
 
 int storage_stat(const char *path, storage_info *out, char *err, size_t errlen);
 /* info.version of path into out, or "-1" when it cannot be had (the same

@@ -3,10 +3,14 @@
  * Called through storage.c's table (storage.h) by everything that reads
  * dataset files.
  *
- * Files are opened O_NONBLOCK and checked with fstat before anything is
- * read: what is not a regular file (a FIFO, a device, a socket, a folder)
- * is refused at once, naming the file, so that a path swapped for a FIFO
- * can never hold a batch worker in open(2) or read(2) waiting for a writer.
+ * Every file is opened O_NONBLOCK and checked with fstat before anything is
+ * read, by storage_open and storage_map alike: what is not a regular file
+ * (a FIFO, a device, a socket, a folder) is refused at once, naming the
+ * file, so that a path swapped for a FIFO can never hold a batch worker, a
+ * loader or an indexing thread in open(2) or read(2) waiting for a writer.
+ * (O_NONBLOCK means nothing to a regular file's reads.) The fstat also
+ * gives the file's stamp (storage.h), so checking that a sample's file is
+ * still the one loaded costs no system call more.
  * Reads retry EINTR and loop over short reads. Errors carry the code of
  * errtext_errno_code: BFEED_EIO for what may pass (EMFILE, ENOMEM, EIO...),
  * BFEED_EDATASET for the file's own faults.
@@ -43,11 +47,17 @@ static const char *storage_local_what(mode_t m) {
   return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a file";
 }
 
+static storage_stamp storage_local_stamp(const struct stat *st) {
+  return storage_stamp_make((uint64_t)st->st_size, (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
+                            (uint64_t)st->st_dev, (uint64_t)st->st_ino);
+}
+
 static int storage_local_open(const char *path, storage_file *f, char *err, size_t errlen) {
   const char *p = storage_local_strip(path);
   int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int e = errno;
+    f->missing = e == ENOENT || e == ENOTDIR;
     return snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e)), errtext_errno_code(e);
   }
   struct stat st;
@@ -62,6 +72,7 @@ static int storage_local_open(const char *path, storage_file *f, char *err, size
   }
   f->h.fd = fd;
   f->size = (uint64_t)st.st_size;
+  f->stamp = storage_local_stamp(&st);
   return 0;
 }
 
@@ -91,6 +102,9 @@ static void storage_local_info(const struct stat *st, storage_info *out) {
   out->size = (uint64_t)st->st_size;
   out->mtime_s = (int64_t)st->st_mtim.tv_sec;
   out->mtime_ns = (int64_t)st->st_mtim.tv_nsec;
+  out->dev = (uint64_t)st->st_dev;
+  out->ino = (uint64_t)st->st_ino;
+  out->stamp = storage_local_stamp(st);
   snprintf(out->version, sizeof out->version, "%lld", (long long)st->st_size);
 }
 
@@ -104,7 +118,7 @@ static int storage_local_stat(const char *path, storage_info *out, char *err, si
   return 0;
 }
 
-/* Each entry with its type, links followed (fstatat on the open folder:
+/* Each entry with what it is, links followed (fstatat on the open folder:
  * no path is built); a link that leads nowhere is STORAGE_BROKEN with the
  * reason, for the caller to report. */
 static int storage_local_list(const char *dir, storage_entry_fn fn, void *ctx, char *err, size_t errlen) {
@@ -118,14 +132,18 @@ static int storage_local_list(const char *dir, storage_entry_fn fn, void *ctx, c
   while (rc == 0 && (de = readdir(d)) != NULL) {
     if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
     struct stat st;
+    storage_info info;
     if (fstatat(dirfd(d), de->d_name, &st, 0) == 0) {
-      rc = fn(ctx, de->d_name, storage_local_type(st.st_mode), NULL);
+      storage_local_info(&st, &info);
+      rc = fn(ctx, de->d_name, &info, NULL);
     } else {
       char why[320];
       int e = errno;
       snprintf(why, sizeof why, "%s%s", strerror(e),
                e == ENOENT ? " (a symlink to nothing)" : e == ELOOP ? " (a symlink loop)" : "");
-      rc = fn(ctx, de->d_name, STORAGE_BROKEN, why);
+      memset(&info, 0, sizeof info);
+      info.type = STORAGE_BROKEN;
+      rc = fn(ctx, de->d_name, &info, why);
     }
   }
   closedir(d);
@@ -146,10 +164,8 @@ static int storage_local_glob(const char *pattern, strlist *out, char *err, size
 }
 
 /* Loaders map their files at load time, on the thread that loads (never a
- * batch worker, never the event loop), so the open here is mapfile's
- * blocking one: a FIFO in a dataset's settings waits for its writer, as it
- * always has, and is refused once open. A reload that takes long that way
- * is the case the daemon must survive (test_faults' slow reload makes one). */
+ * batch worker, never the event loop); mapfile opens them as storage_open
+ * does, so a FIFO named in a dataset's settings is refused at once. */
 static int storage_local_map(const char *path, uint64_t max_size, storage_mapping *m, char *err, size_t errlen) {
   mapfile mf;
   int rc = mapfile_open(&mf, storage_local_strip(path), max_size, err, errlen);

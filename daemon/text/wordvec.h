@@ -28,6 +28,11 @@
  * naming the same vectors, several daemons -- shares the same page-cache
  * pages, so the table is in memory once. The cache records the source's
  * size and modification time and is rebuilt when they change.
+ *
+ * Values that are NaN or infinite as bf16 (the file's NaNs and infinities,
+ * and finite values too large for bf16) are counted when the table is
+ * parsed, with the first word holding one, and the count is kept in the
+ * cache: the loader warns of them, and serves them as they are.
  */
 #ifndef BFEED_WORDVEC_H
 #define BFEED_WORDVEC_H
@@ -52,6 +57,8 @@ typedef struct wordvec {
   wordvec_format format;
   uint32_t max_word_len;    /* bytes of the longest word */
   uint64_t duplicates;      /* later occurrences of a word, dropped */
+  uint64_t nonfinite;       /* values that are NaN or infinite (as bf16): served as they are */
+  uint32_t first_nonfinite; /* the word holding the first of them */
   const uint16_t *vectors;  /* nwords x dim bf16 bit patterns, row-major */
   const uint64_t *word_off; /* nwords + 1: word i is words[word_off[i] .. word_off[i+1]) */
   const char *words;

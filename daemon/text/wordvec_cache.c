@@ -35,7 +35,7 @@
 #include "bfeed_types.h"
 
 #define CACHE_MAGIC "BFWVEC01"
-#define CACHE_VERSION 1u
+#define CACHE_VERSION 2u /* 2: the count of non-finite values */
 #define CACHE_BYTE_ORDER 0x01020304u
 #define CACHE_HEADER_SIZE 256u
 
@@ -48,12 +48,14 @@ typedef struct cache_header {
   uint32_t format, nslots;
   uint32_t max_word_len, reserved;
   uint64_t duplicates, words_bytes;
+  uint64_t nonfinite;    /* wordvec.nonfinite */
+  uint32_t first_nonfinite, reserved2;
   uint64_t off_vectors, off_word_off, off_slots, off_words, file_size;
   uint64_t hash_probe;   /* wordvec_hash("bfeed"): the index depends on the hash function */
   uint64_t header_check; /* XXH3 of the bytes above */
 } cache_header;
 
-_Static_assert(sizeof(cache_header) == 136, "cache header layout");
+_Static_assert(sizeof(cache_header) == 152, "cache header layout");
 _Static_assert(sizeof(cache_header) <= CACHE_HEADER_SIZE, "cache header size");
 
 static uint64_t align64(uint64_t x) { return (x + 63) & ~(uint64_t)63; }
@@ -101,6 +103,8 @@ int wordvec_cache_check(const uint8_t *p, size_t n, const wordvec_source *src, w
       want.off_words != h.off_words || want.file_size != h.file_size)
     BAD("damaged: section offsets inconsistent with its counts");
   if (h.file_size != n) BAD("damaged: %zu bytes, its header says %llu", n, (unsigned long long)h.file_size);
+  if (h.nonfinite > (uint64_t)h.nwords * h.dim || h.first_nonfinite >= h.nwords)
+    BAD("damaged: %llu non-finite values counted", (unsigned long long)h.nonfinite);
 
   memset(view, 0, sizeof *view);
   view->nwords = h.nwords;
@@ -108,6 +112,8 @@ int wordvec_cache_check(const uint8_t *p, size_t n, const wordvec_source *src, w
   view->format = (wordvec_format)h.format;
   view->max_word_len = h.max_word_len;
   view->duplicates = h.duplicates;
+  view->nonfinite = h.nonfinite;
+  view->first_nonfinite = h.first_nonfinite;
   view->vectors = (const uint16_t *)(p + h.off_vectors);
   view->word_off = (const uint64_t *)(p + h.off_word_off);
   view->slots = (const uint32_t *)(p + h.off_slots);
@@ -142,7 +148,8 @@ int wordvec_cache_check(const uint8_t *p, size_t n, const wordvec_source *src, w
 
 int wordvec_cache_map(const char *path, const wordvec_source *src, wordvec *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO in the cache's place is refused below, not waited on. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT) snprintf(err, errlen, "no cache yet");
     else snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
@@ -212,6 +219,8 @@ int wordvec_cache_write(const wordvec *w, const wordvec_source *src, const char 
   h.nslots = w->nslots;
   h.max_word_len = w->max_word_len;
   h.duplicates = w->duplicates;
+  h.nonfinite = w->nonfinite;
+  h.first_nonfinite = w->first_nonfinite;
   h.words_bytes = w->word_off[w->nwords];
   h.hash_probe = wordvec_hash("bfeed", 5);
   layout(&h);

@@ -97,6 +97,10 @@ static int build_finish(wv_build *b, wordvec_format format, wordvec *out) {
                    .duplicates = b->dups, .vectors = b->vec, .word_off = b->off, .words = b->words,
                    .slots = b->slots, .nslots = b->nslots, .own = {b->vec, b->off, b->words, b->slots}};
   b->vec = NULL, b->off = NULL, b->words = NULL, b->slots = NULL;
+  /* Counted once, here, on the bf16 table as served (the cache keeps the
+   * count, so a load that maps it need not pass over the vectors). */
+  for (size_t i = 0; i < (size_t)out->nwords * out->dim; i++)
+    if ((out->vectors[i] & 0x7f80u) == 0x7f80u && out->nonfinite++ == 0) out->first_nonfinite = (uint32_t)(i / out->dim);
   return 0;
 }
 

@@ -13,8 +13,10 @@
 
 int mapfile_open(mapfile *m, const char *path, uint64_t max_size, char *err, size_t errlen) {
   memset(m, 0, sizeof *m);
-  /* Without O_NONBLOCK: see storage_local_map for why a FIFO waits here. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of
+   * holding the loader until a writer comes; to a regular file's reads
+   * and its mapping the flag means nothing. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int e = errno;
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(e));
@@ -22,7 +24,11 @@ int mapfile_open(mapfile *m, const char *path, uint64_t max_size, char *err, siz
   }
   int stat_rc = fstat(fd, &m->st), e = errno;
   if (stat_rc != 0 || !S_ISREG(m->st.st_mode)) {
-    snprintf(err, errlen, "%s: %s", path, stat_rc != 0 ? strerror(e) : "not a regular file");
+    snprintf(err, errlen, "%s: %s", path,
+             stat_rc != 0                ? strerror(e)
+             : S_ISFIFO(m->st.st_mode)   ? "a FIFO, not a regular file"
+             : S_ISDIR(m->st.st_mode)    ? "a folder, not a regular file"
+                                         : "not a regular file");
     close(fd);
     return stat_rc != 0 ? errtext_errno_code(e) : BFEED_EDATASET;
   }

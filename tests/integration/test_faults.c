@@ -3,7 +3,10 @@
  * clients: a send that cannot allocate (failshim.c injects it) must not
  * free a stream under its own feet nor close a handle twice; silent and
  * slow clients are timed out; a client that floods requests without
- * reading the replies holds a bounded amount of the daemon's memory.
+ * reading the replies holds a bounded amount of the daemon's memory. I/O
+ * that hangs (a FIFO in a sample's place; failshim.c's opens that wait
+ * and reads that never return, as a hung NFS mount's) holds neither the
+ * loop, nor another dataset, nor the shutdown past its deadline.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -14,9 +17,11 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include "clock.h"
 #include "frame.h"
 #include "msg.h"
 #include "suite.h"
@@ -340,7 +345,9 @@ static void test_npy_rewritten(void **state) {
   while ((rc = bfeed_stream_next(st, &b, &err)) == 0) bfeed_batch_release(b);
   assert_int_equal(rc, BFEED_EDATASET);
   assert_non_null(strstr(err.message, "f.npy"));
-  assert_non_null(strstr(err.message, "shorter than its header says"));
+  /* Found by the check before each batch, now that a file changed under
+   * a dataset is one rule for every kind (test_changed.c). */
+  assert_non_null(strstr(err.message, "changed since the dataset was loaded"));
   bfeed_stream_close(st);
   bfeed_close(c);
   assert_true(itest_daemon_alive(d));
@@ -377,29 +384,36 @@ static void test_nofile_raised(void **state) {
 
 static int faults_log_reloading(void *arg) { return itest_daemon_log_has(arg, "SIGHUP received: reloading"); }
 static int faults_log_refused(void *arg) { return itest_daemon_log_has(arg, "reload refused"); }
+static int faults_log_held(void *arg) { return itest_daemon_log_has(arg, "failshim: holding open of"); }
+static int faults_log_hangs(void *arg) { return itest_daemon_log_has(arg, "failshim: read of descriptor"); }
 
-/* A reload whose dataset takes long to load (here: its file is a FIFO, so
- * opening it waits for a writer) does not stop the loop: streams go on and
- * requests are answered meanwhile. */
+/* A reload whose dataset takes long to load (here: failshim holds the
+ * open of its file until the test lets it go, as a slow NFS mount would)
+ * does not stop the loop: streams go on and requests are answered
+ * meanwhile. */
 static void test_slow_reload(void **state) {
   suite *s = *state;
-  char conf[256], fifo[256], text[512];
+  char conf[256], slow[256], text[512], hold[300], until[300], release[256];
   snprintf(conf, sizeof conf, "%s/reload.conf", s->root);
-  snprintf(fifo, sizeof fifo, "%s/slow.fifo", s->root);
-  assert_int_equal(mkfifo(fifo, 0600), 0);
+  snprintf(slow, sizeof slow, "%s/slow.npy", s->root);
+  snprintf(release, sizeof release, "%s/slow.release", s->root);
+  snprintf(hold, sizeof hold, "FAILSHIM_HOLD=%s", slow);
+  snprintf(until, sizeof until, "FAILSHIM_HOLD_UNTIL=%s", release);
+  assert_int_equal(itest_write_file(slow, "no .npy file\n", 13), 0);
   assert_int_equal(itest_write_file(conf, "[bfeedd]\n", 9), 0);
-  itest_daemon *d = suite_start_with(s, 0, "reload", 1, 0, (const char *const[]){"--config", conf, NULL}, NULL);
+  const char *const env[] = {"LD_PRELOAD=" FAULTS_SHIM, hold, until, "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
+  itest_daemon *d = suite_start_with(s, 0, "reload", 1, 0, (const char *const[]){"--config", conf, NULL}, env);
   bfeed_stream_opts o;
   suite_train_opts(&o, 4, 0);
   bfeed_client *c = suite_connect(d->unix_addr);
   bfeed_stream *st = suite_open(c, "demo", &o);
   bfeed_batch_release(suite_next(st));
 
-  int n = snprintf(text, sizeof text, "[bfeedd]\n[dataset slow]\nkind = npy\npath = %s\n", fifo);
+  int n = snprintf(text, sizeof text, "[bfeedd]\n[dataset slow]\nkind = npy\npath = %s\n", slow);
   assert_int_equal(itest_write_file(conf, text, (size_t)n), 0);
   kill(d->pid, SIGHUP);
   assert_true(itest_poll(faults_log_reloading, d, 5000, 10) > 0);
-  itest_sleep_ms(200); /* the load is now waiting on the FIFO */
+  assert_true(itest_poll(faults_log_held, d, 5000, 10) > 0); /* the load now waits in open() */
   /* The loop serves: a new connection, a request (a blocked loop would
    * leave them unanswered: the raw reads time out in 10 s), the stream. */
   int fd = suite_raw_hello(d->unix_addr);
@@ -407,17 +421,91 @@ static void test_slow_reload(void **state) {
   for (int i = 0; i < 10; i++) bfeed_batch_release(suite_next(st));
   assert_false(itest_daemon_log_has(d, "reload refused"));
 
-  /* A writer comes and goes: the load ends (a FIFO is no .npy file) and
-   * the reload is refused, the old settings staying in force. */
-  int w = open(fifo, O_WRONLY);
-  assert_true(w >= 0);
-  close(w);
+  /* The open is let go: the load ends (the file is no .npy file) and the
+   * reload is refused, the old settings staying in force. */
+  assert_int_equal(itest_write_file(release, "", 0), 0);
   assert_true(itest_poll(faults_log_refused, d, 10000, 10) > 0);
-  assert_true(itest_daemon_log_has(d, "slow.fifo"));
+  assert_true(itest_daemon_log_has(d, "slow.npy"));
   bfeed_batch_release(suite_next(st));
   bfeed_stream_close(st);
   bfeed_close(c);
   suite_stop(d);
+}
+
+/* A sample replaced by a FIFO after the start (rm a/ok.jpg; mkfifo
+ * a/ok.jpg) holds no worker: the epoch is served with the FIFO skipped and
+ * named, again on the other worker, and another dataset serves meanwhile.
+ * A FIFO named as a dataset's file (a reload's .npy) is refused at once,
+ * naming it, where its open used to wait for a writer for ever. */
+static void test_fifo_sample(void **state) {
+  suite *s = *state;
+  char dir[256], conf[256], fifo[320], text[900], err[512];
+  snprintf(dir, sizeof dir, "%s/fifo", s->root);
+  snprintf(conf, sizeof conf, "%s/fifo.conf", s->root);
+  assert_int_equal(itest_make_dataset(dir, 2, err, sizeof err), 0);
+  itest_folder f;
+  assert_int_equal(itest_folder_scan(dir, &f), 0);
+  snprintf(fifo, sizeof fifo, "%s/%s", dir, f.names[3]);
+  int n = snprintf(text, sizeof text, "[bfeedd]\n[dataset fifo]\npath = %s\n", dir);
+  assert_int_equal(itest_write_file(conf, text, (size_t)n), 0);
+  itest_daemon *d = suite_start_with(s, 0, "fifo", 2, 0, (const char *const[]){"--config", conf, NULL}, NULL);
+  assert_int_equal(unlink(fifo), 0);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  bfeed_stream_opts o;
+  suite_eval_opts(&o, 1);
+  for (int run = 0; run < 2; run++) {
+    itest_run got = {0};
+    suite_fetch(d->unix_addr, "fifo", &o, 0, &got);
+    assert_int_equal(got.n, f.n / 8);
+    itest_run_free(&got);
+    faults_check_serves(d);
+  }
+  snprintf(text, sizeof text, "skipping %s: a FIFO, not a regular file", fifo);
+  if (!itest_daemon_log_has(d, text)) fail_msg("the log does not say '%s'", text);
+
+  /* A reload naming a FIFO as a .npy file: refused, naming it. */
+  snprintf(fifo, sizeof fifo, "%s/features.fifo", s->root);
+  assert_int_equal(mkfifo(fifo, 0600), 0);
+  n = snprintf(text, sizeof text, "[bfeedd]\n[dataset fifo]\npath = %s\n[dataset feats]\nkind = npy\npath = %s\n",
+               dir, fifo);
+  assert_int_equal(itest_write_file(conf, text, (size_t)n), 0);
+  kill(d->pid, SIGHUP);
+  assert_true(itest_poll(faults_log_refused, d, 5000, 10) > 0);
+  snprintf(text, sizeof text, "%s: a FIFO, not a regular file", fifo);
+  assert_true(itest_daemon_log_has(d, text));
+  faults_check_serves(d);
+  itest_folder_free(&f);
+  suite_stop(d);
+}
+
+/* A worker stuck in a read that never returns (failshim: a hung NFS
+ * server) does not keep the daemon from stopping: SIGTERM waits for it
+ * shutdown_timeout (5 s), logs what it is stuck on, and exits (status 1). */
+static void test_stuck_worker_shutdown(void **state) {
+  suite *s = *state;
+  char hang[300], err[1024];
+  snprintf(hang, sizeof hang, "FAILSHIM_HANG=/%s", s->demo.names[20]);
+  const char *const env[] = {"LD_PRELOAD=" FAULTS_SHIM, hang, "ASAN_OPTIONS=verify_asan_link_order=0", NULL};
+  itest_daemon *d = suite_start_with(s, 0, "stuck", 2, 0, NULL, env);
+  bfeed_stream_opts o;
+  suite_eval_opts(&o, 1);
+  o.window = 2;
+  bfeed_client *c = suite_connect(d->unix_addr);
+  bfeed_stream *st = suite_open(c, "demo", &o);
+  for (int i = 0; i < 2; i++) bfeed_batch_release(suite_next(st)); /* sample 20 is in the third */
+  assert_true(itest_poll(faults_log_hangs, d, 10000, 10) > 0);
+  uint64_t t0 = clock_now_ns();
+  kill(d->pid, SIGTERM);
+  int rc = itest_daemon_wait(d, 5000 + 4000, err, sizeof err);
+  double took = (double)(clock_now_ns() - t0) * 1e-9;
+  print_message("stuck worker: the daemon exited %.1f s after SIGTERM (%s)\n", took, rc == 0 ? "status 0" : err);
+  if (!WIFEXITED(d->status) || WEXITSTATUS(d->status) != 1) fail_msg("not the exit expected: %s", err);
+  assert_true(took < 5.0 + 4.0);
+  assert_true(itest_daemon_log_has(d, "is stuck"));
+  assert_true(itest_daemon_log_has(d, s->demo.names[20]));
+  assert_true(itest_daemon_log_has(d, "exiting with status 1"));
+  bfeed_stream_close(st);
+  bfeed_close(c);
 }
 
 /* Entries of a folder that cannot be followed are left out, and said so. */
@@ -456,6 +544,8 @@ int main(void) {
       cmocka_unit_test_teardown(test_dangling_symlinks, suite_kill_daemons),
       cmocka_unit_test_teardown(test_npy_rewritten, suite_kill_daemons),
       cmocka_unit_test_teardown(test_slow_reload, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_fifo_sample, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_stuck_worker_shutdown, suite_kill_daemons),
       cmocka_unit_test_teardown(test_nofile_raised, suite_kill_daemons),
   };
   return SUITE_RUN("faults", tests);

@@ -11,8 +11,9 @@
  * TSV with integer labels relative to the list's folder, DALI's
  * space-separated lines with absolute paths and class names as labels,
  * and TSV relative to root=. A list in reverse order serves the folder's
- * samples in reverse; a malformed list stops the daemon's start naming its
- * file and line.
+ * samples in reverse; a malformed list leaves its dataset out, naming its
+ * file and line in the log and to an OPEN on it, while the daemon serves
+ * the others.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -151,7 +152,8 @@ static void test_list_order(void **state) {
   suite_stop(d);
 }
 
-/* A malformed line stops the start, naming the list and the line. */
+/* A malformed line leaves the list's dataset out, naming the list and the
+ * line (it used to stop the whole start); the other datasets are served. */
 static void test_list_refused(void **state) {
   suite *s = *state;
   char path[320], arg[400], text[600], err[2048];
@@ -159,12 +161,20 @@ static void test_list_refused(void **state) {
   int n = snprintf(text, sizeof text, "demo/%s\t0\ndemo/%s\n", s->demo.names[0], s->demo.names[1]);
   assert_int_equal(itest_write_file(path, text, (size_t)n), 0);
   snprintf(arg, sizeof arg, "broken=list:%s", path);
-  itest_daemon_opts o = {.dir = s->root, .name = "broken", .workers = 1, .datasets = {arg, NULL}};
-  itest_daemon d = {0};
-  assert_true(itest_daemon_start(&d, &o, err, sizeof err) < 0);
-  itest_daemon_kill(&d);
+  itest_daemon_opts o = {.dir = s->root, .name = "broken", .workers = 1, .datasets = {arg, s->demo_arg, NULL}};
+  itest_daemon *d = &s->d[0];
+  if (itest_daemon_start(d, &o, err, sizeof err) < 0) fail_msg("%s", err);
   snprintf(text, sizeof text, "%s:2: expected path<TAB>label or path label, found one field", path);
-  if (!strstr(err, text)) fail_msg("the start's failure does not say '%s':\n%s", text, err);
+  if (!itest_daemon_log_has(d, text)) fail_msg("the log does not say '%s'", text);
+  bfeed_stream_opts opts;
+  suite_eval_opts(&opts, 1);
+  itest_run run = {0};
+  bfeed_error e;
+  assert_int_equal(itest_fetch(d->unix_addr, "broken", &opts, 1, &run, &e), BFEED_EDATASET);
+  if (!strstr(e.message, text)) fail_msg("the OPEN's error does not say '%s': %s", text, e.message);
+  suite_fetch(d->unix_addr, "demo", &opts, 1, &run);
+  itest_run_free(&run);
+  suite_stop(d);
 }
 
 /* Each test kills the daemons it leaves behind when it fails. */

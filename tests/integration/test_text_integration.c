@@ -439,16 +439,25 @@ static void test_refusals(void **state) {
   o.max_len = 1u << 20;
   o.fixed_len = 1;
   expect_refusal("txt", &o, BFEED_EINVAL, "frame limit");
-  /* And a table that does not parse keeps the daemon from starting, with
-   * the file and line in its log. */
+  /* And a table that does not parse leaves its dataset out (it used to
+   * keep the daemon from starting), with the file and line in the log
+   * and in the answer to an OPEN on it. */
   char bad[256], arg[600], err[2048];
   snprintf(bad, sizeof bad, "%s/bad.vec", S.root);
   assert_int_equal(itest_write_file(bad, "3 2\na 1 2\nb 1\nc 1 2\n", 20), 0);
   snprintf(arg, sizeof arg, "bad=text:%s,vectors=%s,cache=0", S.text, bad);
   itest_daemon d;
   itest_daemon_opts od = {.dir = S.root, .name = "bad", .datasets = {arg}, .workers = 1};
-  assert_int_equal(itest_daemon_start(&d, &od, err, sizeof err), -1);
-  if (!strstr(err, "bad.vec:3:") || !strstr(err, "'b' has 1 values, expected 2")) fail_msg("log: %s", err);
+  if (itest_daemon_start(&d, &od, err, sizeof err) < 0) fail_msg("%s", err);
+  int logged = itest_daemon_log_has(&d, "bad.vec:3:") && itest_daemon_log_has(&d, "'b' has 1 values, expected 2");
+  text_opts(&o);
+  itest_run run = {0};
+  bfeed_error e;
+  int rc = itest_fetch(d.unix_addr, "bad", &o, 1, &run, &e);
+  if (itest_daemon_stop(&d, 5000, err, sizeof err) < 0) fail_msg("%s", err);
+  if (!logged) fail_msg("the log does not name bad.vec:3 and its fault");
+  assert_int_equal(rc, BFEED_EDATASET);
+  if (!strstr(e.message, "bad.vec:3:")) fail_msg("the OPEN's error: %s", e.message);
 }
 
 int main(void) {
