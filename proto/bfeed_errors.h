@@ -32,6 +32,8 @@
   X(EAUTH, -17, AuthError, "access refused", "the daemon refused access (missing or wrong token)")           \
   X(ETIMEDOUT, -18, TimedOutError, "timed out", "the peer was silent too long (handshake, idle)")            \
   X(EBUSY, -19, BusyError, "dataset not ready yet (indexing)",                                                 \
-    "the dataset is not ready yet (its shards are being indexed): retry")
+    "the dataset is not ready yet (its shards are being indexed): retry")                                     \
+  X(EFORKED, -20, ForkedError, "client used after fork",                                                      \
+    "the client was connected before this process forked: a child connects again")
 
 #endif
