@@ -6,7 +6,8 @@
  *
  * The codes travel on the wire in ERROR frames, so the numbers are fixed:
  * a new code is a row appended here, with the next number, and nothing
- * else to edit. Columns: X(NAME, number, Python class, bfeed_strerror's
+ * else to edit (EFORKED is libbfeed's own and never travels, but is
+ * numbered the same way). Columns: X(NAME, number, Python class, bfeed_strerror's
  * words, what it means).
  */
 #ifndef BFEED_ERRORS_H

@@ -157,7 +157,10 @@ static void fork_run(const char *addr, int shm) {
   suite_close_runs(st, c, &ref, &got);
 }
 
-static void test_fork_socket(void **state) { fork_run(suite_start(*state, 0, "fork", 2, 0)->unix_addr, 0); }
+static void test_fork_socket(void **state) {
+  assert_string_equal(bfeed_strerror(BFEED_EFORKED), "BFEED_EFORKED: client used after fork");
+  fork_run(suite_start(*state, 0, "fork", 2, 0)->unix_addr, 0);
+}
 
 static void test_fork_shm(void **state) { fork_run(suite_start(*state, 0, "fork", 2, 0)->unix_addr, 1); }
 
