@@ -39,6 +39,7 @@ struct pystream {
   pybatch *last;     /* the Batch next() returned last, while the caller may not have it yet (its from is us) */
   PyFrameObject *last_frame; /* where that next() was called: compared, never dereferenced */
   int last_lasti;
+  long pid; /* the process that opened it: kept is not handed out in a forked child */
   pystream *next;
 };
 

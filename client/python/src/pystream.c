@@ -23,6 +23,8 @@
  */
 #include "bfeedpy.h"
 
+#include <unistd.h>
+
 #define PYSTREAM_SLICE_MS 50
 
 PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opts *o) {
@@ -47,6 +49,7 @@ PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opt
   self->busy = 0;
   self->kept = NULL;
   self->last = NULL;
+  self->pid = (long)getpid();
   bfeed_stream_get_info(s, &self->info);
   self->next = c->streams;
   c->streams = self;
@@ -55,7 +58,8 @@ PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opt
 }
 
 static int pystream_check(pystream *self) {
-  if (self->busy) {
+  /* In a forked child the busy thread is not there: libbfeed says what is wrong (ForkedError). */
+  if (self->busy && (long)getpid() == self->pid) {
     PyErr_SetString(PyExc_RuntimeError, "the stream is in use by another thread (one thread at a time)");
     return -1;
   }
@@ -140,6 +144,10 @@ static PyObject *pystream_next(pystream *self) {
   self->busy = 1; /* also while handlers run: one that called next() would take batches out of order */
   bfeed_batch *b = self->kept;
   self->kept = NULL;
+  if (b && (long)getpid() != self->pid) { /* a forked child's copy: the parent hands it out; libbfeed says why not */
+    bfeed_batch_release(b);
+    b = NULL;
+  }
   int rc = 0, raised = !b && pystream_await(self) < 0;
   bfeed_error err;
   if (!b && !raised) rc = bfeed_stream_next(self->s, &b, &err); /* does not block now */

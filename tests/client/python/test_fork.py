@@ -111,6 +111,38 @@ def test_forked_child_gets_forked_error(daemon, request, way):
     assert got == ref
 
 
+def test_kept_batch_stays_the_parents(daemon):
+    """A batch an interrupt left to the next next() (test_interrupts.py) is
+    the parent's: the child gets ForkedError, the parent the batch."""
+    import sys
+
+    def hook(frame, event, arg):
+        if event == "c_return" and arg is next:
+            raise KeyboardInterrupt
+
+    with bfeed.connect(daemon.addr) as c, c.stream("demo", **OPTS) as s:
+        first = next(s).index
+        sys.setprofile(hook)
+        try:
+            next(s)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            sys.setprofile(None)
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                signal.alarm(CHILD_S)
+                os.write(w, repr(forked_calls(c, s)["next"]).encode())
+            finally:
+                os._exit(0)
+        os.close(w)
+        report, status = wait_child(pid, r)
+        assert report == "(-20, True)", (report, status)
+        assert next(s).index == first + 1
+
+
 def _key(b):
     return (tuple(b["index"].tolist()), b["image"].view(torch.int16).numpy().tobytes())
 
