@@ -6,7 +6,8 @@
  *
  * The codes travel on the wire in ERROR frames, so the numbers are fixed:
  * a new code is a row appended here, with the next number, and nothing
- * else to edit. Columns: X(NAME, number, Python class, bfeed_strerror's
+ * else to edit (EFORKED is libbfeed's own and never travels, but is
+ * numbered the same way). Columns: X(NAME, number, Python class, bfeed_strerror's
  * words, what it means).
  */
 #ifndef BFEED_ERRORS_H
@@ -32,6 +33,8 @@
   X(EAUTH, -17, AuthError, "access refused", "the daemon refused access (missing or wrong token)")           \
   X(ETIMEDOUT, -18, TimedOutError, "timed out", "the peer was silent too long (handshake, idle)")            \
   X(EBUSY, -19, BusyError, "dataset not ready yet (indexing)",                                                 \
-    "the dataset is not ready yet (its shards are being indexed): retry")
+    "the dataset is not ready yet (its shards are being indexed): retry")                                     \
+  X(EFORKED, -20, ForkedError, "client used after fork",                                                      \
+    "the client was connected before this process forked: a child connects again")
 
 #endif

@@ -24,6 +24,8 @@
  *   api_batch.c   the bfeed_batch_* accessors
  *   api_err.c     errors: messages into caller buffers, and the one place
  *                 they become a bfeed_error (api_err_public)
+ *   api_fork.c    after fork(): which process a client and its batches
+ *                 belong to, and BFEED_EFORKED for the others
  *   api_vocab.c   bfeed_strerror, dtypes, bfeed_stream_opts_init, bf16
  *   options.c     stream options set by name (bfeed_stream_opts_set)
  *
@@ -42,6 +44,14 @@
  * waiting (ops->stop), waits until busy is 0 and only then frees.
  * bfeed_client_version/server/reconnects/endpoint(s) are quick reads, not
  * counted (bfeed.h: no call may begin after bfeed_close has begun).
+ *
+ * After fork (bfeed.h "After fork"): a client is its connecting process's.
+ * In a child, whose copy of it has none of the threads and maybe locks
+ * those threads held at the fork, every public call checks c->forks
+ * before any lock (api_fork_check) and fails with BFEED_EFORKED;
+ * bfeed_close calls ops->forget instead of stop and free, and releasing
+ * a batch made before the fork frees the child's copy only. Nothing in a
+ * child ever writes to, or shuts down, a socket of the parent's.
  */
 #ifndef BFEED_API_H
 #define BFEED_API_H
@@ -88,6 +98,8 @@ struct bfeed_client {
   uint64_t reconnects; /* bfeed_client_reconnects */
   uint32_t version;    /* the first daemon's (bfeed_client_version), set before bfeed_connect2 returns */
   char server[MSG_NAME_MAX];
+  unsigned forks;      /* api_fork_count() when made: another means a forked child (api_fork.c); set once */
+  int pid;             /* the process that made it, for the message */
 };
 
 struct bfeed_stream {
@@ -114,6 +126,7 @@ struct bfeed_batch {
   const uint8_t *raw; /* tensors, 64-byte aligned */
   size_t raw_size, wire_bytes;
   single_shm *shm;    /* a shared-memory batch: raw is in its ring (mem NULL) */
+  unsigned forks;     /* its client's: released in a forked child, only the child's copy is freed */
   bfeed_batch *next;
 };
 
@@ -138,6 +151,12 @@ struct api_client_ops {
   void (*stop)(bfeed_client *c);
   /* bfeed_close, no call left: free the streams still open, then c. */
   void (*free)(bfeed_client *c);
+  /* bfeed_close in a forked child: free the child's copy of c and its
+   * streams without the locks another thread may have held at the fork
+   * (what one guards is freed only if trylock takes it, else left),
+   * joining nothing, sending nothing, shutting nothing down: closing the
+   * child's duplicate of a socket is all it does to one. */
+  void (*forget)(bfeed_client *c);
 };
 
 /* Each in a counted call, c->mu held, and held again on return (released
@@ -173,6 +192,15 @@ void api_client_leave(bfeed_client *c);
 /* ops->free: take the next stream still open out of c (NULL: none left). */
 bfeed_stream *api_client_pop_stream(bfeed_client *c);
 
+/* api_fork.c */
+/* Forks this process is away from the one that loaded libbfeed (each
+ * child counts one more), watched from the first client on. */
+unsigned api_fork_count(void);
+/* For api_client_init: start watching, and c belongs to this process. */
+void api_fork_own(bfeed_client *c);
+/* 0 in c's own process; in a forked child BFEED_EFORKED, saying why. */
+int api_fork_check(const bfeed_client *c, char *err, size_t errlen);
+
 /* api_stream.c */
 /* The common part of a new stream, for request m. */
 void api_stream_init(bfeed_stream *s, const api_stream_ops *ops, bfeed_client *c, const msg_open *m);
@@ -207,6 +235,9 @@ int single_reconnect_transient(int code);
 /* bfeed_batch_release: the batch's memory back, a shared-memory slot
  * given back to the daemon. */
 void single_batch_free(bfeed_batch *b);
+/* bfeed_batch_release in a forked child: the child's copy freed, no lock
+ * taken, nothing told to the daemon (the slot is the parent's). */
+void single_batch_forget(bfeed_batch *b);
 
 /* fanout/, for api_client.c */
 /* When addr names several endpoints (a list, or a name resolving to

@@ -32,4 +32,9 @@ BFEED_API int bfeed_batch_find(const bfeed_batch *b, const char *name, bfeed_ten
   return BFEED_EINVAL;
 }
 
-BFEED_API void bfeed_batch_release(bfeed_batch *b) { single_batch_free(b); }
+/* A batch made before this process forked: the slot and buffer cache are
+ * the parent's (api.h "After fork"). */
+BFEED_API void bfeed_batch_release(bfeed_batch *b) {
+  if (b && b->forks != api_fork_count()) single_batch_forget(b);
+  else single_batch_free(b);
+}

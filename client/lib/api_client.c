@@ -3,7 +3,8 @@
  * options once and makes a fan-out client (fanout/) when the address names
  * several endpoints, else a single connection (single/); bfeed_close and
  * the bfeed_client_* queries dispatch through c->ops. Also the counting of
- * calls in progress that bfeed_close waits out (api.h), for both.
+ * calls in progress that bfeed_close waits out (api.h), for both, and
+ * where a forked child's copy of a client stops (api_fork.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,7 @@ BFEED_API int bfeed_connect2(const char *addr, const bfeed_connect_opts *o, bfee
 
 void api_client_init(bfeed_client *c, const api_client_ops *ops) {
   c->ops = ops;
+  api_fork_own(c);
   pthread_mutex_init(&c->mu, NULL);
   clock_cond_init(&c->cv); /* every timed wait's deadline comes from clock.h */
 }
@@ -91,6 +93,8 @@ void api_client_free(bfeed_client *c) {
 }
 
 int api_client_enter(bfeed_client *c, char *err, size_t errlen) {
+  int rc = api_fork_check(c, err, errlen); /* in a forked child c->mu may be held by a thread it lacks */
+  if (rc < 0) return rc;
   pthread_mutex_lock(&c->mu);
   if (c->closing) {
     pthread_mutex_unlock(&c->mu);
@@ -112,6 +116,7 @@ bfeed_stream *api_client_pop_stream(bfeed_client *c) {
 
 BFEED_API void bfeed_close(bfeed_client *c) {
   if (!c) return;
+  if (api_fork_check(c, NULL, 0) < 0) return c->ops->forget(c); /* a forked child's copy (api.h) */
   pthread_mutex_lock(&c->mu);
   c->closing = 1;
   pthread_cond_broadcast(&c->cv); /* waiters give up, a reconnect stops */
@@ -126,13 +131,18 @@ BFEED_API void bfeed_close(bfeed_client *c) {
 BFEED_API uint32_t bfeed_client_version(const bfeed_client *c) { return c->version; }
 BFEED_API const char *bfeed_client_server(const bfeed_client *c) { return c->server; }
 BFEED_API uint64_t bfeed_client_reconnects(bfeed_client *c) {
+  if (api_fork_check(c, NULL, 0) < 0) return c->reconnects; /* the count at the fork: no thread left to change it */
   pthread_mutex_lock(&c->mu);
   uint64_t n = c->reconnects;
   pthread_mutex_unlock(&c->mu);
   return n;
 }
 
-BFEED_API size_t bfeed_client_endpoints(bfeed_client *c) { return c->ops->endpoints(c); }
+/* In a forked child no endpoint (the list may have been half replaced at the fork). */
+BFEED_API size_t bfeed_client_endpoints(bfeed_client *c) {
+  return api_fork_check(c, NULL, 0) < 0 ? 0 : c->ops->endpoints(c);
+}
 BFEED_API int bfeed_client_endpoint(bfeed_client *c, size_t i, char *buf, size_t cap) {
-  return c->ops->endpoint(c, i, buf, cap);
+  int rc = api_fork_check(c, NULL, 0);
+  return rc < 0 ? rc : c->ops->endpoint(c, i, buf, cap);
 }

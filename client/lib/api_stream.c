@@ -68,7 +68,8 @@ int api_stream_open(bfeed_client *c, const char *dataset, const bfeed_stream_opt
                     char *err, size_t errlen) {
   msg_open m;
   *out = NULL;
-  int rc = api_stream_request(c, dataset, o, &m, err, errlen);
+  int rc = api_fork_check(c, err, errlen); /* before ops->any_tcp, which may take c->mu */
+  if (rc == 0) rc = api_stream_request(c, dataset, o, &m, err, errlen);
   return rc < 0 ? rc : c->ops->open(c, &m, out, err, errlen);
 }
 
@@ -124,7 +125,9 @@ BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max
 BFEED_API void bfeed_stream_close(bfeed_stream *s) {
   if (!s) return;
   bfeed_client *c = s->c;
-  if (api_client_enter(c, NULL, 0) < 0) return; /* bfeed_close has begun: it frees s */
+  /* bfeed_close has begun: it frees s; or in a forked child, where s is
+   * the parent's stream: nothing is sent, bfeed_close frees the copy. */
+  if (api_client_enter(c, NULL, 0) < 0) return;
   api_stream_unlink(s);
   s->ops->close(s);
   api_client_leave(c);

@@ -69,6 +69,23 @@
  * bfeed_close has begun. Each client runs one background thread that reads
  * from the socket, checks and decompresses batches (the prefetch), and
  * reconnects.
+ *
+ * After fork: a client belongs to the process that connected it. A child
+ * made by fork() gets a copy of it without its threads (and maybe with
+ * locks they held), so in the child every call on that client or its
+ * streams fails at once with BFEED_EFORKED (bfeed_stream_wait returns 1,
+ * as next would not block) -- none waits, none takes a lock, none sends
+ * anything on the inherited sockets, which stay the parent's: the parent
+ * streams on undisturbed. In the child, bfeed_stream_close does nothing
+ * (the parent's stream stays open), bfeed_close frees the child's copy
+ * (its duplicates of the sockets closed, never shut down; memory a
+ * parent's thread was changing at the fork is left), a batch taken before
+ * the fork is still readable (a shared-memory one while the parent holds
+ * it too: the slot is the daemon's again once the parent releases it) and
+ * bfeed_batch_release frees the child's copy without telling the daemon,
+ * and bfeed_client_endpoints is 0. A
+ * child connects again with bfeed_connect (a worker process per
+ * connection: a DataLoader with the fork start method).
  */
 #ifndef BFEED_H
 #define BFEED_H

@@ -9,6 +9,10 @@
  *   FAILALLOC_PROC=NAME  act only in a process whose program name is NAME
  *                        (e.g. bfeedd, when a whole test runs preloaded)
  *   FAILALLOC_REPORT=F   at exit, write the number of calls counted to F
+ *   FAILALLOC_SPARE=LIB  never fail a call made from a library whose file
+ *                        name holds LIB (e.g. libuv, which aborts by design
+ *                        when its own allocations fail: uv__io_start):
+ *                        the failure moves on to the next call
  *
  * When it fails a call it writes "failalloc: failing allocation K" and the
  * caller's stack to stderr, so that a crash that follows can be traced to
@@ -45,7 +49,9 @@ static free_fn real_free;
 static posix_memalign_fn real_posix_memalign;
 static aligned_alloc_fn real_aligned_alloc, real_memalign;
 
-static long failalloc_n, failalloc_span = 1;
+static _Atomic long failalloc_n;
+static long failalloc_span = 1;
+static const char *failalloc_spare; /* FAILALLOC_SPARE, or NULL */
 static int failalloc_active; /* this process counts and fails */
 static _Atomic long failalloc_calls;
 static __thread int failalloc_inside; /* in our own reporting: never fail */
@@ -80,11 +86,18 @@ static void failalloc_resolve(void) {
   failalloc_resolving = 0;
 }
 
-/* 1 when this call is to fail. */
-static int failalloc_should_fail(void) {
+/* Whether the call returning to `caller` comes from a spared library. */
+static int failalloc_spared(const void *caller) {
+  Dl_info info;
+  return failalloc_spare && dladdr(caller, &info) && info.dli_fname && strstr(info.dli_fname, failalloc_spare);
+}
+
+/* 1 when this call (returning to caller) is to fail. */
+static int failalloc_should_fail(const void *caller) {
   if (!failalloc_active || failalloc_inside) return 0;
-  long k = atomic_fetch_add(&failalloc_calls, 1) + 1;
-  if (failalloc_n <= 0 || k < failalloc_n || k >= failalloc_n + failalloc_span) return 0;
+  long k = atomic_fetch_add(&failalloc_calls, 1) + 1, n = atomic_load(&failalloc_n);
+  if (n <= 0 || k < n || k >= n + failalloc_span) return 0;
+  if (failalloc_spared(caller)) return atomic_fetch_add(&failalloc_n, 1), 0; /* the next call fails instead */
   failalloc_inside = 1;
   char line[64];
   int len = snprintf(line, sizeof line, "failalloc: failing allocation %ld\n", k);
@@ -99,13 +112,13 @@ static int failalloc_should_fail(void) {
 void *malloc(size_t n) {
   failalloc_resolve();
   if (!real_malloc) return failalloc_arena_take(n);
-  return failalloc_should_fail() ? NULL : real_malloc(n);
+  return failalloc_should_fail(__builtin_return_address(0)) ? NULL : real_malloc(n);
 }
 
 void *calloc(size_t n, size_t size) {
   failalloc_resolve();
   if (!real_calloc) return size && n > SIZE_MAX / size ? NULL : failalloc_arena_take(n * size);
-  return failalloc_should_fail() ? NULL : real_calloc(n, size);
+  return failalloc_should_fail(__builtin_return_address(0)) ? NULL : real_calloc(n, size);
 }
 
 void *realloc(void *p, size_t n) {
@@ -117,7 +130,7 @@ void *realloc(void *p, size_t n) {
     return q;
   }
   if (!real_realloc) return failalloc_arena_take(n);
-  return failalloc_should_fail() ? NULL : real_realloc(p, n);
+  return failalloc_should_fail(__builtin_return_address(0)) ? NULL : real_realloc(p, n);
 }
 
 void free(void *p) {
@@ -128,18 +141,18 @@ void free(void *p) {
 
 int posix_memalign(void **out, size_t align, size_t n) {
   failalloc_resolve();
-  if (failalloc_should_fail()) return ENOMEM;
+  if (failalloc_should_fail(__builtin_return_address(0))) return ENOMEM;
   return real_posix_memalign(out, align, n);
 }
 
 void *aligned_alloc(size_t align, size_t n) {
   failalloc_resolve();
-  return failalloc_should_fail() ? NULL : real_aligned_alloc(align, n);
+  return failalloc_should_fail(__builtin_return_address(0)) ? NULL : real_aligned_alloc(align, n);
 }
 
 void *memalign(size_t align, size_t n) {
   failalloc_resolve();
-  return failalloc_should_fail() ? NULL : real_memalign(align, n);
+  return failalloc_should_fail(__builtin_return_address(0)) ? NULL : real_memalign(align, n);
 }
 
 static long failalloc_env(const char *name, long dflt) {
@@ -152,6 +165,8 @@ __attribute__((constructor)) static void failalloc_init(void) {
   const char *proc = getenv("FAILALLOC_PROC");
   failalloc_active = !proc || !*proc || strcmp(proc, program_invocation_short_name) == 0;
   failalloc_n = failalloc_env("FAILALLOC_N", 0);
+  failalloc_spare = getenv("FAILALLOC_SPARE");
+  if (failalloc_spare && !*failalloc_spare) failalloc_spare = NULL;
   failalloc_span = failalloc_env("FAILALLOC_SPAN", 1);
   /* backtrace() loads libgcc_s on first use, which allocates: do it now,
    * where it cannot be the failing call. */

@@ -132,6 +132,9 @@ bfeed_batch *fanout_stream_arrive(fanout_stream *f, fanout_member *m, bfeed_batc
 int fanout_stream_open(bfeed_client *c, const msg_open *m, bfeed_stream **out, char *err, size_t errlen);
 /* No lock held: stop the members and free f. */
 void fanout_stream_free(fanout_stream *f);
+/* In a forked child, c->base.mu taken by trylock: the child's copy of f
+ * and of its members' clients freed, no thread joined, nothing sent. */
+void fanout_stream_forget(fanout_stream *f);
 
 /* fanout_member.c */
 /* A new member at addr, its thread not started: 0 or -1 (out of memory). */

@@ -28,6 +28,17 @@ static void fanout_client_free(bfeed_client *bc) {
   api_client_free(bc);
 }
 
+/* ops->forget (api.h): in a forked child. Everything of the fan-out
+ * client's is under c->base.mu: if trylock takes it, no member thread was
+ * changing anything at the fork and the copy is freed, else it is left. */
+static void fanout_client_forget(bfeed_client *bc) {
+  fanout_client *c = fanout_client_of(bc);
+  if (pthread_mutex_trylock(&bc->mu) != 0) return;
+  for (bfeed_stream *s; (s = api_client_pop_stream(bc));) fanout_stream_forget((fanout_stream *)s);
+  free(c->ends.ep);
+  free(c);
+}
+
 int fanout_client_connect(const char *addr, const api_settings *set, bfeed_client **out, char *err,
                           size_t errlen) {
   char (*eps)[FANOUT_ADDR_MAX] = calloc(FANOUT_MEMBERS_MAX, sizeof *eps);
@@ -116,5 +127,5 @@ static const api_client_ops fanout_client_ops = {
     .open = fanout_stream_open, .any_tcp = fanout_client_any_tcp, .shm = fanout_client_shm, /* bfeed_stream_open */
     .report = fanout_client_report,                                                         /* bfeed_daemon_stats */
     .endpoints = fanout_client_endpoints, .endpoint = fanout_client_endpoint,               /* bfeed_client_endpoint* */
-    .free = fanout_client_free,                                                             /* bfeed_close */
+    .free = fanout_client_free, .forget = fanout_client_forget,                             /* bfeed_close */
 };

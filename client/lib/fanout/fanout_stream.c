@@ -360,19 +360,13 @@ static int fanout_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, 
   return rc;
 }
 
-void fanout_stream_free(fanout_stream *f) {
-  bfeed_client *c = f->base.c;
-  pthread_mutex_lock(&c->mu);
-  f->closing = 1;
-  for (size_t i = 0; i < f->nm; i++) {
-    f->m[i].live = 0;
-    if (f->m[i].mc) single_client_abort(f->m[i].mc);
-  }
-  pthread_cond_broadcast(&c->cv);
-  pthread_mutex_unlock(&c->mu);
+/* The members' connections closed (their threads ended, or in a forked
+ * child never there: bfeed_close then frees each one's copy), the batches
+ * waiting in the slots released, f freed. */
+static void fanout_stream_release(fanout_stream *f, int join) {
   for (size_t i = 0; i < f->nm; i++) {
     fanout_member *m = &f->m[i];
-    if (m->th_running) pthread_join(m->th, NULL);
+    if (join && m->th_running) pthread_join(m->th, NULL);
     if (m->mc) bfeed_close(m->mc);
     free(m->q);
   }
@@ -383,6 +377,21 @@ void fanout_stream_free(fanout_stream *f) {
   free(f->req);
   api_stream_free(&f->base);
 }
+
+void fanout_stream_free(fanout_stream *f) {
+  bfeed_client *c = f->base.c;
+  pthread_mutex_lock(&c->mu);
+  f->closing = 1;
+  for (size_t i = 0; i < f->nm; i++) {
+    f->m[i].live = 0;
+    if (f->m[i].mc) single_client_abort(f->m[i].mc);
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  fanout_stream_release(f, 1);
+}
+
+void fanout_stream_forget(fanout_stream *f) { fanout_stream_release(f, 0); }
 
 /* bfeed_stream_close: the members stopped and closed (c->base.mu released
  * meanwhile: their threads take it). */

@@ -154,6 +154,9 @@ int single_stream_open(bfeed_client *c, const msg_open *m, bfeed_stream **out, c
 single_stream *single_stream_find(single_client *c, uint32_t id); /* c->base.mu held */
 /* No lock held: drop what is queued, let go of the ring, free s. */
 void single_stream_free(single_stream *s);
+/* In a forked child, c->base.mu taken by trylock: the child's copy of s
+ * freed, its ring unmapped, no other lock taken (single_client_forget). */
+void single_stream_forget(single_stream *s);
 /* The batch after p in a stream whose epochs have bpe batches. */
 single_pos single_stream_pos_after(single_pos p, uint64_t bpe);
 /* c->base.mu held: forget what came on the lost connection and say

@@ -22,6 +22,15 @@ static void single_batch_dispose(bfeed_batch *b, int ack) {
 void single_batch_free(bfeed_batch *b) { single_batch_dispose(b, 1); }
 void single_batch_drop(bfeed_batch *b) { single_batch_dispose(b, 0); }
 
+/* The buffer cache's lock may have been held at the fork: the child's copy
+ * of the memory is freed by itself, the cache left to the parent. */
+void single_batch_forget(bfeed_batch *b) {
+  if (!b) return;
+  if (b->shm) single_shm_unref(b->shm); /* atomic: no lock, no ACK */
+  free(b->mem);
+  free(b);
+}
+
 /* buf (pooled) becomes b's tensor memory; the payload is done with. */
 static void single_batch_adopt(single_client *c, bfeed_batch *b, uint8_t *buf, size_t buf_cap) {
   bufcache_put(c->cache, b->mem, b->mem_cap);
@@ -79,6 +88,7 @@ int single_batch_from_shm(single_client *c, single_shm *t, const frame_header *h
   bfeed_batch *b = calloc(1, sizeof *b);
   if (!b) return api_err(err, errlen, BFEED_ENOMEM, "out of memory");
   b->cache = bufcache_ref(c->cache);
+  b->forks = c->base.forks;
   single_batch_fields(b, h, &m);
   if ((rc = single_shm_batch(t, &m, slot, b, err, errlen)) < 0) {
     single_batch_drop(b);
@@ -96,6 +106,7 @@ int single_batch_from_payload(single_client *c, const frame_header *h, uint8_t *
     return api_err(err, errlen, BFEED_ENOMEM, "out of memory");
   }
   b->cache = bufcache_ref(c->cache);
+  b->forks = c->base.forks;
   b->mem = mem;
   b->mem_cap = mem_cap;
   msg_batch m;

@@ -1,8 +1,9 @@
 /*
  * single_client.c -- a client on one daemon: bfeed_connect2's single case
  * (api_client.c; fanout/ makes one per member and stream), the client's
- * side of the ops table, closing, and the daemon-wide report for
- * bfeed_daemon_stats (api_daemon.c decodes it). Locking: single.h.
+ * side of the ops table, closing (also a forked child's copy), and the
+ * daemon-wide report for bfeed_daemon_stats (api_daemon.c decodes it).
+ * Locking: single.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,10 +147,25 @@ static void single_client_free(bfeed_client *bc) {
   api_client_free(bc);
 }
 
+/* ops->forget (api.h): in a forked child, with the one thread it has.
+ * The descriptor is closed under fdmu, if trylock takes it (else c->fd may
+ * be half replaced: left open); the streams and the report are freed under
+ * base.mu alike (else a thread was changing them at the fork: left). The
+ * reader's frame state, the buffer cache and the mutexes are left as they
+ * are: only that thread or a lock holder could say they are whole. */
+static void single_client_forget(bfeed_client *bc) {
+  single_client *c = single_client_of(bc);
+  if (pthread_mutex_trylock(&c->fdmu) == 0 && c->fd >= 0) close(c->fd); /* the child's duplicate; no shutdown */
+  if (pthread_mutex_trylock(&c->base.mu) != 0) return;
+  for (bfeed_stream *s; (s = api_client_pop_stream(bc));) single_stream_forget(single_stream_of(s));
+  free(c->report);
+  free(c);
+}
+
 /* By the public call each serves. */
 static const api_client_ops single_client_ops = {
     .open = single_stream_open, .any_tcp = single_client_any_tcp, .shm = single_client_shm, /* bfeed_stream_open */
     .report = single_client_report,                                                         /* bfeed_daemon_stats */
     .endpoints = single_client_endpoints, .endpoint = single_client_endpoint,               /* bfeed_client_endpoint* */
-    .stop = single_client_stop, .free = single_client_free,                                 /* bfeed_close */
+    .stop = single_client_stop, .free = single_client_free, .forget = single_client_forget, /* bfeed_close */
 };

@@ -22,19 +22,25 @@ single_stream *single_stream_find(single_client *c, uint32_t id) {
   return NULL;
 }
 
-static void single_stream_drop_queue(single_stream *s) {
+static void single_stream_drop_queue(single_stream *s, void (*drop)(bfeed_batch *)) {
   while (s->head) {
     bfeed_batch *b = s->head;
     s->head = b->next;
-    single_batch_drop(b);
+    drop(b);
   }
   s->tail = NULL;
 }
 
 void single_stream_free(single_stream *s) {
-  single_stream_drop_queue(s);
+  single_stream_drop_queue(s, single_batch_drop);
   single_shm_forget(s->shm); /* no locks held here: single_shm.c's order */
   single_shm_unref(s->shm);
+  api_stream_free(&s->base);
+}
+
+void single_stream_forget(single_stream *s) {
+  single_stream_drop_queue(s, single_batch_forget);
+  single_shm_unref(s->shm); /* not single_shm_forget: its lock may have been held at the fork */
   api_stream_free(&s->base);
 }
 
@@ -52,7 +58,7 @@ static int single_stream_all_delivered(const single_stream *s) {
 int single_stream_reset(single_stream *s) {
   /* Batches that came but were not handed out are asked for again: the new
    * connection starts at s->next, and counts its ACKs from zero. */
-  single_stream_drop_queue(s);
+  single_stream_drop_queue(s, single_batch_drop);
   s->queued = s->next;
   s->consumed = 0;
   s->stats_ready = 0;

@@ -12,7 +12,9 @@ bfeed.torch.Dataset is the PyTorch IterableDataset (imports torch).
 
 Errors are bfeed.Error subclasses with .code (BFEED_E*, negative) and
 .message: ConnectError, NoDatasetError, InvalidError (also a ValueError),
-BusyError (a tfrecord or tar dataset still being indexed: retry), ...
+BusyError (a tfrecord or tar dataset still being indexed: retry),
+ForkedError (a Client made before os.fork() used in the child: connect
+again there), ...
 """
 from . import _bfeed
 from ._bfeed import (  # noqa: F401

@@ -8,7 +8,9 @@
             ...
             torch.save({"model": ..., "data": ds.state_dict()}, path)
 
-Each iteration serves one epoch (`epoch`, from `start_batch`), read in shards:
+Each iteration connects (in the process that iterates: each DataLoader worker,
+with any start method, fork included) and serves one epoch (`epoch`, from
+`start_batch`), read in shards:
 reader r of n = rank * num_workers + worker, n = world_size * num_workers,
 with the rank and world size from torch.distributed when it is initialised,
 else from the RANK and WORLD_SIZE environment variables (or the rank= and
@@ -94,6 +96,8 @@ class Dataset(_data.IterableDataset):
         rank, world = self._ranks()
         info = _data.get_worker_info()
         w, nw = (info.id, info.num_workers) if info else (0, 1)
+        # Here, not in __init__: a client is its process's (after fork a
+        # worker could not use the parent's; bfeed.ForkedError).
         client = bfeed.connect(self.addr, **self.connect_opts)
         try:
             if self.opts.get("mode") == "eval":

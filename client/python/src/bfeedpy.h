@@ -24,7 +24,10 @@ typedef struct pyclient {
   int busy; /* calls in flight with the GIL released */
 } pyclient;
 
-/* bfeed.Stream: an iterator of batches. */
+typedef struct pybatch pybatch;
+
+/* bfeed.Stream: an iterator of batches. kept and last are how an interrupt
+ * (Ctrl-C) loses no batch (pystream.c's head): all under the GIL. */
 struct pystream {
   PyObject_HEAD
   pyclient *client; /* strong: the connection outlives its streams */
@@ -32,16 +35,22 @@ struct pystream {
   PyObject *dataset;
   bfeed_stream_info info;
   int busy; /* a thread waits in next(): libbfeed allows one at a time */
+  bfeed_batch *kept; /* taken from libbfeed, not yet the caller's: the next next() returns it */
+  pybatch *last;     /* the Batch next() returned last, while the caller may not have it yet (its from is us) */
+  PyFrameObject *last_frame; /* where that next() was called: compared, never dereferenced */
+  int last_lasti;
+  long pid; /* the process that opened it: kept is not handed out in a forked child */
   pystream *next;
 };
 
 /* bfeed.Batch: owns a bfeed_batch; released when the last Batch, Tensor,
  * torch tensor or NumPy array that uses its memory is gone. */
-typedef struct pybatch {
+struct pybatch {
   PyObject_HEAD
   bfeed_batch *b;
   PyObject *weakrefs;
-} pybatch;
+  pystream *from; /* set while it is its stream's last (borrowed both ways) */
+};
 
 /* bfeed.Tensor: one tensor of a batch, exporting its memory without a copy
  * through the buffer protocol (NumPy) and DLPack (torch, JAX). */
@@ -69,6 +78,12 @@ PyObject *module_counters(const bfeed_counter *c, size_t n);
 PyObject *pyclient_connect(PyObject *module, PyObject *args, PyObject *kwargs);
 void pyclient_unlink(pyclient *c, pystream *s);
 PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opts *o);
+/* The stream is closed (s NULL from here on): its kept batch released, its last Batch let go. */
+void pystream_detach(pystream *s);
+/* pybatch_dealloc of from's last Batch: 1 when the batch went back to the
+ * stream (kept: the Batch was dropped by an exception before its caller
+ * had it), 0 when the caller is to release it. */
+int pystream_take_back(pystream *from, pybatch *b);
 PyObject *pybatch_new(bfeed_batch *b);
 PyObject *pytensor_new(pybatch *batch, const bfeed_tensor *t);
 

@@ -14,12 +14,15 @@ PyObject *pybatch_new(bfeed_batch *b) {
   }
   self->b = b;
   self->weakrefs = NULL;
+  self->from = NULL;
   return (PyObject *)self;
 }
 
 static void pybatch_dealloc(pybatch *self) {
   if (self->weakrefs) PyObject_ClearWeakRefs((PyObject *)self);
-  bfeed_batch_release(self->b);
+  /* Dropped by an interrupt before its caller had it: the batch goes back
+   * to its stream (pystream.c), else it is released. */
+  if (!(self->from && pystream_take_back(self->from, self))) bfeed_batch_release(self->b);
   PyObject_Free(self);
 }
 

@@ -71,7 +71,7 @@ static PyObject *pyclient_close(pyclient *self, PyObject *unused) {
   while (self->streams) {
     pystream *s = self->streams;
     self->streams = s->next;
-    s->s = NULL;
+    pystream_detach(s); /* its kept batch released while the client is still open */
   }
   bfeed_client *c = self->c;
   self->c = NULL;

@@ -3,10 +3,27 @@
  * iterator and a context manager; made by Client.stream().
  *
  * next() waits with the GIL released, in slices of PYSTREAM_SLICE_MS so that
- * Ctrl-C (and any other signal handler) runs while it waits; a batch that
- * arrives after an interrupted wait is returned by the following next().
+ * Ctrl-C (and any other signal handler) runs while it waits.
+ *
+ * An interrupt loses no batch, wherever it lands (README):
+ * - while next() waits, the handler raises before anything is taken;
+ * - once a batch is taken from libbfeed, signals are handled once more
+ *   before it is returned: if the handler raises, the batch is kept
+ *   (s->kept) and the next call returns it first;
+ * - after next() has returned, the interpreter handles a signal that came
+ *   meanwhile before its caller's code has the value (CPython checks after
+ *   every call of a C function: `b = next(s)` can raise there, and the
+ *   Batch is dropped unseen). So the stream remembers its last Batch and
+ *   where it was called from (frame and instruction): a last Batch freed
+ *   there, at that very instruction, with an exception being raised, never
+ *   reached its caller, and its batch goes back to kept (pystream_take_back,
+ *   from pybatch_dealloc). Anywhere else (a loop variable replaced, a
+ *   frame left) it was the caller's, and is released.
+ * kept and last are the stream's, under the GIL, and end with it.
  */
 #include "bfeedpy.h"
+
+#include <unistd.h>
 
 #define PYSTREAM_SLICE_MS 50
 
@@ -30,6 +47,9 @@ PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opt
   self->client = (pyclient *)Py_NewRef(c);
   self->s = s;
   self->busy = 0;
+  self->kept = NULL;
+  self->last = NULL;
+  self->pid = (long)getpid();
   bfeed_stream_get_info(s, &self->info);
   self->next = c->streams;
   c->streams = self;
@@ -38,7 +58,8 @@ PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opt
 }
 
 static int pystream_check(pystream *self) {
-  if (self->busy) {
+  /* In a forked child the busy thread is not there: libbfeed says what is wrong (ForkedError). */
+  if (self->busy && (long)getpid() == self->pid) {
     PyErr_SetString(PyExc_RuntimeError, "the stream is in use by another thread (one thread at a time)");
     return -1;
   }
@@ -47,47 +68,118 @@ static int pystream_check(pystream *self) {
   return -1;
 }
 
+static void pystream_forget_last(pystream *self) {
+  if (self->last) self->last->from = NULL;
+  self->last = NULL;
+}
+
+void pystream_detach(pystream *self) {
+  pystream_forget_last(self);
+  bfeed_batch_release(self->kept); /* NULL: nothing */
+  self->kept = NULL;
+  self->s = NULL;
+}
+
+/* The frame that runs the caller's code now, and its instruction; NULL
+ * when no Python code called. Whatever is being raised stays raised. */
+static PyFrameObject *pystream_here(int *lasti) {
+  PyObject *t, *v, *tb;
+  PyErr_Fetch(&t, &v, &tb);
+  PyFrameObject *f = PyEval_GetFrame(); /* borrowed; it may make the frame object, and clears its own failure */
+  *lasti = f ? PyFrame_GetLasti(f) : -1;
+  PyErr_Restore(t, v, tb);
+  return f;
+}
+
+int pystream_take_back(pystream *from, pybatch *b) {
+  if (from->last != b) return 0;
+  pystream_forget_last(from);
+  int lasti;
+  if (!from->s || from->kept || !PyErr_Occurred() || pystream_here(&lasti) != from->last_frame ||
+      lasti != from->last_lasti)
+    return 0;
+  from->kept = b->b;
+  return 1;
+}
+
+/* Wait until next() would not block (a batch, the end or an error is
+ * there): 0, or -1 with the exception (a signal handler's, or the client
+ * closed meanwhile by another thread). self->busy is set. */
+static int pystream_await(pystream *self) {
+  for (;;) {
+    bfeed_stream *s = self->s; /* again each slice: a handler may have closed the client */
+    int ready = 0;
+    if (s) {
+      Py_BEGIN_ALLOW_THREADS
+      ready = bfeed_stream_wait(s, PYSTREAM_SLICE_MS);
+      Py_END_ALLOW_THREADS
+    }
+    if (!self->s) { /* another thread closed the client meanwhile: s is freed */
+      PyErr_SetString(PyExc_ValueError, "the client was closed while next() waited");
+      return -1;
+    }
+    if (ready) return 0;
+    if (PyErr_CheckSignals() < 0) return -1;
+  }
+}
+
+/* The batch handed out: the stream's last until another is (see the head). */
+static PyObject *pystream_hand_out(pystream *self, bfeed_batch *b) {
+  PyObject *o = pybatch_new(b);
+  pystream_forget_last(self);
+  if (!o || !self->s) return o;
+  int lasti;
+  PyFrameObject *f = pystream_here(&lasti);
+  if (f) {
+    self->last = (pybatch *)o;
+    self->last->from = self;
+    self->last_frame = f;
+    self->last_lasti = lasti;
+  }
+  return o;
+}
+
 static PyObject *pystream_next(pystream *self) {
   if (pystream_check(self) < 0) return NULL;
-  bfeed_stream *s = self->s;
-  self->busy = 1;
-  for (;;) {
-    int ready;
-    Py_BEGIN_ALLOW_THREADS
-    ready = bfeed_stream_wait(s, PYSTREAM_SLICE_MS);
-    Py_END_ALLOW_THREADS
-    if (!self->s) { /* another thread closed the client meanwhile: s is freed */
-      self->busy = 0;
-      return PyErr_Format(PyExc_ValueError, "the client was closed while next() waited");
-    }
-    if (ready) break;
-    if (PyErr_CheckSignals() < 0) {
-      self->busy = 0;
-      return NULL;
-    }
+  self->busy = 1; /* also while handlers run: one that called next() would take batches out of order */
+  bfeed_batch *b = self->kept;
+  self->kept = NULL;
+  if (b && (long)getpid() != self->pid) { /* a forked child's copy: the parent hands it out; libbfeed says why not */
+    bfeed_batch_release(b);
+    b = NULL;
+  }
+  int rc = 0, raised = !b && pystream_await(self) < 0;
+  bfeed_error err;
+  if (!b && !raised) rc = bfeed_stream_next(self->s, &b, &err); /* does not block now */
+  /* A signal that came while the batch was taken: handled while the batch
+   * is still ours, so an interrupt keeps it for the next call. */
+  if (b && PyErr_CheckSignals() < 0) {
+    if (self->s) self->kept = b;
+    else bfeed_batch_release(b); /* a handler closed the client */
+    b = NULL, raised = 1;
   }
   self->busy = 0;
-  bfeed_batch *b;
-  bfeed_error err;
-  int rc = bfeed_stream_next(s, &b, &err); /* does not block now */
-  if (rc == BFEED_EEOF) return NULL;       /* StopIteration */
-  if (rc < 0) return module_raise(rc, err.message);
-  return pybatch_new(b);
+  if (b) return pystream_hand_out(self, b);
+  if (raised || rc == BFEED_EEOF) return NULL; /* the exception, or StopIteration */
+  return module_raise(rc, err.message);
 }
 
 static PyObject *pystream_close(pystream *self, PyObject *unused) {
   if (!self->s) Py_RETURN_NONE;
   if (pystream_check(self) < 0) return NULL;
+  bfeed_stream *s = self->s;
   pyclient_unlink(self->client, self);
-  bfeed_stream_close(self->s);
-  self->s = NULL;
+  pystream_detach(self);
+  bfeed_stream_close(s);
   Py_RETURN_NONE;
 }
 
 static void pystream_dealloc(pystream *self) {
-  if (self->s) {
+  bfeed_stream *s = self->s;
+  pystream_detach(self);
+  if (s) {
     pyclient_unlink(self->client, self);
-    bfeed_stream_close(self->s);
+    bfeed_stream_close(s);
   }
   Py_XDECREF(self->client);
   Py_XDECREF(self->dataset);

@@ -80,3 +80,18 @@ def own_daemon(data, tmp_path):
     if d.proc.poll() is None:
         d.proc.send_signal(signal.SIGCONT)
     d.kill()
+
+
+@pytest.fixture
+def two_daemons(data, tmp_path):
+    """Two daemons of the test's own serving the same datasets, for a
+    client over several daemons ("A,B")."""
+    ds = []
+    try:
+        for k in range(2):
+            os.makedirs(tmp_path / str(k))
+            ds.append(Daemon(_binary("BFEEDD"), str(tmp_path / str(k)), data["datasets"], workers=1))
+        yield ds
+    finally:
+        for d in ds:
+            d.kill()

@@ -87,3 +87,11 @@ def test_daemon_shutdown_mid_stream(own_daemon):
             for _ in range(1000):
                 next(s)
         assert e.value.code in (-15, -5) and e.value.message
+
+
+def test_forked_error_from_the_one_list():
+    """The code added for a client used after fork (bfeed_errors.h): its
+    class, its strerror, exported like every other."""
+    assert bfeed.strerror(-20) == "BFEED_EFORKED: client used after fork"
+    assert issubclass(bfeed.ForkedError, bfeed.Error) and "ForkedError" in bfeed.__all__
+    assert bfeed.strerror(-21).startswith("BFEED_E?")  # the last one

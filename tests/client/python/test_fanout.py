@@ -3,32 +3,15 @@ over two daemons, and it yields exactly one daemon's batches, byte for
 byte, in its order; both daemons serve, and the stream's stats carry the
 per-member counts. bfeed.torch.Dataset with shard=(rank, world) per rank
 over the same pool: each rank gets what it gets from one daemon."""
-import os
-
 import pytest
 
 import bfeed
-from conftest import _binary
-from oracle_util import Daemon
 
 OPTS = dict(batch=2, size=16, seed=5, epochs=2, window=4)  # demo: 80 samples, 40 batches an epoch
 
 
 def blobs(b):
     return (b.epoch, b.index) + tuple(bytes(memoryview(b[name])) for name in ("image", "label", "index"))
-
-
-@pytest.fixture
-def two_daemons(data, tmp_path):
-    ds = []
-    try:
-        for k in range(2):
-            os.makedirs(tmp_path / str(k))
-            ds.append(Daemon(_binary("BFEEDD"), str(tmp_path / str(k)), data["datasets"], workers=1))
-        yield ds
-    finally:
-        for d in ds:
-            d.kill()
 
 
 def test_two_daemons_one_stream(two_daemons):
