@@ -94,6 +94,13 @@ int batch_text_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B
   uint16_t *out = (uint16_t *)dst;
   for (uint32_t i = 0; i < B; i++, out += nf) {
     int rc = npy_source_read_row(f, sel[i], tmp, err, errlen);
+    /* A row that cannot be read is most often a file changed between the
+     * check before this batch and the read: the check, made again, says
+     * so for certain and marks the dataset for its reload. */
+    if (rc == BFEED_EDATASET) {
+      int changed = dataset_check(s->ds, err, errlen);
+      return changed < 0 ? changed : rc;
+    }
     if (rc < 0) return rc;
     bf16_from_f32_array(out, tmp, nf);
   }

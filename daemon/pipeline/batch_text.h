@@ -32,7 +32,9 @@ void batch_text_put_tokens(const batch_spec *s, const uint32_t *sel, uint32_t B,
  * (zeros for an empty sample). acc holds D floats. */
 void batch_text_put_pooled(const batch_spec *s, const uint32_t *sel, uint32_t B, float *acc, uint8_t *dst);
 /* features bf16 [B, ...]: each sample's float32 row, read into tmp (one
- * row), cast to bf16. 0, or npy_source_read_row's error. */
+ * row), cast to bf16. 0, or npy_source_read_row's error; a row the file
+ * no longer holds because it changed is dataset_check's error (and the
+ * dataset is marked changed). */
 int batch_text_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B, float *tmp, uint8_t *dst, char *err,
                             size_t errlen);
 /* Reorder idx[0..n) (an epoch's shard order) for length bucketing: the
