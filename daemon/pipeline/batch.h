@@ -105,7 +105,7 @@ typedef struct batch_worker {
 } batch_worker;
 void batch_worker_free(batch_worker *w);
 /* Bytes all workers' buffers above hold now (flow.c counts them against
- * max_memory; the decoder's own are jpeg_decode_held's). */
+ * max_memory; the decoders' own are decode_mem_held's). */
 uint64_t batch_scratch_bytes(void);
 
 void batch_build(batch_job *job, batch_worker *w);

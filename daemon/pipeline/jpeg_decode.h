@@ -29,14 +29,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The most memory one decode may take for a progressive JPEG's whole-image
- * coefficient buffers (what a small file of a huge image makes libjpeg
- * allocate); 0 = no limit. Process-wide, set by main.c (max_decode_memory)
- * before workers decode. A file over it fails with BFEED_EDATASET. */
+/* max_decode_memory, the most one decode of any format may take (0 = no
+ * limit): decode_mem_set_limit, under the name main.c calls. Process-wide,
+ * set before workers decode. A JPEG is refused from its header when
+ * libjpeg's working memory for it (a progressive image's whole-image
+ * coefficient buffers, the strips every image has) would pass it: a small
+ * file of a huge image fails with BFEED_EDATASET, naming the limit. While a
+ * decode runs, that estimate is in decode_mem_held (flow.c counts it
+ * against max_memory). */
 void jpeg_decode_set_limit(uint64_t bytes);
-/* Bytes of coefficient buffers held by decodes in progress now, in all
- * threads (flow.c counts them against max_memory). */
-uint64_t jpeg_decode_held(void);
 
 typedef struct jdec jdec;
 

@@ -15,7 +15,7 @@
 
 #include "bfeed_types.h"
 #include "batch.h"
-#include "jpeg_decode.h"
+#include "decode_mem.h"
 #include "msg.h"
 #include "shm_ring.h"
 
@@ -77,7 +77,7 @@ static uint64_t flow_holding(const flow_stream *fs) {
 }
 
 uint64_t flow_held(const flow *f) {
-  uint64_t held = (f->buffers ? bufcache_idle_bytes(f->buffers) : 0) + jpeg_decode_held() + batch_scratch_bytes() +
+  uint64_t held = (f->buffers ? bufcache_idle_bytes(f->buffers) : 0) + decode_mem_held() + batch_scratch_bytes() +
                   shm_ring_bytes() + f->queued;
   for (const flow_stream *fs = f->streams; fs; fs = fs->next)
     if (fs->owner) held += (fs->scheduled - fs->sent) * fs->frame_bytes;
