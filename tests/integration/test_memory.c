@@ -23,17 +23,6 @@
 #endif
 #define MEM_IDLE 8
 
-/* One counter of the daemon's report: the first group of `kind` whose id
- * starts with `id` ("" for any). UINT64_MAX when absent. */
-static uint64_t mem_counter(const bfeed_stat_group *g, size_t n, const char *kind, const char *id, const char *name) {
-  for (size_t i = 0; i < n; i++) {
-    if (strcmp(g[i].kind, kind) != 0 || strncmp(g[i].id, id, strlen(id)) != 0) continue;
-    for (size_t k = 0; k < g[i].ncounters; k++)
-      if (strcmp(g[i].counters[k].name, name) == 0) return g[i].counters[k].value;
-  }
-  return UINT64_MAX;
-}
-
 typedef struct mem_probe {
   bfeed_client *c;
   bfeed_stat_group *g;
@@ -53,8 +42,8 @@ static void mem_snapshot(mem_probe *p) {
 static int mem_settled(void *arg) {
   mem_probe *p = arg;
   mem_snapshot(p);
-  int idle = mem_counter(p->g, p->n, "daemon", "", "queue_depth") == 0 &&
-             mem_counter(p->g, p->n, "daemon", "", "workers_busy") == 0;
+  int idle = itest_report_counter(p->g, p->n, "daemon", "", "queue_depth") == 0 &&
+             itest_report_counter(p->g, p->n, "daemon", "", "workers_busy") == 0;
   p->quiet = idle ? p->quiet + 1 : 0;
   return p->quiet >= 5;
 }
@@ -80,7 +69,7 @@ static void test_non_readers(void **state) {
   mem_probe p = {.c = suite_connect(d->unix_addr)};
   assert_true(itest_poll(mem_settled, &p, 30000, 50) > 0);
 
-  uint64_t held = mem_counter(p.g, p.n, "daemon", "", "memory_held_bytes");
+  uint64_t held = itest_report_counter(p.g, p.n, "daemon", "", "memory_held_bytes");
   uint64_t frame = 16ull * 3 * 128 * 128 * 2;
   long rss = itest_daemon_rss_kib(d);
   print_message("%d non-readers: %llu bytes held (limit %llu); RSS %ld -> %ld KiB\n", MEM_IDLE,
@@ -97,7 +86,7 @@ static void test_non_readers(void **state) {
   for (size_t i = 0; i < p.n; i++) {
     if (strcmp(p.g[i].kind, "stream") != 0) continue;
     const char *id = p.g[i].id;
-    uint64_t out = mem_counter(&p.g[i], 1, "stream", "", "unacked"), sched = mem_counter(&p.g[i], 1, "stream", "", "in_flight");
+    uint64_t out = itest_report_counter(&p.g[i], 1, "stream", "", "unacked"), sched = itest_report_counter(&p.g[i], 1, "stream", "", "in_flight");
     assert_true(out != UINT64_MAX && sched != UINT64_MAX);
     /* Sent batches may have left for the socket's buffer; those scheduled
      * and those queued are what the share bounds. */
@@ -124,10 +113,12 @@ static void test_non_readers(void **state) {
   for (int t = 0; t < 150 && !empty; t++) {
     itest_sleep_ms(100);
     mem_snapshot(&p);
-    /* What is left is the workers' own buffers, kept for the next batch. */
-    empty = mem_counter(p.g, p.n, "daemon", "", "buffer_pool_bytes") == 0 &&
-            mem_counter(p.g, p.n, "daemon", "", "memory_held_bytes") ==
-                mem_counter(p.g, p.n, "daemon", "", "worker_scratch_bytes");
+    /* What is left is the workers' own buffers and their decoders',
+     * kept for the next batch. */
+    empty = itest_report_counter(p.g, p.n, "daemon", "", "buffer_pool_bytes") == 0 &&
+            itest_report_counter(p.g, p.n, "daemon", "", "memory_held_bytes") ==
+                itest_report_counter(p.g, p.n, "daemon", "", "worker_scratch_bytes") +
+                    itest_report_counter(p.g, p.n, "daemon", "", "decode_memory_bytes");
   }
   assert_true(empty);
   bfeed_daemon_stats_free(p.g, p.n);
