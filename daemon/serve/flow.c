@@ -88,6 +88,13 @@ int flow_admits(const flow *f, uint64_t bytes) {
   return *f->max_memory == 0 || flow_held(f) + bytes <= *f->max_memory;
 }
 
+uint64_t flow_open_share(const flow *f, char *how, size_t howlen) {
+  uint64_t max = *f->max_memory, share = max ? max / ((uint64_t)f->open + 1) : UINT64_MAX;
+  snprintf(how, howlen, "its share of max_memory (%llu / %d streams = %llu)",
+           (unsigned long long)max, f->open + 1, (unsigned long long)share);
+  return share;
+}
+
 /* What each open stream may hold. */
 static uint64_t flow_share(const flow *f) { return *f->max_memory / (uint64_t)(f->open > 0 ? f->open : 1); }
 

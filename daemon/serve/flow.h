@@ -76,6 +76,15 @@ uint64_t flow_held(const flow *f);
  * (always, with no limit). */
 int flow_admits(const flow *f, uint64_t bytes);
 
+/* What a stream opening now may count on for its largest batch: its share
+ * of max_memory beside every stream open, reading or not, max_memory /
+ * (open streams + 1); UINT64_MAX with no limit. The one batch a stream
+ * holding nothing may always schedule is bounded so: stream.c refuses at
+ * OPEN a stream whose largest batch is over it, so the streams open at any
+ * time pass max_memory by at most max_memory x (1 + 1/2 + ... + 1/n).
+ * how gets the sum, for a message. */
+uint64_t flow_open_share(const flow *f, char *how, size_t howlen);
+
 /* A stream opens with this window, an estimate of a batch's buffer (what
  * it counts per batch scheduled before it has made one) and `slots`
  * shared-memory slots (0: none). NULL out of memory. */

@@ -16,10 +16,6 @@
  *    small images' buffers, and RSS returns near where it was.
  */
 #include <png.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,31 +23,15 @@
 #include <time.h>
 #include <webp/encode.h>
 
-#include <cmocka.h>
+#include "memsuite.h"
 
-#include "bfeed.h"
-#include "itest_util.h"
-
-/* Under AddressSanitizer and ThreadSanitizer RSS says nothing about what
- * the daemon holds (quarantine, shadow memory): printed, not checked. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define IMG_CHECK_RSS 0
-#else
-#define IMG_CHECK_RSS 1
-#endif
-
-#define IMG_MIB (1ull << 20)
+#define IMG_MIB MEMSUITE_MIB
 #define IMG_PEAK_BOUND (256 * IMG_MIB) /* decoding the large PNG alone would take 676 MB */
 #define IMG_MID_PNG 3500
 /* The eval window of the 3500-pixel PNG, as RGBX: what its decode holds. */
 #define IMG_MID_HELD (32 * IMG_MIB)
 
-typedef struct img_suite {
-  char root[128], data[192], arg[224];
-  itest_daemon d;
-} img_suite;
-
-static img_suite S;
+static char img_data[192], img_arg[224]; /* the folder, "img=DIR" */
 
 /* A w x h RGB PNG of zeros, unfiltered, at zlib's best compression: rows
  * of zeros deflate a thousandfold. 0, or -1. */
@@ -93,10 +73,10 @@ static int img_write_webp(const char *path, int w, int h, int lossless) {
 static int img_setup(void **state) {
   (void)state;
   char err[512], dir[256], path[300];
-  if (itest_tmpdir(S.root, sizeof S.root) < 0) return -1;
-  snprintf(S.data, sizeof S.data, "%s/data", S.root);
-  if (itest_make_dataset(S.data, 2, err, sizeof err) < 0) return fprintf(stderr, "%s\n", err), -1;
-  snprintf(dir, sizeof dir, "%s/zz", S.data); /* the last class: samples 16..19 */
+  if (memsuite_make_root() < 0) return -1;
+  snprintf(img_data, sizeof img_data, "%s/data", memsuite_the.root);
+  if (itest_make_dataset(img_data, 2, err, sizeof err) < 0) return fprintf(stderr, "%s\n", err), -1;
+  snprintf(dir, sizeof dir, "%s/zz", img_data); /* the last class: samples 16..19 */
   if (mkdir(dir, 0755) < 0) return -1;
   const struct {
     const char *name;
@@ -109,33 +89,11 @@ static int img_setup(void **state) {
                     : img_write_webp(path, img[i].side, img[i].side, img[i].lossless)) < 0)
       return fprintf(stderr, "cannot write %s\n", path), -1;
   }
-  snprintf(S.arg, sizeof S.arg, "img=%s", S.data);
+  snprintf(img_arg, sizeof img_arg, "img=%s", img_data);
   return 0;
 }
 
-static int img_teardown(void **state) {
-  (void)state;
-  itest_rmtree(S.root);
-  return 0;
-}
-
-static int img_kill(void **state) {
-  (void)state;
-  itest_daemon_kill(&S.d);
-  return 0;
-}
-
-static void img_start(void) {
-  static const char *const args[] = {"--max-memory", "256M", "--max-decode-memory", "64M", NULL};
-  itest_daemon_opts o = {.dir = S.root, .name = "img", .datasets = {S.arg}, .workers = 2, .args = args};
-  char err[1024];
-  if (itest_daemon_start(&S.d, &o, err, sizeof err) < 0) fail_msg("%s", err);
-}
-
-static void img_stop(void) {
-  char err[1024];
-  if (itest_daemon_stop(&S.d, 5000, err, sizeof err) < 0) fail_msg("%s", err);
-}
+static const char *const img_args[] = {"--max-memory", "256M", "--max-decode-memory", "64M", NULL};
 
 /* Eval, in order: every image of the dataset is decoded whole. */
 static void img_opts(bfeed_stream_opts *o, uint64_t epochs) {
@@ -151,16 +109,15 @@ static void img_opts(bfeed_stream_opts *o, uint64_t epochs) {
  * below a whole decode of the large PNG. */
 static void test_bombs_skipped_from_the_header(void **state) {
   (void)state;
-  img_start();
+  memsuite_start(img_arg, img_args);
   bfeed_stream_opts o;
   img_opts(&o, 2);
   itest_run run = {0};
   bfeed_error err;
-  if (itest_fetch(S.d.unix_addr, "img", &o, 0, &run, &err) != BFEED_EEOF) fail_msg("fetch: %s", err.message);
+  if (itest_fetch(memsuite_the.d.unix_addr, "img", &o, 0, &run, &err) != BFEED_EEOF) fail_msg("fetch: %s", err.message);
   assert_int_equal(run.n, 10); /* 20 samples, batches of 4, two epochs */
-  long peak = itest_daemon_peak_kib(&S.d);
-  print_message("peak RSS (VmHWM) %ld KiB serving a 13000x13000 PNG and a 3000x3000 lossless WebP "
-                "under --max-decode-memory 64M (bound %llu KiB)\n", peak, IMG_PEAK_BOUND >> 10);
+  memsuite_peak_within("a 13000x13000 PNG and a 3000x3000 lossless WebP under --max-decode-memory 64M",
+                       IMG_PEAK_BOUND);
   int seen[20] = {0};
   for (size_t b = 0; b < run.n; b++)
     for (uint32_t i = 0; i < run.b[b].count; i++) seen[run.b[b].idx[i]]++;
@@ -168,18 +125,15 @@ static void test_bombs_skipped_from_the_header(void **state) {
   assert_int_equal(seen[17], 0); /* big.webp */
   assert_true(seen[18] > 0 && seen[19] > 0);
   itest_run_free(&run);
-  assert_true(itest_daemon_log_has(&S.d, "big.png: PNG of 13000x13000 needs"));
-  assert_true(itest_daemon_log_has(&S.d, "big.webp: WebP of 3000x3000 needs"));
-  assert_true(itest_daemon_log_has(&S.d, "over max_decode_memory (67108864)"));
-  if (IMG_CHECK_RSS && (uint64_t)peak * 1024 > IMG_PEAK_BOUND)
-    fail_msg("the daemon's RSS peaked at %ld KiB", peak);
-  img_stop();
+  assert_true(itest_daemon_log_has(&memsuite_the.d, "big.png: PNG of 13000x13000 needs"));
+  assert_true(itest_daemon_log_has(&memsuite_the.d, "big.webp: WebP of 3000x3000 needs"));
+  assert_true(itest_daemon_log_has(&memsuite_the.d, "over max_decode_memory (67108864)"));
+  memsuite_stop();
 }
 
 typedef struct img_probe {
   bfeed_client *c;
   uint64_t decode, held;
-  int quiet;
 } img_probe;
 
 /* One report: the decode memory and held bytes, and whether the workers
@@ -207,24 +161,16 @@ static int img_decode_seen(void *arg) {
   return idle ? -1 : 0;
 }
 
-/* 1 once the workers have had nothing to do for five polls in a row. */
-static int img_settled(void *arg) {
-  img_probe *p = arg;
-  p->quiet = img_report(p) ? p->quiet + 1 : 0;
-  return p->quiet >= 5;
-}
-
 /* The report counts a decode while it runs, and the memory goes back
  * after it. The stream loops over epochs, each decoding the 3500-pixel
  * PNG three times (it also stands in for the two refused images): the
  * poll looks for one of those decodes, however long the daemon takes. */
 static void test_decode_counted_then_given_back(void **state) {
   (void)state;
-  img_start();
-  img_probe p = {0};
+  memsuite_start(img_arg, img_args);
+  img_probe p = {memsuite_connect(), 0, 0};
   bfeed_error err;
-  if (bfeed_connect(S.d.unix_addr, &p.c, &err) < 0) fail_msg("connect: %s", err.message);
-  long rss0 = itest_daemon_rss_kib(&S.d);
+  long rss0 = itest_daemon_rss_kib(&memsuite_the.d);
   bfeed_stream_opts o;
   img_opts(&o, 0);
   o.window = 2;
@@ -245,23 +191,18 @@ static void test_decode_counted_then_given_back(void **state) {
   print_message("a decode in progress: decode_memory_bytes %llu, memory_held_bytes %llu\n",
                 (unsigned long long)p.decode, (unsigned long long)p.held);
   bfeed_stream_close(st);
-  assert_true(itest_poll(img_settled, &p, 30000, 20) > 0);
+  memsuite_settle(p.c);
+  img_report(&p);
   uint64_t after = p.decode;
-  long rss = itest_daemon_rss_kib(&S.d);
+  long rss = itest_daemon_rss_kib(&memsuite_the.d);
   print_message("after the stream: decode_memory_bytes %llu; RSS %ld KiB, %ld before it\n", (unsigned long long)after,
                 rss, rss0);
   /* Two workers keep the buffers of 64-pixel JPEGs: kilobytes. */
   if (after > 4 * IMG_MIB) fail_msg("%llu bytes of decode memory kept after the stream", (unsigned long long)after);
-  if (IMG_CHECK_RSS && (uint64_t)(rss - rss0) * 1024 > 24 * IMG_MIB)
+  if (MEMSUITE_CHECK_RSS && (uint64_t)(rss - rss0) * 1024 > 24 * IMG_MIB)
     fail_msg("RSS stayed %ld KiB above where it was before the stream", rss - rss0);
   bfeed_close(p.c);
-  img_stop();
+  memsuite_stop();
 }
 
-int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test_teardown(test_bombs_skipped_from_the_header, img_kill),
-      cmocka_unit_test_teardown(test_decode_counted_then_given_back, img_kill),
-  };
-  return cmocka_run_group_tests_name("image_memory", tests, img_setup, img_teardown);
-}
+MEMSUITE_MAIN("image_memory", img_setup, MEMSUITE_TEST(test_bombs_skipped_from_the_header), MEMSUITE_TEST(test_decode_counted_then_given_back))
