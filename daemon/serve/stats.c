@@ -56,6 +56,8 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "clients_rejected", s->rejected_total);
   report_counter_put(&r, "protocol_errors", s->protocol_errors);
   report_counter_put(&r, "streams", (uint64_t)server_stream_count(s));
+  report_counter_put(&r, "idle_streams", (uint64_t)flow_idle_streams(s->flow));
+  report_counter_put(&r, "batches_dropped_idle", flow_dropped_idle_total(s->flow));
   report_counter_put(&r, "workers", s->workers ? (uint64_t)workers_count(s->workers) : 0);
   report_counter_put(&r, "workers_busy", busy);
   report_counter_put(&r, "queue_depth", queued);

@@ -57,7 +57,7 @@ static void stream_open_ring(stream *st, flow *f, uint64_t *frame_bytes) {
   uint32_t slots = st->spec.opts.window + 2 < MSG_SHM_MAX_SLOTS ? st->spec.opts.window + 2 : MSG_SHM_MAX_SLOTS;
   uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
   if (slot_size == 0) slot_size = 64;
-  if (!flow_admits(f, slots * slot_size)) {
+  if (!flow_make_room(f, slots * slot_size)) {
     log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
              "served over the socket", st->id, slots, (unsigned long long)slot_size);
     return;
@@ -352,6 +352,8 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"batches_per_epoch", st->bpe},
       {"kernel_copy_bytes", st->kernel_copy_bytes},
       {"shm_batches", st->shm_batches},
+      {"idle", (uint64_t)flow_is_idle(st->flow)},
+      {"batches_dropped_idle", flow_dropped_idle(st->flow)},
       {"requested", st->sel.requested}, /* on-demand streams only: the last entry */
   };
   size_t n = 0, count = sizeof v / sizeof v[0] - (st->sel.kind != BFEED_SELECT_ON_DEMAND);
