@@ -190,4 +190,9 @@ int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const ui
   return 0;
 }
 
-void image_decode_done(image_decoder *d) { decode_mem_trim(&d->pixels); }
+void image_decode_done(image_decoder *d) {
+  d->buf = NULL;
+  if (d->jpeg)
+    jpeg_decode_abort(d->jpeg); /* started and never read (refused, or the caller failed) */
+  decode_mem_trim(&d->pixels);
+}

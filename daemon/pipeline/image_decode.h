@@ -68,8 +68,9 @@ int image_decode_start(image_decoder *d, int scale_num, char *err, size_t errlen
 int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const uint8_t **px,
                       size_t *stride, char *err, size_t errlen);
 
-/* The caller is done with the pixels: a rectangle over DECODE_MEM_KEEP
- * goes back to the system now, not at the next image. */
+/* The caller is done with the image, read or not: a decode started and
+ * not read is abandoned, and a rectangle over DECODE_MEM_KEEP goes back to
+ * the system now, not at the next image. */
 void image_decode_done(image_decoder *d);
 
 #endif

@@ -37,6 +37,11 @@ void jpeg_decode_set_limit(uint64_t bytes) { decode_mem_set_limit(bytes); }
 /* The image is done with (read, failed or abandoned): its buffers go. */
 static void release(jdec *d) { decode_mem_put(&d->held); }
 
+void jpeg_decode_abort(jdec *d) {
+  jpeg_abort_decompress(&d->cinfo);
+  release(d);
+}
+
 static void on_error(j_common_ptr cinfo) {
   jdec *d = (jdec *)cinfo;
   d->code = cinfo->err->msg_code;

@@ -68,6 +68,11 @@ void jpeg_decode_scaled_size(const jpeg_decode_info *info, int scale_num, int *w
  * the whole file into coefficients, so most corruption shows up here. */
 int jpeg_decode_start(jdec *d, int scale_num, char *err, size_t errlen);
 
+/* Abandon the image in progress, if any: libjpeg's buffers for it go now,
+ * not at the next jpeg_decode_header (the caller stopped between start and
+ * read). */
+void jpeg_decode_abort(jdec *d);
+
 /* Decode rows [y0, y1) and columns [x0, x1) of the scaled image into out
  * as RGBX (row r of the rectangle at out + r * stride, 4 bytes per pixel,
  * the fourth undefined), then end the image. Rows above y0 are skipped and
