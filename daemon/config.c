@@ -23,7 +23,7 @@ const config_key config_keys[] = {
     {"max_streams", "N", "streams per connection (16)"},
     {"max_window", "N", "largest prefetch window a stream may ask for, 1..64 (64)"},
     {"max_memory", "BYTES", "bytes held for clients at once, e.g. 2G; 0 = no limit (2G)"},
-    {"max_decode_memory", "BYTES", "memory one JPEG decode may take; larger files are skipped (256M)"},
+    {"max_decode_memory", "BYTES", "memory one image decode may take; larger images are skipped (256M)"},
     {"max_pixels", "N", "images with more pixels are skipped, from their header; 0 = no limit (178956970)"},
     {"log_level", "LEVEL", "error, warning, notice, info or debug (info)"},
     {"handshake_timeout", "SECONDS", "close a connection that sends no HELLO in time, 0 = never (10)"},

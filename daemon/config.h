@@ -32,7 +32,7 @@ typedef struct config {
   int max_window;
   uint64_t max_memory; /* bytes of finished batches held at once */
   uint64_t max_pixels; /* images with more are skipped; 0 = no limit */
-  uint64_t max_decode_memory; /* one progressive JPEG's coefficients; 0 = no limit */
+  uint64_t max_decode_memory; /* what one image decode may take (decode_mem.h); 0 = no limit */
   int handshake_timeout; /* seconds from accept to HELLO; 0 = none */
   int idle_timeout;      /* seconds a connection without a stream may stay silent; 0 = none */
   int shutdown_timeout;  /* seconds a shutdown waits for workers (and a reload) in I/O */

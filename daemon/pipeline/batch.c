@@ -134,20 +134,42 @@ uint64_t batch_raw_estimate(const batch_spec *s) {
   return L.m.raw_size;
 }
 
-/* The largest value in [lo, hi] of the option *field (s->opts.batch or
- * .size) whose largest batch fits one frame, 0 if none: frame size grows
- * with both, so a binary search finds it. */
-static uint32_t largest_fitting(batch_spec *s, uint32_t *field, uint32_t lo, uint32_t hi) {
+/* Whether the largest batch of s fits: one frame (limit 0), or `limit`
+ * bytes of pooled buffer (a stream's share of max_memory). */
+static int batch_fits(const batch_spec *s, uint64_t limit) {
+  batch_layout L;
+  if (limit) return batch_frame_estimate(s) <= limit;
+  batch_largest(s, &L);
+  return L.m.raw_size + frame_overhead(&L.m) <= FRAME_MAX_PAYLOAD;
+}
+
+/* The largest value in [lo, hi] of the option *field (s->opts.batch,
+ * .size or .max_len) whose largest batch fits as batch_fits says, 0 if
+ * none: the batch grows with each, so a binary search finds it. */
+static uint32_t largest_fitting(batch_spec *s, uint32_t *field, uint32_t lo, uint32_t hi, uint64_t limit) {
   uint32_t best = 0;
   while (lo <= hi) {
     uint32_t mid = lo + (hi - lo) / 2;
-    batch_layout L;
     *field = mid;
-    batch_largest(s, &L);
-    if (L.m.raw_size + frame_overhead(&L.m) <= FRAME_MAX_PAYLOAD) best = mid, lo = mid + 1;
+    if (batch_fits(s, limit)) best = mid, lo = mid + 1;
     else hi = mid - 1;
   }
   return best;
+}
+
+/* "batch N fits", and for images "at size S, or size S' at batch B", into
+ * hint; "" when not even a batch of one fits. */
+static void batch_fit_hint(const batch_spec *spec, uint64_t limit, char *hint, size_t cap) {
+  batch_spec s = *spec;
+  const bfeed_stream_opts *o = &spec->opts;
+  uint32_t batch_fits = largest_fitting(&s, &s.opts.batch, 1, o->batch, limit);
+  hint[0] = 0;
+  if (!batch_fits) return;
+  int n = snprintf(hint, cap, "batch %u fits", batch_fits);
+  s.opts = *o;
+  if (dataset_has_images(s.ds) && n > 0 && (size_t)n < cap)
+    snprintf(hint + n, cap - (size_t)n, " at size %u, or size %u at batch %u", o->size,
+             largest_fitting(&s, &s.opts.size, 8, o->size, limit), o->batch);
 }
 
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen) {
@@ -159,22 +181,39 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
     BAD("a batch of %u feature rows of %llu values is over the %u-byte frame limit", o->batch,
         (unsigned long long)ds->features.row_floats, FRAME_MAX_PAYLOAD);
   batch_spec s = {.ds = (dataset *)ds, .opts = *o};
-  batch_layout L;
-  batch_largest(&s, &L);
-  if (L.m.raw_size + frame_overhead(&L.m) <= FRAME_MAX_PAYLOAD) return 0;
+  if (batch_fits(&s, 0)) return 0;
   /* Say what would fit: the largest batch at these options, and for
    * images the largest size at this batch. */
-  uint32_t batch_fits = largest_fitting(&s, &s.opts.batch, 1, o->batch);
+  batch_layout L;
+  batch_largest(&s, &L);
   char hint[160];
-  int n = snprintf(hint, sizeof hint, "batch %u fits", batch_fits);
-  s.opts = *o;
-  if (dataset_has_images(ds))
-    snprintf(hint + n, sizeof hint - (size_t)n, " at size %u, or size %u at batch %u", o->size,
-             largest_fitting(&s, &s.opts.size, 8, o->size), o->batch);
+  batch_fit_hint(&s, 0, hint, sizeof hint);
   BAD("a batch of %u could reach %llu bytes, over the %u-byte frame limit: %s%s", o->batch,
-      (unsigned long long)L.m.raw_size, FRAME_MAX_PAYLOAD, batch_fits ? hint : "lower the batch",
+      (unsigned long long)L.m.raw_size, FRAME_MAX_PAYLOAD, hint[0] ? hint : "lower the batch",
       batch_text_fit_hint(ds, o));
 #undef BAD
+}
+
+int batch_spec_check_memory(const batch_spec *spec, uint64_t share, const char *whose, char *err, size_t errlen) {
+  uint64_t need = batch_frame_estimate(spec);
+  if (need <= share) return 0;
+  char hint[160], text[200] = "";
+  batch_fit_hint(spec, share, hint, sizeof hint);
+  const dataset *ds = spec->ds;
+  if (dataset_has_text(ds) && spec->opts.pool != BFEED_POOL_MEAN) {
+    /* The tokens tensor's length is the other knob: the longest max_len
+     * that fits at this batch, beside what the data holds. */
+    batch_spec s = *spec;
+    uint32_t longest = batch_text_longest(&spec->opts, ds);
+    uint32_t len = largest_fitting(&s, &s.opts.max_len, 1, longest > 1 ? longest - 1 : 1, share);
+    int n = len ? snprintf(text, sizeof text, "%smax_len %u at batch %u", hint[0] ? "; or " : "", len,
+                           spec->opts.batch) : 0;
+    if (n >= 0 && (size_t)n < sizeof text)
+      snprintf(text + n, sizeof text - (size_t)n, " (%s's longest sample: %u tokens)", ds->name, ds->text.longest);
+  }
+  return snprintf(err, errlen, "a batch of %u could take %llu bytes, over %s: %s%s", spec->opts.batch,
+                  (unsigned long long)need, whose, hint[0] || text[0] ? hint : "lower the batch", text),
+         BFEED_ELIMIT;
 }
 
 static uint64_t batch_scratch_total; /* atomic: all workers' buffers */

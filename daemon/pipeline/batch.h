@@ -55,6 +55,13 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
  * batch_text_check says, and the largest batch the stream can produce
  * within the frame limit. 0, or BFEED_EINVAL with the reason. */
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen);
+/* Whether the largest batch of s (batch_frame_estimate) fits `share`, the
+ * bytes of max_memory a stream opening now may hold (whose: how it was
+ * worked out, for the message). 0, or BFEED_ELIMIT saying what would fit:
+ * the largest batch at these options, for images the largest size at this
+ * batch, for text the longest max_len at this batch, with the length of
+ * the dataset's longest sample. */
+int batch_spec_check_memory(const batch_spec *s, uint64_t share, const char *whose, char *err, size_t errlen);
 /* Bytes of the pooled buffer the largest batch of s takes: what a stream
  * counts against max_memory for a batch before it has made one. */
 uint64_t batch_frame_estimate(const batch_spec *s);
@@ -106,7 +113,7 @@ typedef struct batch_worker {
 } batch_worker;
 void batch_worker_free(batch_worker *w);
 /* Bytes all workers' buffers above hold now (flow.c counts them against
- * max_memory; the decoder's own are jpeg_decode_held's). */
+ * max_memory; the decoders' own are decode_mem_held's). */
 uint64_t batch_scratch_bytes(void);
 
 void batch_build(batch_job *job, batch_worker *w);

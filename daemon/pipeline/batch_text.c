@@ -16,7 +16,30 @@
 #error "text and feature batches assume a little-endian host"
 #endif
 
-uint32_t batch_text_cap(const bfeed_stream_opts *o, const dataset *ds) { return o->max_len ? o->max_len : ds->len_cap; }
+/* The length asked for: the stream's max_len, else the dataset's setting; 0 = none. */
+static uint32_t batch_text_asked(const bfeed_stream_opts *o, const dataset *ds) {
+  return o->max_len ? o->max_len : ds->len_cap;
+}
+
+/* With no length asked for, a tokens tensor is as long as the longest
+ * sample: one line of millions of tokens would make every batch it falls
+ * in hundreds of megabytes. The default caps a sample at
+ * BATCH_TEXT_DEFAULT_BYTES of vectors, which depends on the dataset alone
+ * (its table's dimension), so batches stay a pure function of dataset and
+ * options; 0 (all) when the longest sample is within it, so that ordinary
+ * datasets are served exactly as they were. Pooled streams average every
+ * vector: their batches are B x D whatever the length. */
+uint32_t batch_text_default_cap(const bfeed_stream_opts *o, const dataset *ds) {
+  if (o->pool == BFEED_POOL_MEAN || !dataset_has_text(ds) || ds->vectors.dim == 0) return 0;
+  uint64_t cap = BATCH_TEXT_DEFAULT_BYTES / (2 * (uint64_t)ds->vectors.dim);
+  if (cap < 1) cap = 1;
+  return ds->text.longest > cap ? (uint32_t)cap : 0;
+}
+
+uint32_t batch_text_cap(const bfeed_stream_opts *o, const dataset *ds) {
+  uint32_t asked = batch_text_asked(o, ds);
+  return asked ? asked : batch_text_default_cap(o, ds);
+}
 
 uint32_t batch_text_longest(const bfeed_stream_opts *o, const dataset *ds) {
   uint32_t cap = batch_text_cap(o, ds);
@@ -30,7 +53,7 @@ int batch_text_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
     return snprintf(err, errlen, "%s: these options apply to text datasets; %s is a%s %s dataset", names, ds->name,
                     strchr("aeiou", dataset_kind_name(ds)[0]) ? "n" : "", dataset_kind_name(ds)),
            BFEED_EINVAL;
-  if (text && o->fixed_len && batch_text_cap(o, ds) == 0)
+  if (text && o->fixed_len && batch_text_asked(o, ds) == 0)
     return snprintf(err, errlen, "fixed_len needs a length: set max_len (dataset %s has no max_len setting)", ds->name),
            BFEED_EINVAL;
   return 0;

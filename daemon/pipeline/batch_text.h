@@ -12,12 +12,20 @@
 
 #include "batch.h"
 
+/* A sample's vectors served by default (no max_len from the stream or the
+ * dataset): at most this many bytes of them in a tokens tensor. */
+#define BATCH_TEXT_DEFAULT_BYTES (16u << 20)
+
 /* The text options, all read here: tokens served per sample (the
- * stream's cap, else the dataset's setting; 0 = all); T of the largest
+ * stream's cap, else the dataset's setting, else the default cap below;
+ * 0 = all); the default cap alone: BATCH_TEXT_DEFAULT_BYTES / (2 x dim)
+ * tokens when the dataset's longest sample has more and the stream serves
+ * tokens (not pooled), else 0; T of the largest
  * batch a stream can make; whether o suits ds (text options only on text
  * kinds, a fixed length only with a cap: 0 or BFEED_EINVAL with the
  * reason); and what to add to "a batch does not fit" for text. */
 uint32_t batch_text_cap(const bfeed_stream_opts *o, const dataset *ds);
+uint32_t batch_text_default_cap(const bfeed_stream_opts *o, const dataset *ds);
 uint32_t batch_text_longest(const bfeed_stream_opts *o, const dataset *ds);
 int batch_text_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen);
 const char *batch_text_fit_hint(const dataset *ds, const bfeed_stream_opts *o);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bfeed_types.h"
+#include "decode_mem.h"
 #include "jpeg_decode.h"
 #include "png_decode.h"
 #include "webp_decode.h"
@@ -19,8 +20,9 @@ struct image_decoder {
   size_t len;
   image_decode_info info;
   int scale_num;
-  uint8_t *pixels;   /* the decoded rectangle (WebP: the whole image) */
-  size_t cap;
+  uint64_t working;  /* PNG, WebP: the library's own bytes for this image (from its header) */
+  uint64_t held;     /* those bytes while the library decodes, in decode_mem_held */
+  decode_mem_buf pixels; /* the decoded rectangle (WebP: the whole image) */
 };
 
 image_decoder *image_decode_new(void) { return calloc(1, sizeof(image_decoder)); }
@@ -30,7 +32,7 @@ void image_decode_free(image_decoder *d) {
     return;
   jpeg_decode_free(d->jpeg);
   png_decode_free(d->png);
-  free(d->pixels);
+  decode_mem_release(&d->pixels);
   free(d);
 }
 
@@ -73,12 +75,15 @@ static int image_decode_header_of(image_decoder *d, int format, const uint8_t *b
     info->scalable = 1;
     return 0;
   }
-  case IMAGE_DECODE_PNG:
+  case IMAGE_DECODE_PNG: {
     if (!d->png && !(d->png = png_decode_new()))
       return image_decode_oom(err, errlen);
-    return png_decode_header(d->png, buf, len, &info->width, &info->height, err, errlen);
+    int rc = png_decode_header(d->png, buf, len, &info->width, &info->height, err, errlen);
+    d->working = rc == 0 ? png_decode_working(d->png) : 0;
+    return rc;
+  }
   case IMAGE_DECODE_WEBP:
-    return webp_decode_header(buf, len, &info->width, &info->height, err, errlen);
+    return webp_decode_header(buf, len, &info->width, &info->height, &d->working, err, errlen);
   default:
     snprintf(err, errlen, "not a JPEG, PNG or WebP image");
     return BFEED_EDATASET;
@@ -90,6 +95,7 @@ int image_decode_header(image_decoder *d, const uint8_t *buf, size_t len, uint64
   int format = image_decode_sniff(buf, len);
   memset(info, 0, sizeof *info);
   d->buf = NULL;
+  d->working = 0;
   int rc = image_decode_header_of(d, format, buf, len, info, err, errlen);
   if (rc != 0)
     return rc;
@@ -102,6 +108,13 @@ int image_decode_header(image_decoder *d, const uint8_t *buf, size_t len, uint64
     return snprintf(err, errlen, "%s of %dx%d = %llu pixels, over the max_pixels limit of %llu",
                     image_decode_format_name(info->format), info->width, info->height,
                     (unsigned long long)pixels, (unsigned long long)max_pixels), BFEED_EDATASET;
+  /* PNG and WebP decode at full size: the worst crop keeps the whole image
+   * (eval always does), as RGBX, beside the library's own buffers. A JPEG's
+   * needs depend on the scale: jpeg_decode_start and image_decode_read
+   * check them. */
+  if (!info->scalable && (rc = decode_mem_check(image_decode_format_name(info->format), info->width, info->height,
+                                                pixels * 4 + d->working, err, errlen)) < 0)
+    return rc;
   d->buf = buf;
   d->len = len;
   d->info = *info;
@@ -128,16 +141,19 @@ int image_decode_start(image_decoder *d, int scale_num, char *err, size_t errlen
   return 0;
 }
 
-static uint8_t *image_decode_reserve(image_decoder *d, size_t n) {
-  if (n > d->cap) {
-    uint8_t *b = malloc(n);
-    if (!b)
-      return NULL;
-    free(d->pixels);
-    d->pixels = b;
-    d->cap = n;
-  }
-  return d->pixels;
+/* The rectangle's buffer, once the decode is known to fit the limit (a
+ * JPEG's at its scale and crop, a pure function of the sample like the
+ * rest; PNG and WebP were checked from the header for the worst case).
+ * BFEED_EDATASET or BFEED_ENOMEM with err set, or 0. */
+static int image_decode_reserve(image_decoder *d, size_t n, uint8_t **out, char *err, size_t errlen) {
+  int w, h;
+  image_decode_scaled_size(&d->info, d->scale_num, &w, &h);
+  int rc = decode_mem_check(image_decode_format_name(d->info.format), w, h, n + d->working, err, errlen);
+  if (rc < 0)
+    return rc;
+  if (!(*out = decode_mem_reserve(&d->pixels, n)))
+    return image_decode_oom(err, errlen);
+  return 0;
 }
 
 int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const uint8_t **px,
@@ -148,28 +164,35 @@ int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const ui
     return snprintf(err, errlen, "internal: region outside the image"), BFEED_EINTERNAL;
   const uint8_t *buf = d->buf;
   d->buf = NULL; /* one read per header */
-  if (d->info.format == IMAGE_DECODE_WEBP) {
-    size_t row = (size_t)w * 4, size = row * (size_t)h;
-    uint8_t *all = image_decode_reserve(d, size);
-    if (!all)
-      return image_decode_oom(err, errlen);
-    int rc = webp_decode_read(buf, d->len, all, row, size, err, errlen);
-    if (rc != 0)
-      return rc;
-    *px = all + (size_t)y0 * row + (size_t)x0 * 4;
+  int webp = d->info.format == IMAGE_DECODE_WEBP;
+  size_t row = (size_t)(webp ? w : x1 - x0) * 4;
+  uint8_t *rect;
+  int rc = image_decode_reserve(d, row * (size_t)(webp ? h : y1 - y0), &rect, err, errlen);
+  if (rc != 0)
+    return rc;
+  decode_mem_take(&d->held, d->working); /* the library's buffers, while it decodes */
+  if (webp)
+    rc = webp_decode_read(buf, d->len, rect, row, row * (size_t)h, err, errlen);
+  else if (d->info.format == IMAGE_DECODE_JPEG)
+    rc = jpeg_decode_read(d->jpeg, x0, x1, y0, y1, rect, row, err, errlen);
+  else
+    rc = png_decode_read(d->png, x0, x1, y0, y1, rect, row, err, errlen);
+  decode_mem_put(&d->held);
+  if (rc != 0)
+    return rc;
+  if (webp) {
+    *px = rect + (size_t)y0 * row + (size_t)x0 * 4;
     *stride = row;
     return 0;
   }
-  size_t row = (size_t)(x1 - x0) * 4;
-  uint8_t *rect = image_decode_reserve(d, row * (size_t)(y1 - y0));
-  if (!rect)
-    return image_decode_oom(err, errlen);
-  int rc = d->info.format == IMAGE_DECODE_JPEG
-               ? jpeg_decode_read(d->jpeg, x0, x1, y0, y1, rect, row, err, errlen)
-               : png_decode_read(d->png, x0, x1, y0, y1, rect, row, err, errlen);
-  if (rc != 0)
-    return rc;
   *px = rect;
   *stride = row;
   return 0;
+}
+
+void image_decode_done(image_decoder *d) {
+  d->buf = NULL;
+  if (d->jpeg)
+    jpeg_decode_abort(d->jpeg); /* started and never read (refused, or the caller failed) */
+  decode_mem_trim(&d->pixels);
 }

@@ -13,7 +13,14 @@
  *
  * The pixel limit is checked from the header, before any memory the size
  * of the image is set aside: a small file claiming a huge size costs
- * nothing. The default is Pillow's decompression-bomb limit.
+ * nothing. The default is Pillow's decompression-bomb limit. So is the
+ * memory limit (decode_mem.h, max_decode_memory): a PNG or WebP whose
+ * decode could take more -- the whole image as RGBX, which the worst crop
+ * needs, and the library's own buffers -- is refused from its header, a
+ * JPEG from its header (jpeg_decode.h) and at its scale and crop
+ * (image_decode_read), all as BFEED_EDATASET naming the limit. The
+ * decoded pixels, and the libraries' buffers while they decode, are
+ * counted in decode_mem_held.
  */
 #ifndef BFEED_IMAGE_DECODE_H
 #define BFEED_IMAGE_DECODE_H
@@ -55,8 +62,15 @@ int image_decode_start(image_decoder *d, int scale_num, char *err, size_t errlen
 
 /* Decode columns [x0, x1) and rows [y0, y1) of the scaled image as RGBX
  * (the fourth byte undefined) into memory the decoder holds until the next
- * image: *px points at pixel (x0, y0), rows *stride bytes apart. */
+ * image or image_decode_done: *px points at pixel (x0, y0), rows *stride
+ * bytes apart. BFEED_EDATASET when that rectangle alone is over
+ * max_decode_memory (a JPEG at a scale and crop that need it). */
 int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const uint8_t **px,
                       size_t *stride, char *err, size_t errlen);
+
+/* The caller is done with the image, read or not: a decode started and
+ * not read is abandoned, and a rectangle over DECODE_MEM_KEEP goes back to
+ * the system now, not at the next image. */
+void image_decode_done(image_decoder *d);
 
 #endif

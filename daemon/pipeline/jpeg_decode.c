@@ -13,6 +13,7 @@
 #include <jpeglib.h>
 
 #include "bfeed_types.h"
+#include "decode_mem.h"
 
 /* jpeg_crop_scanline treats the edges of the cropped region as image
  * edges, so fancy upsampling replicates chroma there instead of reading the
@@ -26,21 +27,19 @@ struct jdec {
   jmp_buf jump;
   int code;                   /* libjpeg message code of the failure */
   char msg[JMSG_LENGTH_MAX];  /* its text */
-  JSAMPLE *row;               /* one decoded scanline (3 or 4 bytes/pixel) */
-  size_t row_cap;
-  uint64_t held;              /* this decode's share of jpeg_decode_held_bytes */
+  decode_mem_buf row;         /* one decoded scanline (3 or 4 bytes/pixel) */
+  uint64_t held;              /* libjpeg's working memory for this image, in decode_mem_held */
 };
 
-static uint64_t jpeg_decode_limit_bytes, jpeg_decode_held_bytes; /* atomics */
-
-void jpeg_decode_set_limit(uint64_t bytes) { __atomic_store_n(&jpeg_decode_limit_bytes, bytes, __ATOMIC_RELAXED); }
-
-uint64_t jpeg_decode_held(void) { return __atomic_load_n(&jpeg_decode_held_bytes, __ATOMIC_RELAXED); }
+/* main.c's name for max_decode_memory, which now bounds every format's decodes. */
+void jpeg_decode_set_limit(uint64_t bytes) { decode_mem_set_limit(bytes); }
 
 /* The image is done with (read, failed or abandoned): its buffers go. */
-static void release(jdec *d) {
-  if (d->held) __atomic_sub_fetch(&jpeg_decode_held_bytes, d->held, __ATOMIC_RELAXED);
-  d->held = 0;
+static void release(jdec *d) { decode_mem_put(&d->held); }
+
+void jpeg_decode_abort(jdec *d) {
+  jpeg_abort_decompress(&d->cinfo);
+  release(d);
 }
 
 static void on_error(j_common_ptr cinfo) {
@@ -81,7 +80,7 @@ static int fail(jdec *d, char *err, size_t errlen) {
     return BFEED_ENOMEM;
   case JERR_NO_BACKING_STORE: /* libjpeg's max_memory_to_use was reached */
     snprintf(err, errlen, "decoding needs more memory than max_decode_memory (%llu bytes) allows",
-             (unsigned long long)__atomic_load_n(&jpeg_decode_limit_bytes, __ATOMIC_RELAXED));
+             (unsigned long long)decode_mem_limit());
     break;
   default:
     snprintf(err, errlen, "corrupt data: %s", d->msg);
@@ -103,11 +102,15 @@ static int fail_msg(jdec *d, char *err, size_t errlen, const char *what) {
   return fail_code(d, err, errlen, what, BFEED_EDATASET);
 }
 
-/* A progressive image is decoded whole into coefficients first: 64 of
- * 2 bytes per block of every component, whatever the scale or crop. */
-static uint64_t coef_bytes(const struct jpeg_decompress_struct *c) {
-  uint64_t n = 0;
-  if (!c->progressive_mode) return 0;
+/* What libjpeg allocates for one image, from its header. A progressive
+ * image is decoded whole into coefficients first: 64 of 2 bytes per block
+ * of every component, whatever the scale or crop. Every image also has
+ * strips of rows in its buffers (the main buffer's context rows, the
+ * upsampler's), a few MCU rows of every component: bounded here by four
+ * bytes per sample of 8 x max_v_samp_factor full-width rows. */
+static uint64_t working_bytes(const struct jpeg_decompress_struct *c) {
+  uint64_t n = (uint64_t)c->image_width * (uint64_t)c->num_components * (uint64_t)c->max_v_samp_factor * DCTSIZE * 4;
+  if (!c->progressive_mode) return n;
   for (int i = 0; i < c->num_components; i++)
     n += (uint64_t)c->comp_info[i].width_in_blocks * c->comp_info[i].height_in_blocks * DCTSIZE2 * sizeof(JCOEF);
   return n;
@@ -152,7 +155,7 @@ void jpeg_decode_free(jdec *d) {
     return;
   release(d);
   jpeg_destroy_decompress(&d->cinfo);
-  free(d->row);
+  decode_mem_release(&d->row);
   free(d);
 }
 
@@ -234,16 +237,13 @@ int jpeg_decode_start(jdec *d, int scale_num, char *err, size_t errlen) {
   /* Refused before libjpeg allocates, with the reason; libjpeg's own limit
    * (max_memory_to_use, which its memory manager checks before a whole-
    * image buffer) stands behind the estimate. */
-  uint64_t limit = __atomic_load_n(&jpeg_decode_limit_bytes, __ATOMIC_RELAXED), need = coef_bytes(c);
-  if (limit && need > limit) {
-    char why[200];
-    snprintf(why, sizeof why, "decoding this progressive %ux%u image needs %llu bytes, over max_decode_memory (%llu)",
-             c->image_width, c->image_height, (unsigned long long)need, (unsigned long long)limit);
+  uint64_t limit = decode_mem_limit(), need = working_bytes(c);
+  char why[200];
+  if (decode_mem_check(c->progressive_mode ? "progressive JPEG" : "JPEG", (int)c->image_width, (int)c->image_height,
+                       need, why, sizeof why) < 0)
     return fail_msg(d, err, errlen, why);
-  }
   c->mem->max_memory_to_use = limit ? (long)(limit < LONG_MAX ? limit : LONG_MAX) : 0;
-  d->held = need;
-  if (need) __atomic_add_fetch(&jpeg_decode_held_bytes, need, __ATOMIC_RELAXED);
+  decode_mem_take(&d->held, need);
   jpeg_start_decompress(c);
 
   jpeg_decode_info info = {.width = (int)c->image_width, .height = (int)c->image_height};
@@ -285,22 +285,16 @@ int jpeg_decode_read(jdec *d, int x0, int x1, int y0, int y1, uint8_t *out, size
   JDIMENSION xoff = (JDIMENSION)lo, width = (JDIMENSION)(hi - lo);
   jpeg_crop_scanline(c, &xoff, &width); /* moves xoff down to an iMCU edge */
 
-  size_t need = (size_t)c->output_width * (size_t)c->output_components;
-  if (need > d->row_cap) {
-    JSAMPLE *row = malloc(need);
-    if (!row)
-      return fail_code(d, err, errlen, "out of memory", BFEED_ENOMEM);
-    free(d->row);
-    d->row = row;
-    d->row_cap = need;
-  }
+  JSAMPLE *row = decode_mem_reserve(&d->row, (size_t)c->output_width * (size_t)c->output_components);
+  if (!row)
+    return fail_code(d, err, errlen, "out of memory", BFEED_ENOMEM);
 
   if (y0 > 0 && jpeg_skip_scanlines(c, (JDIMENSION)y0) != (JDIMENSION)y0)
     return fail_msg(d, err, errlen, "truncated data");
-  const JSAMPLE *first = d->row + (size_t)(x0 - (int)xoff) * c->output_components;
+  const JSAMPLE *first = row + (size_t)(x0 - (int)xoff) * c->output_components;
   size_t n = (size_t)(x1 - x0);
   for (int y = y0; y < y1; y++) {
-    JSAMPROW rows[1] = {d->row};
+    JSAMPROW rows[1] = {row};
     if (jpeg_read_scanlines(c, rows, 1) != 1)
       return fail_msg(d, err, errlen, "truncated data");
     uint8_t *dst = out + (size_t)(y - y0) * stride;

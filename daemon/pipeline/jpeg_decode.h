@@ -29,14 +29,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The most memory one decode may take for a progressive JPEG's whole-image
- * coefficient buffers (what a small file of a huge image makes libjpeg
- * allocate); 0 = no limit. Process-wide, set by main.c (max_decode_memory)
- * before workers decode. A file over it fails with BFEED_EDATASET. */
+/* max_decode_memory, the most one decode of any format may take (0 = no
+ * limit): decode_mem_set_limit, under the name main.c calls. Process-wide,
+ * set before workers decode. A JPEG is refused from its header when
+ * libjpeg's working memory for it (a progressive image's whole-image
+ * coefficient buffers, the strips every image has) would pass it: a small
+ * file of a huge image fails with BFEED_EDATASET, naming the limit. While a
+ * decode runs, that estimate is in decode_mem_held (flow.c counts it
+ * against max_memory). */
 void jpeg_decode_set_limit(uint64_t bytes);
-/* Bytes of coefficient buffers held by decodes in progress now, in all
- * threads (flow.c counts them against max_memory). */
-uint64_t jpeg_decode_held(void);
 
 typedef struct jdec jdec;
 
@@ -66,6 +67,11 @@ void jpeg_decode_scaled_size(const jpeg_decode_info *info, int scale_num, int *w
 /* Begin decompression at scale_num/8. For a progressive JPEG this decodes
  * the whole file into coefficients, so most corruption shows up here. */
 int jpeg_decode_start(jdec *d, int scale_num, char *err, size_t errlen);
+
+/* Abandon the image in progress, if any: libjpeg's buffers for it go now,
+ * not at the next jpeg_decode_header (the caller stopped between start and
+ * read). */
+void jpeg_decode_abort(jdec *d);
 
 /* Decode rows [y0, y1) and columns [x0, x1) of the scaled image into out
  * as RGBX (row r of the rectangle at out + r * stride, 4 bytes per pixel,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bfeed_types.h"
+#include "decode_mem.h"
 
 struct png_decode {
   png_structp png;      /* one per image: libpng has no reset */
@@ -18,8 +19,7 @@ struct png_decode {
   size_t len, pos;
   uint32_t width, height;
   int depth, type, interlaced;
-  uint8_t *raw;         /* one raw scanline */
-  size_t raw_cap;
+  decode_mem_buf raw;   /* one raw scanline */
   uint8_t pal[256][3];  /* RGB by index, as Pillow's palette holds it */
   char msg[160];        /* libpng's reason for the last failure */
 };
@@ -37,7 +37,7 @@ void png_decode_free(png_decode *d) {
   if (!d)
     return;
   png_decode_end(d);
-  free(d->raw);
+  decode_mem_release(&d->raw);
   free(d);
 }
 
@@ -107,6 +107,13 @@ int png_decode_header(png_decode *d, const uint8_t *buf, size_t len, int *width,
   *width = (int)d->width;
   *height = (int)d->height;
   return 0;
+}
+
+/* libpng keeps two rows of the image (the current and the previous, for
+ * the filters) and zlib's inflate state and 32 KiB window; we keep one raw
+ * row more. */
+uint64_t png_decode_working(const png_decode *d) {
+  return d->png ? 3 * ((uint64_t)png_get_rowbytes(d->png, d->info) + 64) + (64u << 10) : 0;
 }
 
 /* Pillow's palette starts as the grey ramp (ImagingPaletteNew) and PLTE
@@ -197,15 +204,15 @@ static void png_decode_rows(png_decode *d, int x0, int x1, int y0, int y1, uint8
     if (d->interlaced && PNG_PASS_COLS(d->width, pass) == 0)
       continue;
     for (uint32_t r = 0; r < rows; r++) {
-      png_read_row(d->png, d->raw, NULL);
+      png_read_row(d->png, d->raw.p, NULL);
       int y = d->interlaced ? (int)PNG_ROW_FROM_PASS_ROW(r, pass) : (int)r;
       if (y < y0 || y >= y1)
         continue;
       uint8_t *dst = out + (size_t)(y - y0) * stride;
       if (d->interlaced)
-        png_decode_pass_row(d, d->raw, pass, x0, x1, dst);
+        png_decode_pass_row(d, d->raw.p, pass, x0, x1, dst);
       else
-        png_decode_convert(d, d->raw, x0, x1 - x0, dst);
+        png_decode_convert(d, d->raw.p, x0, x1 - x0, dst);
     }
   }
 }
@@ -216,15 +223,8 @@ int png_decode_read(png_decode *d, int x0, int x1, int y0, int y1, uint8_t *out,
     return snprintf(err, errlen, "internal: no PNG header read"), BFEED_EINTERNAL;
   if (x0 < 0 || x1 > (int)d->width || x0 >= x1 || y0 < 0 || y1 > (int)d->height || y0 >= y1)
     return snprintf(err, errlen, "internal: region outside the image"), BFEED_EINTERNAL;
-  size_t rowlen = png_get_rowbytes(d->png, d->info);
-  if (rowlen > d->raw_cap) {
-    uint8_t *b = malloc(rowlen);
-    if (!b)
-      return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
-    free(d->raw);
-    d->raw = b;
-    d->raw_cap = rowlen;
-  }
+  if (!decode_mem_reserve(&d->raw, png_get_rowbytes(d->png, d->info)))
+    return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   if (setjmp(png_jmpbuf(d->png)))
     return png_decode_fail(d, err, errlen);
   png_decode_palette(d);

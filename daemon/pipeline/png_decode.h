@@ -38,6 +38,10 @@ void png_decode_free(png_decode *d);
 int png_decode_header(png_decode *d, const uint8_t *buf, size_t len, int *width, int *height,
                       char *err, size_t errlen);
 
+/* Bytes libpng and this decoder work in for the image whose header was
+ * read (its rows, zlib's state), besides the caller's pixels. */
+uint64_t png_decode_working(const png_decode *d);
+
 /* Decode the image and keep columns [x0, x1) of rows [y0, y1) as RGBX in
  * out (row r at out + r * stride, the fourth byte 255). */
 int png_decode_read(png_decode *d, int x0, int x1, int y0, int y1, uint8_t *out, size_t stride,

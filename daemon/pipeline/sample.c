@@ -29,26 +29,23 @@ typedef struct plan {
 enum { BUF_RESIZE = 0, BUF_WEIGHTS = 1 };
 
 void sample_scratch_free(sample_scratch *s) {
-  for (int i = 0; i < 2; i++) {
-    free(s->buf[i]);
-    s->buf[i] = NULL;
-    s->cap[i] = 0;
-  }
+  for (int i = 0; i < 2; i++)
+    decode_mem_release(&s->buf[i]);
   image_decode_free(s->dec);
   s->dec = NULL;
 }
 
 /* Grow-only: the old contents are never needed, so no realloc copy. */
-static void *reserve(sample_scratch *s, int i, size_t n) {
-  if (n > s->cap[i]) {
-    void *b = malloc(n);
-    if (!b)
-      return NULL;
-    free(s->buf[i]);
-    s->buf[i] = b;
-    s->cap[i] = n;
-  }
-  return s->buf[i];
+static void *reserve(sample_scratch *s, int i, size_t n) { return decode_mem_reserve(&s->buf[i], n); }
+
+/* After each sample, decoded or not: what only a large image needed goes
+ * back to the system, so that a worker's memory returns to that of the
+ * ordinary images it serves. */
+static void sample_trim(sample_scratch *s) {
+  for (int i = 0; i < 2; i++)
+    decode_mem_trim(&s->buf[i]);
+  if (s->dec)
+    image_decode_done(s->dec);
 }
 
 /* Only 1/8, 2/8 and 4/8: libjpeg-turbo has SIMD for those reduced IDCTs
@@ -223,6 +220,7 @@ int sample_load_crop(const uint8_t *buf, size_t len, const char *name, const sam
                      const transform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen) {
   int rc = sample_decode(buf, len, p, crop, NULL, NULL, out, scratch, err, errlen);
+  sample_trim(scratch);
   return sample_named(rc, name, err, errlen);
 }
 
@@ -230,11 +228,13 @@ int sample_load_eval(const uint8_t *buf, size_t len, const char *name, const sam
                      const transform_eval *ev, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen) {
   int rc = sample_decode(buf, len, p, NULL, ev, NULL, out, scratch, err, errlen);
+  sample_trim(scratch);
   return sample_named(rc, name, err, errlen);
 }
 
 int sample_load(const uint8_t *buf, size_t len, const char *name, const sample_params *p,
                 rng_t *rng, uint8_t *out, sample_scratch *scratch, char *err, size_t errlen) {
   int rc = sample_decode(buf, len, p, NULL, NULL, rng, out, scratch, err, errlen);
+  sample_trim(scratch);
   return sample_named(rc, name, err, errlen);
 }

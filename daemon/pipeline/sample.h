@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decode_mem.h"
 #include "rng.h"
 #include "transform.h"
 
@@ -31,12 +32,13 @@ typedef struct sample_params {
 } sample_params;
 
 /* Per-thread scratch memory reused across samples (grows as needed, so a
- * worker stops allocating once it has seen its largest image).
- * Zero-initialise it; free it with sample_scratch_free. */
+ * worker stops allocating once it has seen its largest ordinary image;
+ * a buffer over DECODE_MEM_KEEP, for a large image, goes back after that
+ * sample). Counted in decode_mem_held. Zero-initialise it; free it with
+ * sample_scratch_free. */
 struct image_decoder;
 typedef struct sample_scratch {
-  uint8_t *buf[2];  /* resize scratch, filter weights */
-  size_t cap[2];
+  decode_mem_buf buf[2]; /* resize scratch, filter weights */
   struct image_decoder *dec; /* holds the decoded pixels; created on first use */
   int flip; /* with defer_flip: whether the last sample's pixels still need mirroring */
 } sample_scratch;

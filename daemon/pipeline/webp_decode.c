@@ -23,8 +23,20 @@ static int webp_decode_fail(VP8StatusCode st, char *err, size_t errlen) {
   return snprintf(err, errlen, "corrupt data: WebP: libwebp status %d", (int)st), BFEED_EDATASET;
 }
 
-int webp_decode_header(const uint8_t *buf, size_t len, int *width, int *height, char *err,
-                       size_t errlen) {
+/* libwebp's own memory for a decode into the caller's buffer, measured
+ * (VmHWM around WebPDecode, libwebp 1.2) and rounded up: a lossless image
+ * is decoded whole into 32-bit ARGB first (less when palette-packed, which
+ * the header does not say); a lossy one works in a few rows of macroblocks,
+ * plus two bytes a pixel for an alpha plane (the plane, and its own
+ * lossless decode). A file of mixed or unknown format counts as lossless. */
+static uint64_t webp_decode_working(const WebPBitstreamFeatures *f) {
+  uint64_t w = (uint64_t)f->width, px = w * (uint64_t)f->height, base = 512 * w + (1u << 20);
+  if (f->format != 1) return base + 4 * px;
+  return base + (f->has_alpha ? 2 * px : 0);
+}
+
+int webp_decode_header(const uint8_t *buf, size_t len, int *width, int *height, uint64_t *working,
+                       char *err, size_t errlen) {
   WebPBitstreamFeatures f;
   VP8StatusCode st = WebPGetFeatures(buf, len, &f);
   if (st != VP8_STATUS_OK)
@@ -33,6 +45,7 @@ int webp_decode_header(const uint8_t *buf, size_t len, int *width, int *height, 
     return snprintf(err, errlen, "animated WebP is not supported"), BFEED_EDATASET;
   *width = f.width;
   *height = f.height;
+  *working = webp_decode_working(&f);
   return 0;
 }
 

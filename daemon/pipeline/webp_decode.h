@@ -18,11 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Size of the WebP in buf[0..len) from its headers alone; BFEED_EDATASET
- * with a reason for a file that is not a still WebP (webp_decode_read: the
- * same, or BFEED_ENOMEM). */
-int webp_decode_header(const uint8_t *buf, size_t len, int *width, int *height, char *err,
-                       size_t errlen);
+/* Size of the WebP in buf[0..len) from its headers alone, and *working,
+ * the bytes libwebp will allocate to decode it besides the caller's
+ * pixels; BFEED_EDATASET with a reason for a file that is not a still WebP
+ * (webp_decode_read: the same, or BFEED_ENOMEM). */
+int webp_decode_header(const uint8_t *buf, size_t len, int *width, int *height, uint64_t *working,
+                       char *err, size_t errlen);
 
 /* Decode the whole image into out as RGBA, rows stride bytes apart (at
  * least width * 4), size bytes in all. */

@@ -1,7 +1,8 @@
 /*
  * flow.c -- see flow.h. Every rule of what a stream may schedule and send is
- * here, in three parts: the daemon's memory (held, share, reclaim, wake),
- * one stream's window and slots, and conn.c's byte reports.
+ * here, in four parts: which streams are idle, the daemon's memory (held,
+ * share, reclaim, wake), one stream's window and slots, and conn.c's byte
+ * reports.
  *
  * A rule that looks at how streams use memory over time (which read, which
  * do not) belongs in flow_reclaim and flow_share: every stream's positions,
@@ -15,7 +16,8 @@
 
 #include "bfeed_types.h"
 #include "batch.h"
-#include "jpeg_decode.h"
+#include "clock.h"
+#include "decode_mem.h"
 #include "msg.h"
 #include "shm_ring.h"
 
@@ -34,6 +36,10 @@ struct flow_stream {
   uint32_t slots;       /* of its shared-memory ring; 0: none */
   uint64_t slot_busy;   /* bit i: slot i holds a batch scheduled, sent or held by the caller */
   uint64_t slot_seq[MSG_SHM_MAX_SLOTS]; /* the batch in each busy slot */
+  uint64_t since_ns;    /* open, the last ACK that consumed, or the send that gave the client a batch to take */
+  uint64_t acked_ns;    /* when the last ACK that consumed came (0: none yet) */
+  uint64_t pace_ns;     /* time per batch consumed, averaged over its recent ACKs (0: not known yet) */
+  uint64_t dropped_idle; /* finished batches freed while it was idle, made again when it read */
 };
 
 struct flow {
@@ -43,15 +49,22 @@ struct flow {
   int open;                   /* of those, the open ones */
   uint64_t queued;            /* bytes in every socket's write queue */
   int blocked;                /* a stream was refused memory and waits for bytes to be freed */
+  uint64_t (*now)(void);      /* the monotonic clock, in ns (a test's own) */
+  uint64_t dropped_idle;      /* batches freed from idle streams, in all */
 };
+
+static uint64_t flow_clock(void) { return clock_now_ns(); }
 
 flow *flow_new(const uint64_t *max_memory, bufcache *buffers) {
   flow *f = calloc(1, sizeof *f);
   if (!f) return NULL;
   f->max_memory = max_memory;
   f->buffers = buffers;
+  f->now = flow_clock;
   return f;
 }
+
+void flow_set_clock(flow *f, uint64_t (*now_ns)(void)) { f->now = now_ns ? now_ns : flow_clock; }
 
 static void flow_discard(flow_stream *fs) {
   if (fs->prev) fs->prev->next = fs->next;
@@ -67,6 +80,49 @@ void flow_free(flow *f) {
 }
 
 /* ------------------------------------------------------------------ */
+/* Idle streams                                                        */
+
+/* A stream is idle when its client has had a batch to take for
+ * FLOW_IDLE_NS, or for FLOW_IDLE_PACES of its own times per batch if that
+ * is longer, without taking one (PROTOCOL.md "Flow control"). A client
+ * waiting for its next batch is never idle, however slow the batch; a
+ * trainer whose step takes seconds is idle only after several steps
+ * without consuming. */
+#define FLOW_IDLE_NS 1000000000ull
+#define FLOW_IDLE_PACES 4
+
+static int flow_idle(const flow_stream *fs, uint64_t now) {
+  if (!fs->owner || fs->sent <= fs->acked) return 0;
+  uint64_t wait = fs->pace_ns * FLOW_IDLE_PACES > FLOW_IDLE_NS ? fs->pace_ns * FLOW_IDLE_PACES : FLOW_IDLE_NS;
+  return now - fs->since_ns >= wait;
+}
+
+int flow_is_idle(const flow_stream *fs) { return flow_idle(fs, fs->f->now()); }
+
+uint64_t flow_dropped_idle(const flow_stream *fs) { return fs->dropped_idle; }
+
+int flow_idle_streams(const flow *f) {
+  int n = 0;
+  uint64_t now = f->now();
+  for (const flow_stream *fs = f->streams; fs; fs = fs->next) n += flow_idle(fs, now);
+  return n;
+}
+
+uint64_t flow_dropped_idle_total(const flow *f) { return f->dropped_idle; }
+
+/* The client consumed up to `consumed` (more than before): the clock
+ * restarts, and its pace takes in the time per batch since the last ACK
+ * (a moving average over about eight ACKs). */
+static void flow_consumed(flow_stream *fs, uint64_t consumed) {
+  uint64_t now = fs->f->now(), n = consumed - fs->acked;
+  if (fs->acked_ns && n) {
+    uint64_t per = (now - fs->acked_ns) / n;
+    fs->pace_ns = fs->pace_ns ? fs->pace_ns - fs->pace_ns / 8 + per / 8 : per;
+  }
+  fs->acked_ns = fs->since_ns = now;
+}
+
+/* ------------------------------------------------------------------ */
 /* The daemon's memory                                                 */
 
 /* What a stream counts against its share: batches scheduled and not yet
@@ -77,7 +133,7 @@ static uint64_t flow_holding(const flow_stream *fs) {
 }
 
 uint64_t flow_held(const flow *f) {
-  uint64_t held = (f->buffers ? bufcache_idle_bytes(f->buffers) : 0) + jpeg_decode_held() + batch_scratch_bytes() +
+  uint64_t held = (f->buffers ? bufcache_idle_bytes(f->buffers) : 0) + decode_mem_held() + batch_scratch_bytes() +
                   shm_ring_bytes() + f->queued;
   for (const flow_stream *fs = f->streams; fs; fs = fs->next)
     if (fs->owner) held += (fs->scheduled - fs->sent) * fs->frame_bytes;
@@ -88,8 +144,20 @@ int flow_admits(const flow *f, uint64_t bytes) {
   return *f->max_memory == 0 || flow_held(f) + bytes <= *f->max_memory;
 }
 
-/* What each open stream may hold. */
-static uint64_t flow_share(const flow *f) { return *f->max_memory / (uint64_t)(f->open > 0 ? f->open : 1); }
+uint64_t flow_open_share(const flow *f, char *how, size_t howlen) {
+  uint64_t max = *f->max_memory, share = max ? max / ((uint64_t)f->open + 1) : UINT64_MAX;
+  snprintf(how, howlen, "its share of max_memory (%llu / %d streams = %llu)",
+           (unsigned long long)max, f->open + 1, (unsigned long long)share);
+  return share;
+}
+
+/* What each open stream that reads may hold: max_memory over the open
+ * streams that are not idle (an idle one may hold one batch, no share). */
+static uint64_t flow_share(const flow *f) {
+  uint64_t now = f->now(), active = 0;
+  for (const flow_stream *fs = f->streams; fs; fs = fs->next) active += fs->owner && !flow_idle(fs, now);
+  return *f->max_memory / (active > 0 ? active : 1);
+}
 
 static int flow_fits(const flow *f, uint64_t bytes, uint64_t holding) {
   return holding + bytes <= flow_share(f) && flow_held(f) + bytes <= *f->max_memory;
@@ -107,13 +175,34 @@ static int flow_trim(flow *f) {
   return 1;
 }
 
+/* Free every finished, unsent batch of the idle streams (their frames on
+ * the socket stay: they cannot be called back), emptying the buffer cache
+ * after each stream shed. 1 if fits(f, bytes, holding) then. */
+static int flow_shed_idle(flow *f, uint64_t bytes, uint64_t holding,
+                          int (*fits)(const flow *, uint64_t, uint64_t)) {
+  uint64_t now = f->now();
+  for (flow_stream *fs = f->streams; fs; fs = fs->next) {
+    if (!flow_idle(fs, now)) continue;
+    int n = flow_shed(fs, fs->queued);
+    if (!n) continue;
+    fs->dropped_idle += (uint64_t)n;
+    f->dropped_idle += (uint64_t)n;
+    flow_trim(f);
+    if (fits(f, bytes, holding)) return 1;
+  }
+  return 0;
+}
+
 /* Take memory back for a stream within its share: free buffers kept for
- * reuse first, then finished, unsent batches of streams over their share
+ * reuse first, then the idle streams' finished, unsent batches (their
+ * clients have stopped taking batches; each is made again, byte for byte,
+ * when its client reads again), then those of streams over their share
  * (clients that do not read). A shed batch's buffer goes back to the buffer cache,
  * where it still counts as held, so the cache is emptied again after each
  * stream shed. 1 if the request fits then. */
 static int flow_reclaim(flow *f, uint64_t bytes, uint64_t holding) {
   if (flow_trim(f) && flow_fits(f, bytes, holding)) return 1;
+  if (flow_shed_idle(f, bytes, holding, flow_fits)) return 1;
   uint64_t share = flow_share(f);
   for (flow_stream *fs = f->streams; fs; fs = fs->next) {
     if (!fs->owner || flow_holding(fs) <= share || !flow_shed(fs, share)) continue;
@@ -121,6 +210,17 @@ static int flow_reclaim(flow *f, uint64_t bytes, uint64_t holding) {
     if (flow_fits(f, bytes, holding)) return 1;
   }
   return 0;
+}
+
+static int flow_room(const flow *f, uint64_t bytes, uint64_t holding) {
+  (void)holding;
+  return flow_admits(f, bytes);
+}
+
+int flow_make_room(flow *f, uint64_t bytes) {
+  if (flow_admits(f, bytes)) return 1;
+  if (flow_trim(f) && flow_admits(f, bytes)) return 1;
+  return flow_shed_idle(f, bytes, 0, flow_room);
 }
 
 /* 1 if `bytes` more fit for a stream holding `holding` (always, with no
@@ -158,6 +258,7 @@ flow_stream *flow_open(flow *f, uint32_t window, uint64_t frame_bytes, uint32_t 
   fs->window = window;
   fs->frame_bytes = frame_bytes;
   fs->slots = slots < MSG_SHM_MAX_SLOTS ? slots : MSG_SHM_MAX_SLOTS;
+  fs->since_ns = f->now();
   fs->next = f->streams;
   if (f->streams) f->streams->prev = fs;
   f->streams = fs;
@@ -176,9 +277,13 @@ uint64_t flow_scheduled(const flow_stream *fs) { return fs->scheduled; }
 uint64_t flow_sent(const flow_stream *fs) { return fs->sent; }
 uint64_t flow_acked(const flow_stream *fs) { return fs->acked; }
 
+/* An idle stream makes one batch at a time, and only while it holds
+ * nothing: when its client reads again, one is there or on the way. */
 int flow_may_schedule(flow_stream *fs, uint64_t end) {
-  return fs->scheduled < end && fs->scheduled < fs->acked + fs->window &&
-         flow_memory_allows(fs->f, fs->frame_bytes, flow_holding(fs));
+  uint64_t holding = flow_holding(fs);
+  if (fs->scheduled >= end || fs->scheduled >= fs->acked + fs->window) return 0;
+  if (holding && flow_idle(fs, fs->f->now())) return 0;
+  return flow_memory_allows(fs->f, fs->frame_bytes, holding);
 }
 
 /* The busy slot holding batch seq, or -1. */
@@ -219,13 +324,19 @@ void flow_built(flow_stream *fs, uint64_t bytes) {
  * further batches wait in the daemon, where flow_shed can reach them. */
 int flow_may_send(const flow_stream *fs) { return fs->queued < 2 * fs->frame_bytes; }
 
-void flow_send(flow_stream *fs) { fs->sent++; }
+/* The client has a batch to take from now on, if it had none. */
+void flow_send(flow_stream *fs) {
+  if (fs->sent++ == fs->acked) fs->since_ns = fs->f->now();
+}
 
 int flow_ack(flow_stream *fs, uint64_t consumed, char *err, size_t errlen) {
   if (consumed > fs->sent)
     return snprintf(err, errlen, "ACK of %llu batches, more than were sent", (unsigned long long)consumed),
            BFEED_EPROTO;
-  if (consumed > fs->acked) fs->acked = consumed;
+  if (consumed > fs->acked) {
+    flow_consumed(fs, consumed);
+    fs->acked = consumed;
+  }
   return 0;
 }
 

@@ -17,13 +17,19 @@
  *  - window: batch seq is scheduled only while seq < consumed + window;
  *  - a stream whose batches fill its socket's queue (two of them) is not
  *    reading: what it has made waits in the daemon, where it may be shed;
- *  - max_memory: bytes held (below) stay under it; each open stream may
- *    hold at most its share, max_memory / open streams; a stream holding
- *    nothing may always schedule one batch, so the limit is passed by at
- *    most one batch per such stream; when memory is short, idle cached
- *    buffers go back first, then finished, unsent batches of streams over
- *    their share are shed (a batch is a pure function of its position, so
- *    it is made again byte for byte when its turn comes);
+ *  - idle: a stream whose client has had a batch to take for a second
+ *    (or four of its own times per batch, if longer) without taking one is
+ *    idle until its next ACK that consumes; it schedules one batch at a
+ *    time, only while it holds nothing, and has no share;
+ *  - max_memory: bytes held (below) stay under it; each open stream that
+ *    is not idle may hold at most its share, max_memory / open streams not
+ *    idle; a stream holding nothing may always schedule one batch, so the
+ *    limit is passed by at most one batch per such stream (OPEN bounds
+ *    that batch: flow_open_share); when memory is short, idle cached
+ *    buffers go back first, then the idle streams' finished, unsent
+ *    batches, then those of streams over their share are shed (a batch is
+ *    a pure function of its position, so it is made again byte for byte
+ *    when its turn comes);
  *  - a stream refused memory waits until bytes are freed (a write
  *    finishes) and held is under max_memory again;
  *  - shared memory: each batch scheduled takes a free slot of the ring,
@@ -75,6 +81,26 @@ uint64_t flow_held(const flow *f);
  * ring), fit max_memory beside what is held now, with no exception
  * (always, with no limit). */
 int flow_admits(const flow *f, uint64_t bytes);
+/* The same, after making room if need be: the buffer cache's free buffers
+ * go back, then the idle streams' finished, unsent batches are shed, as
+ * for a stream that reads (a ring for a new stream is not refused because
+ * streams that stopped reading hold the memory). */
+int flow_make_room(flow *f, uint64_t bytes);
+/* Idle streams now, and batches freed from idle streams in all (the
+ * daemon's idle_streams and batches_dropped_idle). */
+int flow_idle_streams(const flow *f);
+uint64_t flow_dropped_idle_total(const flow *f);
+/* The clock flow reads (nanoseconds, monotonic), for tests; NULL: clock_now_ns. */
+void flow_set_clock(flow *f, uint64_t (*now_ns)(void));
+
+/* What a stream opening now may count on for its largest batch: its share
+ * of max_memory beside every stream open, reading or not, max_memory /
+ * (open streams + 1); UINT64_MAX with no limit. The one batch a stream
+ * holding nothing may always schedule is bounded so: stream.c refuses at
+ * OPEN a stream whose largest batch is over it, so the streams open at any
+ * time pass max_memory by at most max_memory x (1 + 1/2 + ... + 1/n).
+ * how gets the sum, for a message. */
+uint64_t flow_open_share(const flow *f, char *how, size_t howlen);
 
 /* A stream opens with this window, an estimate of a batch's buffer (what
  * it counts per batch scheduled before it has made one) and `slots`
@@ -89,6 +115,9 @@ void flow_close(flow_stream *fs);
 uint64_t flow_scheduled(const flow_stream *fs);
 uint64_t flow_sent(const flow_stream *fs);
 uint64_t flow_acked(const flow_stream *fs);
+/* 1 while the stream is idle (above); its batches freed while idle. */
+int flow_is_idle(const flow_stream *fs);
+uint64_t flow_dropped_idle(const flow_stream *fs);
 
 /* 1 if the next batch may be scheduled now: it is before `end` (the
  * stream's batches in all), inside the window, and memory allows. A 0 for

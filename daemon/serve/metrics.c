@@ -111,6 +111,10 @@ void metrics_render(server *s, wbuf *w) {
   printfw(w, "bfeed_protocol_errors_total %llu\n", (unsigned long long)s->protocol_errors);
   help(w, "bfeed_streams", "gauge", "Streams open now.");
   printfw(w, "bfeed_streams %d\n", server_stream_count(s));
+  help(w, "bfeed_idle_streams", "gauge", "Open streams whose client has stopped taking batches (PROTOCOL.md).");
+  printfw(w, "bfeed_idle_streams %d\n", flow_idle_streams(s->flow));
+  help(w, "bfeed_batches_dropped_idle_total", "counter", "Finished batches freed from idle streams, made again later.");
+  printfw(w, "bfeed_batches_dropped_idle_total %llu\n", (unsigned long long)flow_dropped_idle_total(s->flow));
   help(w, "bfeed_workers", "gauge", "Worker threads.");
   printfw(w, "bfeed_workers %d\n", s->workers ? workers_count(s->workers) : 0);
   help(w, "bfeed_workers_busy", "gauge", "Worker threads building a batch now.");

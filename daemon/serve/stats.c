@@ -8,7 +8,7 @@
 
 #include "conn_impl.h"
 #include "flow.h"
-#include "jpeg_decode.h"
+#include "decode_mem.h"
 #include "report.h"
 #include "server.h"
 #include "stream.h"
@@ -56,6 +56,8 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "clients_rejected", s->rejected_total);
   report_counter_put(&r, "protocol_errors", s->protocol_errors);
   report_counter_put(&r, "streams", (uint64_t)server_stream_count(s));
+  report_counter_put(&r, "idle_streams", (uint64_t)flow_idle_streams(s->flow));
+  report_counter_put(&r, "batches_dropped_idle", flow_dropped_idle_total(s->flow));
   report_counter_put(&r, "workers", s->workers ? (uint64_t)workers_count(s->workers) : 0);
   report_counter_put(&r, "workers_busy", busy);
   report_counter_put(&r, "queue_depth", queued);
@@ -63,7 +65,7 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "memory_held_bytes", flow_held(s->flow));
   report_counter_put(&r, "max_memory_bytes", s->limits.max_memory);
   report_counter_put(&r, "buffer_pool_bytes", s->buffers ? bufcache_idle_bytes(s->buffers) : 0);
-  report_counter_put(&r, "decode_memory_bytes", jpeg_decode_held());
+  report_counter_put(&r, "decode_memory_bytes", decode_mem_held());
   report_counter_put(&r, "worker_scratch_bytes", batch_scratch_bytes());
   for (ds_stats *d = s->stats; d; d = d->next) {
     report_group_begin(&r, "dataset", d->name);

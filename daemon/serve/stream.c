@@ -6,6 +6,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "batch_text.h"
 #include "shm_ring.h"
 #include "select.h"
 #include "opts.h"
@@ -56,7 +57,7 @@ static void stream_open_ring(stream *st, flow *f, uint64_t *frame_bytes) {
   uint32_t slots = st->spec.opts.window + 2 < MSG_SHM_MAX_SLOTS ? st->spec.opts.window + 2 : MSG_SHM_MAX_SLOTS;
   uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
   if (slot_size == 0) slot_size = 64;
-  if (!flow_admits(f, slots * slot_size)) {
+  if (!flow_make_room(f, slots * slot_size)) {
     log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
              "served over the socket", st->id, slots, (unsigned long long)slot_size);
     return;
@@ -71,6 +72,23 @@ static void stream_open_ring(stream *st, flow *f, uint64_t *frame_bytes) {
 }
 
 static const flow_ops stream_flow_ops; /* below, beside what it calls */
+
+/* Every stream may always have one batch scheduled, beyond max_memory if
+ * need be: a stream whose largest batch is over its share of max_memory
+ * at OPEN (flow_open_share) is refused, saying what fits, so that no
+ * client takes many times the limit with a few streams of huge batches.
+ * A text stream served under the default length cap is logged with it. */
+static int stream_check_memory(stream *st, flow *f, char *err, size_t errlen) {
+  char whose[160];
+  uint64_t share = flow_open_share(f, whose, sizeof whose);
+  int rc = share == UINT64_MAX ? 0 : batch_spec_check_memory(&st->spec, share, whose, err, errlen);
+  uint32_t cap = batch_text_default_cap(&st->spec.opts, st->spec.ds);
+  if (rc == 0 && cap && cap == st->spec.len_cap)
+    log_info(st->log, "stream %u: the longest sample of %s has %u tokens: serving at most %u (%u MiB of vectors; "
+             "set max_len to choose)", st->id, st->spec.ds->name, st->spec.ds->text.longest, cap,
+             BATCH_TEXT_DEFAULT_BYTES >> 20);
+  return rc;
+}
 
 static void stream_free(stream *st) {
   select_free(&st->sel);
@@ -123,6 +141,10 @@ int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const 
   st->stats = stats;
   st->shuffle = opts_shuffled(o);
   epoch_cache_init(&st->orders, &st->spec, st->shuffle);
+  if ((rc = stream_check_memory(st, f, err, errlen)) < 0) {
+    stream_free(st);
+    return rc;
+  }
   st->shard_samples = n;
   st->bpe = bpe;
   if (shm) stream_open_ring(st, f, &frame_bytes);
@@ -330,6 +352,8 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"batches_per_epoch", st->bpe},
       {"kernel_copy_bytes", st->kernel_copy_bytes},
       {"shm_batches", st->shm_batches},
+      {"idle", (uint64_t)flow_is_idle(st->flow)},
+      {"batches_dropped_idle", flow_dropped_idle(st->flow)},
       {"requested", st->sel.requested}, /* on-demand streams only: the last entry */
   };
   size_t n = 0, count = sizeof v / sizeof v[0] - (st->sel.kind != BFEED_SELECT_ON_DEMAND);

@@ -4,8 +4,11 @@
  * ACKs, the shared-memory slots and releases, max_memory's shares and the
  * one-batch rule, shedding a stream that does not read for one that does
  * (its buffers leaving the pool too), waking refused streams when bytes are written, and a closed stream's
- * bytes counted until its queued frames are out. test_flow and test_memory
- * check the same rules through the real daemon.
+ * bytes counted until its queued frames are out; streams that stop taking
+ * batches (idle, on a clock the test turns) giving their memory and ring
+ * room to one that reads, and getting the same batches when they read
+ * again. test_flow and test_memory check the same rules through the real
+ * daemon.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -59,13 +62,16 @@ static void fake_open(fake *k, flow *f, bufcache *pool, uint32_t window, uint32_
   assert_non_null(k->fs);
 }
 
-/* Schedule and make every batch flow allows now; how many. */
+/* Schedule and make every batch flow allows now; how many. A batch's
+ * bytes are a function of its seq, as a real batch's are of its position. */
 static int fake_fill(fake *k) {
   int n = 0, slot;
   while (flow_may_schedule(k->fs, UINT64_MAX)) {
     uint64_t seq = flow_schedule(k->fs, &slot);
-    k->made[seq % FAKE_MAX] = bufcache_get(k->pool, MIB, &k->made_cap[seq % FAKE_MAX]);
-    assert_non_null(k->made[seq % FAKE_MAX]);
+    uint8_t *b = bufcache_get(k->pool, MIB, &k->made_cap[seq % FAKE_MAX]);
+    assert_non_null(b);
+    memset(b, (int)(seq * 7 + 1), MIB);
+    k->made[seq % FAKE_MAX] = b;
     flow_built(k->fs, k->made_cap[seq % FAKE_MAX]);
     n++;
   }
@@ -287,12 +293,109 @@ static void test_shed_buffers_leave_the_pool(void **state) {
   shed_for_a_reader(64);
 }
 
+/* The test's clock, turned by hand. */
+static uint64_t fake_now_ns = 1000000000ull;
+static uint64_t fake_clock(void) { return fake_now_ns; }
+#define SEC 1000000000ull
+
+/* A rig of 8 MiB on the test's clock with one stream of window 16 that
+ * has made 8 batches and sent `sends` of them to its socket. */
+static rig *rig_with_sender(uint32_t slots, int sends, fake **out) {
+  rig *r = rig_new(8 * MIB, 0);
+  flow_set_clock(r->f, fake_clock);
+  fake *a = rig_open(r, 16, slots);
+  assert_int_equal(fake_fill(a), 8);
+  for (int i = 0; i < sends; i++) assert_true(fake_send(a));
+  *out = a;
+  return r;
+}
+
+/* A client that has a batch to take and takes none for a second is idle:
+ * a reader opening beside it gets the whole limit, not half, and the
+ * idle stream's finished, unsent batches are freed for it (the two on
+ * its socket stay); the idle stream makes nothing more while it holds
+ * anything. When its client reads again it is a reader again, and the
+ * freed batches are made again, the same ones, in order. */
+static void test_idle_stream_gives_way(void **state) {
+  (void)state;
+  fake *a;
+  rig *r = rig_with_sender(8, 2, &a);
+  assert_false(flow_is_idle(a->fs));
+  fake_now_ns += 2 * SEC;
+  assert_true(flow_is_idle(a->fs));
+  assert_int_equal(flow_idle_streams(r->f), 1);
+  fake *b = rig_open(r, 16, 0);
+  assert_int_equal(fake_fill(b), 6); /* all of max_memory but a's two queued batches */
+  assert_int_equal(a->dropped, 6);
+  assert_int_equal(flow_dropped_idle(a->fs), 6);
+  assert_int_equal(flow_dropped_idle_total(r->f), 6);
+  assert_int_equal(flow_scheduled(a->fs), 2);
+  assert_false(flow_may_schedule(a->fs, UINT64_MAX)); /* idle, and holding its queued batches */
+  assert_int_equal(flow_held(r->f), 8 * MIB);
+  /* a's client reads: it is no longer idle, and makes batch 2 again. */
+  char err[128];
+  fake_write(a, a->fs);
+  assert_int_equal(flow_ack(a->fs, 1, err, sizeof err), 0);
+  assert_false(flow_is_idle(a->fs));
+  assert_int_equal(flow_idle_streams(r->f), 0);
+  assert_true(fake_fill(a) >= 1);
+  assert_non_null(a->made[2]);
+  for (size_t i = 0; i < MIB; i += 4096) assert_int_equal(a->made[2][i], (uint8_t)(2 * 7 + 1));
+  assert_int_equal(flow_scheduled(a->fs) - flow_sent(a->fs) + 1, 4); /* its share now: 4 MiB of 8 */
+  rig_free(r);
+}
+
+/* Idle is about the client, not the daemon: a client waiting for its
+ * next batch is never idle; one whose steps take 1.5 s is idle only after
+ * four of its steps without taking a batch, not after one second (until
+ * two ACKs tell its pace, a second). */
+static void test_idle_follows_the_pace(void **state) {
+  (void)state;
+  rig *r = rig_new(0, 64);
+  flow_set_clock(r->f, fake_clock);
+  fake *k = rig_open(r, 4, 0);
+  char err[128];
+  fake_now_ns += 60 * SEC;
+  assert_false(flow_is_idle(k->fs)); /* nothing sent yet: it waits for us */
+  assert_int_equal(fake_fill(k), 4);
+  for (uint64_t n = 1; n <= 8; n++) {
+    assert_true(fake_send(k));
+    fake_write(k, k->fs);
+    fake_now_ns += 3 * SEC / 2;
+    assert_true(flow_is_idle(k->fs) == (n <= 2)); /* the pace is known from the second ACK on */
+    assert_int_equal(flow_ack(k->fs, n, err, sizeof err), 0);
+    fake_fill(k);
+  }
+  assert_true(fake_send(k));
+  fake_now_ns += 5 * SEC; /* over a second, under four steps */
+  assert_false(flow_is_idle(k->fs));
+  fake_now_ns += 2 * SEC;
+  assert_true(flow_is_idle(k->fs));
+  rig_free(r);
+}
+
+/* A shared-memory ring for a new stream fits once the idle streams'
+ * unsent batches are freed; with none idle it does not fit. */
+static void test_ring_room_from_idle_streams(void **state) {
+  (void)state;
+  fake *a;
+  rig *r = rig_with_sender(0, 1, &a);
+  assert_false(flow_make_room(r->f, 4 * MIB));
+  assert_int_equal(a->dropped, 0);
+  fake_now_ns += 2 * SEC;
+  assert_true(flow_make_room(r->f, 4 * MIB));
+  assert_int_equal(a->dropped, 7);
+  rig_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_and_acks),      cmocka_unit_test(test_client_not_reading),
       cmocka_unit_test(test_shm_slots),            cmocka_unit_test(test_shares_and_one_batch),
       cmocka_unit_test(test_closed_stream_queued), cmocka_unit_test(test_shed_for_a_reader),
       cmocka_unit_test(test_shed_buffers_leave_the_pool),
+      cmocka_unit_test(test_idle_stream_gives_way),        cmocka_unit_test(test_idle_follows_the_pace),
+      cmocka_unit_test(test_ring_room_from_idle_streams),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -181,16 +181,22 @@ void itest_daemon_kill(itest_daemon *d) {
 }
 
 
-long itest_daemon_rss_kib(const itest_daemon *d) {
-  char path[64], line[256];
+/* One "NAME: N kB" line of /proc/PID/status; -1 if absent. */
+static long itest_daemon_status_kib(const itest_daemon *d, const char *field) {
+  char path[64], line[256], want[40];
   long kib = -1;
   snprintf(path, sizeof path, "/proc/%d/status", (int)d->pid);
+  snprintf(want, sizeof want, "%s: %%ld kB", field);
   FILE *f = fopen(path, "r");
   while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+    if (sscanf(line, want, &kib) == 1) break;
   if (f) fclose(f);
   return kib;
 }
+
+long itest_daemon_rss_kib(const itest_daemon *d) { return itest_daemon_status_kib(d, "VmRSS"); }
+
+long itest_daemon_peak_kib(const itest_daemon *d) { return itest_daemon_status_kib(d, "VmHWM"); }
 
 int itest_daemon_log_has(const itest_daemon *d, const char *needle) {
   size_t len;

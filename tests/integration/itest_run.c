@@ -161,6 +161,16 @@ int itest_counters(bfeed_stream *s, const char *const *names, uint64_t *values, 
   return rc;
 }
 
+uint64_t itest_report_counter(const bfeed_stat_group *g, size_t n, const char *kind, const char *id,
+                              const char *name) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(g[i].kind, kind) != 0 || strncmp(g[i].id, id, strlen(id)) != 0) continue;
+    for (size_t k = 0; k < g[i].ncounters; k++)
+      if (strcmp(g[i].counters[k].name, name) == 0) return g[i].counters[k].value;
+  }
+  return UINT64_MAX;
+}
+
 void itest_opts(bfeed_stream_opts *o) {
   bfeed_stream_opts_init(o);
   o->batch = 8;

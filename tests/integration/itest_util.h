@@ -75,6 +75,8 @@ void itest_daemon_kill(itest_daemon *d);
 int itest_daemon_alive(itest_daemon *d);
 /* Its resident memory in KiB (VmRSS), or -1. */
 long itest_daemon_rss_kib(const itest_daemon *d);
+/* The most resident memory it has had, in KiB (VmHWM), or -1. */
+long itest_daemon_peak_kib(const itest_daemon *d);
 /* 1 if its log holds needle. */
 int itest_daemon_log_has(const itest_daemon *d, const char *needle);
 
@@ -172,6 +174,11 @@ long itest_run_diff(const itest_run *a, const itest_run *b);
 /* Stream counters by name, all from one bfeed_stream_stats snapshot (two
  * separate requests would see the daemon at two moments). */
 int itest_counters(bfeed_stream *s, const char *const *names, uint64_t *values, size_t n, bfeed_error *err);
+
+/* One counter of a daemon report (bfeed_daemon_stats): the first group of
+ * `kind` whose id starts with `id` ("" for any). UINT64_MAX when absent. */
+uint64_t itest_report_counter(const bfeed_stat_group *g, size_t n, const char *kind, const char *id,
+                              const char *name);
 
 /* Options most tests start from: batch 8, size 32, the rest default. */
 void itest_opts(bfeed_stream_opts *o);

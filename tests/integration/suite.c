@@ -147,6 +147,12 @@ void suite_window_counters(bfeed_stream *st, uint64_t v[2]) {
   SUITE_OK(itest_counters(st, names, v, 2, &err), err);
 }
 
+void suite_raw_ack(int fd, uint32_t stream, uint64_t consumed) {
+  uint8_t p[8];
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(consumed >> (8 * i));
+  assert_int_equal(itest_raw_send(fd, FRAME_ACK, stream, p, sizeof p), 0);
+}
+
 int suite_raw_hello(const char *addr) {
   int fd = itest_raw_connect(addr);
   assert_true(fd >= 0);

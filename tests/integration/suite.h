@@ -99,6 +99,8 @@ void suite_close_runs(bfeed_stream *st, bfeed_client *c, itest_run *ref, itest_r
 /* The raw connection fd still answers (STATS_REQ on stream, 0 for the
  * daemon's report, is answered with STATS there); then it is closed. */
 void suite_raw_answers_then_close(int fd, uint32_t stream);
+/* ACK on a raw connection: the client has consumed `consumed` batches of stream. */
+void suite_raw_ack(int fd, uint32_t stream, uint64_t consumed);
 /* A raw connection to addr, handshake done (the test fails otherwise). */
 int suite_raw_hello(const char *addr);
 /* A raw client with a deep window of big batches open that never reads:

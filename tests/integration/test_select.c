@@ -47,12 +47,6 @@ static void sel_opts(bfeed_stream_opts *o, int select, uint64_t mod, uint64_t re
   o->select_rem = rem;
 }
 
-static void sel_ack(int fd, uint32_t id, uint64_t consumed) {
-  uint8_t p[8];
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(consumed >> (8 * i));
-  assert_int_equal(itest_raw_send(fd, FRAME_ACK, id, p, sizeof p), 0);
-}
-
 /* HELLO, OPEN stream 1 with o on "demo", and OPEN_OK's contents. */
 static int sel_open(const char *addr, const bfeed_stream_opts *o, msg_open_ok *ok) {
   int fd = suite_raw_open(addr, o);
@@ -93,7 +87,7 @@ static void sel_collect(int fd, sel_run *r, uint64_t want) {
     assert_int_equal(h.type, FRAME_BATCH);
     assert_true(r->n < sizeof r->b / sizeof r->b[0]);
     sel_record(&r->b[r->n++], p, h.length);
-    sel_ack(fd, 1, r->n);
+    suite_raw_ack(fd, 1, r->n);
   }
 }
 
