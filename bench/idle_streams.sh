@@ -9,10 +9,10 @@
 # One daemon (--max-memory MAX_MEMORY, default 256M; as many workers as
 # cores) serves DATA_DIR. In each of ROUNDS rounds (default 5), one after
 # the other: `bfeed bench` alone, then the same with IDLE streams (default
-# 8) held open by a second client that never reads them. Prints the load
-# and the busiest processes first, every result, then medians and the
-# ratio beside/alone, with the bench's shm batch count and the daemon's
-# idle-stream counters.
+# 8) held open by a second client that never reads them, once the daemon
+# counts them idle. Prints the load and the busiest processes first, every
+# result, then medians and the ratio beside/alone, with the bench's shm
+# batch count.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?usage: bench/idle_streams.sh DATA_DIR [ROUNDS] [IDLE] [MAX_MEMORY]}
@@ -53,7 +53,14 @@ print("open", flush=True)
 time.sleep(3600)' "unix:$run/s.sock" "$idle" >"$run/holder.out" &
   holder=$!
   while ! grep -q open "$run/holder.out" 2>/dev/null; do sleep 0.1; done
-  sleep 2 # their batches built, their memory held
+  # Their batches built and sent, their memory held, until the daemon
+  # counts them idle (a second after each had a batch to take; up to 10 s).
+  for _ in $(seq 100); do
+    n=$("$bin/bfeed" stats --connect "unix:$run/s.sock" --json 2>/dev/null |
+      "$py" -c 'import json, sys; print(json.load(sys.stdin)["daemon"]["idle_streams"])' 2>/dev/null || echo 0)
+    [ "$n" -ge "$idle" ] && break
+    sleep 0.1
+  done
 }
 
 for r in $(seq "$rounds"); do

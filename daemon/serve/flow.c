@@ -35,6 +35,8 @@ struct flow_stream {
   uint64_t frames;      /* those batches: conn.c holds fs for each until it reports it written */
   uint32_t slots;       /* of its shared-memory ring; 0: none */
   uint64_t slot_busy;   /* bit i: slot i holds a batch scheduled, sent or held by the caller */
+  uint64_t slot_cold;   /* bit i: slot i is free and its memory given back (flow_cool) */
+  uint64_t slot_bytes;  /* a slot's size, learnt from the first cooled (0: none cooled yet) */
   uint64_t slot_seq[MSG_SHM_MAX_SLOTS]; /* the batch in each busy slot */
   uint64_t since_ns;    /* open, the last ACK that consumed, or the send that gave the client a batch to take */
   uint64_t acked_ns;    /* when the last ACK that consumed came (0: none yet) */
@@ -90,6 +92,8 @@ void flow_free(flow *f) {
  * without consuming. */
 #define FLOW_IDLE_NS 1000000000ull
 #define FLOW_IDLE_PACES 4
+/* Ring batches announced beyond those consumed (flow_may_send). */
+#define FLOW_RING_AHEAD 2
 
 static int flow_idle(const flow_stream *fs, uint64_t now) {
   if (!fs->owner || fs->sent <= fs->acked) return 0;
@@ -167,6 +171,7 @@ static int flow_fits(const flow *f, uint64_t bytes, uint64_t holding) {
  * it holds at most `keep` or the last is still being made; its slots go
  * back. How many were freed. */
 static int flow_shed(flow_stream *fs, uint64_t keep);
+static int flow_cool(flow_stream *fs);
 
 /* Give the buffer cache's free buffers back to the system: 1 if there were any. */
 static int flow_trim(flow *f) {
@@ -176,17 +181,18 @@ static int flow_trim(flow *f) {
 }
 
 /* Free every finished, unsent batch of the idle streams (their frames on
- * the socket stay: they cannot be called back), emptying the buffer cache
- * after each stream shed. 1 if fits(f, bytes, holding) then. */
+ * the socket stay: they cannot be called back) and the memory of their
+ * free ring slots, emptying the buffer cache after each stream shed. 1 if
+ * fits(f, bytes, holding) then. */
 static int flow_shed_idle(flow *f, uint64_t bytes, uint64_t holding,
                           int (*fits)(const flow *, uint64_t, uint64_t)) {
   uint64_t now = f->now();
   for (flow_stream *fs = f->streams; fs; fs = fs->next) {
     if (!flow_idle(fs, now)) continue;
     int n = flow_shed(fs, fs->queued);
-    if (!n) continue;
     fs->dropped_idle += (uint64_t)n;
     f->dropped_idle += (uint64_t)n;
+    if (!flow_cool(fs) && !n) continue;
     flow_trim(f);
     if (fits(f, bytes, holding)) return 1;
   }
@@ -266,6 +272,10 @@ flow_stream *flow_open(flow *f, uint32_t window, uint64_t frame_bytes, uint32_t 
   return fs;
 }
 
+void flow_add_slots(flow_stream *fs, uint32_t slots) {
+  if (!fs->slots) fs->slots = slots < MSG_SHM_MAX_SLOTS ? slots : MSG_SHM_MAX_SLOTS;
+}
+
 void flow_close(flow_stream *fs) {
   if (!fs || !fs->owner) return;
   fs->owner = NULL;
@@ -277,13 +287,12 @@ uint64_t flow_scheduled(const flow_stream *fs) { return fs->scheduled; }
 uint64_t flow_sent(const flow_stream *fs) { return fs->sent; }
 uint64_t flow_acked(const flow_stream *fs) { return fs->acked; }
 
-/* An idle stream makes one batch at a time, and only while it holds
- * nothing: when its client reads again, one is there or on the way. */
+/* An idle stream makes nothing: its client has a batch to take (that is
+ * what makes it idle), and the window fills again at its next ACK. */
 int flow_may_schedule(flow_stream *fs, uint64_t end) {
-  uint64_t holding = flow_holding(fs);
   if (fs->scheduled >= end || fs->scheduled >= fs->acked + fs->window) return 0;
-  if (holding && flow_idle(fs, fs->f->now())) return 0;
-  return flow_memory_allows(fs->f, fs->frame_bytes, holding);
+  if (flow_idle(fs, fs->f->now())) return 0;
+  return flow_memory_allows(fs->f, fs->frame_bytes, flow_holding(fs));
 }
 
 /* The busy slot holding batch seq, or -1. */
@@ -293,17 +302,43 @@ static int flow_slot_of(const flow_stream *fs, uint64_t seq) {
   return -1;
 }
 
+/* A free slot for the next batch: a warm one, else a cold one whose
+ * memory fits again (warmed), else -1. */
+static int flow_free_slot(flow_stream *fs) {
+  uint64_t free = ~fs->slot_busy & (fs->slots < 64 ? (1ull << fs->slots) - 1 : ~0ull);
+  if (free & ~fs->slot_cold) return __builtin_ctzll(free & ~fs->slot_cold);
+  if (!free || !flow_admits(fs->f, fs->slot_bytes)) return -1;
+  int i = __builtin_ctzll(free);
+  fs->ops->slot_warm(fs->owner, (uint32_t)i);
+  fs->slot_cold &= ~(1ull << i);
+  return i;
+}
+
 uint64_t flow_schedule(flow_stream *fs, int *slot) {
   uint64_t seq = fs->scheduled++;
-  *slot = -1;
-  for (uint32_t i = 0; i < fs->slots; i++) {
-    if (fs->slot_busy >> i & 1) continue;
+  int i = flow_free_slot(fs);
+  if (i >= 0) {
     fs->slot_busy |= 1ull << i;
     fs->slot_seq[i] = seq;
-    *slot = (int)i;
-    break;
   }
+  *slot = i;
   return seq;
+}
+
+/* Give back the memory of every free slot of an idle stream: its client
+ * holds none of their batches, and when it reads again they are warmed one
+ * by one as memory allows. How many were cooled. */
+static int flow_cool(flow_stream *fs) {
+  int n = 0;
+  for (uint32_t i = 0; fs->ops->slot_cool && i < fs->slots; i++) {
+    if ((fs->slot_busy | fs->slot_cold) >> i & 1) continue;
+    uint64_t bytes = fs->ops->slot_cool(fs->owner, i);
+    if (!bytes) continue;
+    fs->slot_cold |= 1ull << i;
+    fs->slot_bytes = bytes;
+    n++;
+  }
+  return n;
 }
 
 static int flow_shed(flow_stream *fs, uint64_t keep) {
@@ -321,8 +356,15 @@ void flow_built(flow_stream *fs, uint64_t bytes) {
 }
 
 /* Two batches waiting in the write queue: the client is not reading, and
- * further batches wait in the daemon, where flow_shed can reach them. */
-int flow_may_send(const flow_stream *fs) { return fs->queued < 2 * fs->frame_bytes; }
+ * further batches wait in the daemon, where flow_shed can reach them. A
+ * batch in a ring slot goes out only FLOW_RING_AHEAD past what the client
+ * has consumed: the rest of the window waits made in its slots, where the
+ * daemon can still free it, since a slot announced to a client that stops
+ * reading is held until it reads (flow_cool reaches only the others). */
+int flow_may_send(const flow_stream *fs) {
+  if (fs->sent >= fs->acked + FLOW_RING_AHEAD && flow_slot_of(fs, fs->sent) >= 0) return 0;
+  return fs->queued < 2 * fs->frame_bytes;
+}
 
 /* The client has a batch to take from now on, if it had none. */
 void flow_send(flow_stream *fs) {

@@ -19,8 +19,8 @@
  *    reading: what it has made waits in the daemon, where it may be shed;
  *  - idle: a stream whose client has had a batch to take for a second
  *    (or four of its own times per batch, if longer) without taking one is
- *    idle until its next ACK that consumes; it schedules one batch at a
- *    time, only while it holds nothing, and has no share;
+ *    idle until its next ACK that consumes; it schedules nothing (its
+ *    client has a batch to take) and has no share;
  *  - max_memory: bytes held (below) stay under it; each open stream that
  *    is not idle may hold at most its share, max_memory / open streams not
  *    idle; a stream holding nothing may always schedule one batch, so the
@@ -35,12 +35,17 @@
  *  - shared memory: each batch scheduled takes a free slot of the ring,
  *    busy until the client releases that batch; with none free the batch
  *    travels over the socket. Releases never stall nor start scheduling.
+ *    A batch in a slot is announced only two past what the client has
+ *    consumed (the rest of the window waits made in its slots, where it
+ *    can still be shed); when memory is short an idle stream's free slots
+ *    give their memory back (cold), and a cold slot is used again only
+ *    when it fits max_memory, else the batch takes the socket.
  *
  * Held bytes: batches scheduled and not yet sent (estimated per stream:
  * its largest batch so far, or the largest it can make before its first),
  * every byte queued on a socket (a batch's whole cached buffer, replies
- * too), the workers' buffers and the decodes in progress, the rings, and
- * the free buffers the buffer cache keeps.
+ * too), the workers' buffers and the decodes in progress, the rings less
+ * their cold slots, and the free buffers the buffer cache keeps.
  *
  * Loop thread only. A flow_stream belongs to its stream until
  * flow_close; it lives on, without an owner, while conn.c holds frames
@@ -66,6 +71,11 @@ typedef struct flow_ops {
    * finished: 1, and flow counts it unscheduled; 0 if it is still being
    * made (it stays). */
   int (*drop)(void *owner, uint64_t seq);
+  /* Shared-memory streams (NULL: their slots are never cooled): give the
+   * memory of free slot i back, the bytes given back (0: not done); and
+   * take it again before slot i is written. */
+  uint64_t (*slot_cool)(void *owner, uint32_t slot);
+  void (*slot_warm)(void *owner, uint32_t slot);
 } flow_ops;
 
 /* The daemon's flow control. *max_memory (0: no limit) is read at every
@@ -107,6 +117,9 @@ uint64_t flow_open_share(const flow *f, char *how, size_t howlen);
  * shared-memory slots (0: none). NULL out of memory. */
 flow_stream *flow_open(flow *f, uint32_t window, uint64_t frame_bytes, uint32_t slots, const flow_ops *ops,
                        void *owner);
+/* A stream opened without a ring has one of `slots` slots from now on
+ * (its ring did not fit at OPEN; nothing if it has one). */
+void flow_add_slots(flow_stream *fs, uint32_t slots);
 /* The stream is closed: it no longer counts nor is asked anything. */
 void flow_close(flow_stream *fs);
 

@@ -15,6 +15,7 @@ struct shm_ring {
   uint32_t slots;
   uint64_t slot_size;
   uint8_t *base;
+  uint64_t cold; /* bit i: slot i's pages given back (shm_ring_cool) */
 };
 
 static uint64_t shm_ring_total; /* loop thread only */
@@ -50,8 +51,26 @@ void shm_ring_free(shm_ring *r) {
   uint64_t size = (uint64_t)r->slots * r->slot_size;
   munmap(r->base, size);
   close(r->fd);
-  shm_ring_total -= size;
+  shm_ring_total -= (uint64_t)(r->slots - (uint32_t)__builtin_popcountll(r->cold)) * r->slot_size;
   free(r);
+}
+
+uint64_t shm_ring_cool(shm_ring *r, uint32_t i) {
+  if (r->cold >> i & 1) return 0;
+  /* The memfd's pages go back to the system; the client's mapping reads
+   * zeros there until the slot is written again. The seals (no shrink, no
+   * grow) leave holes allowed. */
+  if (fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)(i * r->slot_size), (off_t)r->slot_size) < 0)
+    return 0;
+  r->cold |= 1ull << i;
+  shm_ring_total -= r->slot_size;
+  return r->slot_size;
+}
+
+void shm_ring_warm(shm_ring *r, uint32_t i) {
+  if (!(r->cold >> i & 1)) return;
+  r->cold &= ~(1ull << i);
+  shm_ring_total += r->slot_size;
 }
 
 int shm_ring_fd(const shm_ring *r) { return r->fd; }

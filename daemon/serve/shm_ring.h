@@ -27,7 +27,15 @@ int shm_ring_fd(const shm_ring *r);
 uint32_t shm_ring_slots(const shm_ring *r);
 uint64_t shm_ring_slot_size(const shm_ring *r);
 uint8_t *shm_ring_slot(const shm_ring *r, uint32_t i);
-/* Bytes all rings hold now: counted against max_memory (flow.c). */
+/* Give slot i's memory back (its pages are punched out of the memfd):
+ * the bytes given back, 0 if it was cold already or the system refused.
+ * Only for a free slot, one no batch is in and the client holds none of
+ * (flow.c cools the free slots of idle streams). */
+uint64_t shm_ring_cool(shm_ring *r, uint32_t i);
+/* Slot i is about to be written: it counts again (nothing if warm). */
+void shm_ring_warm(shm_ring *r, uint32_t i);
+/* Bytes all rings hold now, less their cold slots: counted against
+ * max_memory (flow.c). */
 uint64_t shm_ring_bytes(void);
 
 #endif

@@ -32,8 +32,10 @@ struct stream {
   ds_stats *stats;
   unsigned inflight;
   int failed, end_sent;
+  flow *fl;          /* the daemon's flow control, for a ring made late */
   shm_ring *ring;    /* a shared-memory stream's ring (PROTOCOL.md "Shared memory"), else NULL */
   int ring_sent;     /* SHM_RING is queued */
+  int ring_wanted;   /* shared memory asked for, the ring not made yet: tried again before each schedule */
   /* counters */
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
   uint64_t kernel_copy_bytes, shm_batches; /* batch bytes through the socket; batches through the ring */
@@ -58,10 +60,16 @@ static void stream_open_ring(stream *st, flow *f, uint64_t *frame_bytes) {
   uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
   if (slot_size == 0) slot_size = 64;
   if (!flow_make_room(f, slots * slot_size)) {
-    log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
-             "served over the socket", st->id, slots, (unsigned long long)slot_size);
+    /* Streams that have just stopped reading may still have batches being
+     * made: the ring is tried again before each batch this one schedules
+     * (stream_late_ring). */
+    if (!st->ring_wanted)
+      log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
+               "served over the socket until it does", st->id, slots, (unsigned long long)slot_size);
+    st->ring_wanted = 1;
     return;
   }
+  st->ring_wanted = 0;
   char err[256];
   if (!(st->ring = shm_ring_new(slots, slot_size, err, sizeof err))) { /* no memfd here (a sandbox?): the socket */
     log_warn(st->log, "stream %u: %s; served over the socket", st->id, err);
@@ -69,6 +77,32 @@ static void stream_open_ring(stream *st, flow *f, uint64_t *frame_bytes) {
   }
   /* A batch's pooled buffer holds only its BATCH_SHM frame now. */
   *frame_bytes = FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4;
+}
+
+/* SHM_RING goes out once, before the first batch made in the ring. */
+static void stream_send_ring(stream *st) {
+  if (!st->ring || st->ring_sent || !st->conn) return;
+  msg_shm_ring r = {.slots = shm_ring_slots(st->ring), .slot_size = shm_ring_slot_size(st->ring)};
+  r.size = r.slots * r.slot_size;
+  wbuf w;
+  wbuf_init(&w);
+  size_t at = msg_begin(&w);
+  msg_shm_ring_encode(&w, &r);
+  msg_finish(&w, at, FRAME_SHM_RING, st->id);
+  st->ring_sent = 1;
+  conn_send_frame_fd(st->conn, &w, shm_ring_fd(st->ring));
+}
+
+/* A ring that did not fit at OPEN, made now if it fits: the batches so
+ * far came over the socket, the next ones are made in the ring. */
+static void stream_late_ring(stream *st) {
+  uint64_t frame_bytes = 0;
+  stream_open_ring(st, st->fl, &frame_bytes);
+  if (!st->ring) return;
+  log_info(st->log, "stream %u: its shared-memory ring fits now, from batch %llu on", st->id,
+           (unsigned long long)flow_scheduled(st->flow));
+  flow_add_slots(st->flow, shm_ring_slots(st->ring));
+  stream_send_ring(st);
 }
 
 static const flow_ops stream_flow_ops; /* below, beside what it calls */
@@ -147,6 +181,7 @@ int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const 
   }
   st->shard_samples = n;
   st->bpe = bpe;
+  st->fl = f;
   if (shm) stream_open_ring(st, f, &frame_bytes);
   st->flow = flow_open(f, o->window, frame_bytes, st->ring ? shm_ring_slots(st->ring) : 0, &stream_flow_ops, st);
   if (!st->flow) {
@@ -174,6 +209,7 @@ static void fail(stream *st, int code, const char *msg) {
  * keep batches as long as it likes), the batch travels over the socket
  * instead, so holding batches never stalls the stream. */
 static void pump(stream *st) {
+  if (st->ring_wanted && st->conn && !st->failed && flow_may_schedule(st->flow, st->end_seq)) stream_late_ring(st);
   while (st->conn && !st->failed && flow_may_schedule(st->flow, st->end_seq)) {
     batch_job *job = calloc(1, sizeof *job);
     if (!job) {
@@ -241,17 +277,7 @@ static void deliver(stream *st) {
 /* deliver() too: a stream with nothing to serve (resumed at the end of its
  * last epoch) ends at once. */
 void stream_start(stream *st) {
-  if (st->ring && !st->ring_sent && st->conn) { /* right after OPEN_OK, before any batch */
-    msg_shm_ring r = {.slots = shm_ring_slots(st->ring), .slot_size = shm_ring_slot_size(st->ring)};
-    r.size = r.slots * r.slot_size;
-    wbuf w;
-    wbuf_init(&w);
-    size_t at = msg_begin(&w);
-    msg_shm_ring_encode(&w, &r);
-    msg_finish(&w, at, FRAME_SHM_RING, st->id);
-    st->ring_sent = 1;
-    conn_send_frame_fd(st->conn, &w, shm_ring_fd(st->ring));
-  }
+  stream_send_ring(st); /* right after OPEN_OK, before any batch */
   pump(st);
   deliver(st);
 }
@@ -274,14 +300,22 @@ static int stream_on_drop(void *owner, uint64_t seq) {
   return 1;
 }
 
-static const flow_ops stream_flow_ops = {.resume = stream_on_resume, .drop = stream_on_drop};
+static uint64_t stream_on_slot_cool(void *owner, uint32_t slot) { return shm_ring_cool(((stream *)owner)->ring, slot); }
+static void stream_on_slot_warm(void *owner, uint32_t slot) { shm_ring_warm(((stream *)owner)->ring, slot); }
 
-/* The window moves, and what it lets in is scheduled, before the releases
+static const flow_ops stream_flow_ops = {.resume = stream_on_resume,
+                                         .drop = stream_on_drop,
+                                         .slot_cool = stream_on_slot_cool,
+                                         .slot_warm = stream_on_slot_warm};
+
+/* The window moves: the ring batches made and waiting to be announced
+ * go out, and what the window lets in is scheduled, before the releases
  * free their slots: the order the daemon has always taken them in, which
  * decides which batches go through the ring and which over the socket. */
 int stream_ack(stream *st, const msg_ack *a, char *err, size_t errlen) {
   int rc = flow_ack(st->flow, a->consumed, err, errlen);
   if (rc < 0) return rc;
+  deliver(st);
   pump(st);
   for (uint32_t k = 0; k < a->nreleased; k++)
     if ((rc = flow_release(st->flow, a->released[k], err, errlen)) < 0) return rc;

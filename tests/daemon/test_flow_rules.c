@@ -6,8 +6,8 @@
  * (its buffers leaving the pool too), waking refused streams when bytes are written, and a closed stream's
  * bytes counted until its queued frames are out; streams that stop taking
  * batches (idle, on a clock the test turns) giving their memory and ring
- * room to one that reads, and getting the same batches when they read
- * again. test_flow and test_memory check the same rules through the real
+ * room to one that reads, their free slots' memory too, and getting the
+ * same batches when they read again; ring batches sent two ahead. test_flow and test_memory check the same rules through the real
  * daemon.
  */
 #include <setjmp.h>
@@ -38,6 +38,8 @@ typedef struct fake {
   size_t queued_cap[FAKE_MAX];
   uint64_t written; /* queued batches written so far: the next to write */
   int resumed, dropped;
+  uint64_t cold;    /* slots whose memory the fake ring gave back (cool_ops) */
+  int cooled, warmed;
 } fake;
 
 static void fake_resume(void *owner) { ((fake *)owner)->resumed++; }
@@ -54,11 +56,31 @@ static int fake_drop(void *owner, uint64_t seq) {
 
 static const flow_ops fake_ops = {.resume = fake_resume, .drop = fake_drop};
 
-static void fake_open(fake *k, flow *f, bufcache *pool, uint32_t window, uint32_t slots) {
+/* A ring whose slots give their memory back, as shm_ring_cool does: flow
+ * may cool only a free slot, and warms a slot only while it is cold. */
+static uint64_t fake_slot_cool(void *owner, uint32_t slot) {
+  fake *k = owner;
+  assert_false(k->cold >> slot & 1);
+  k->cold |= 1ull << slot;
+  k->cooled++;
+  return MIB;
+}
+
+static void fake_slot_warm(void *owner, uint32_t slot) {
+  fake *k = owner;
+  assert_true(k->cold >> slot & 1);
+  k->cold &= ~(1ull << slot);
+  k->warmed++;
+}
+
+static const flow_ops cool_ops = {
+    .resume = fake_resume, .drop = fake_drop, .slot_cool = fake_slot_cool, .slot_warm = fake_slot_warm};
+
+static void fake_open(fake *k, flow *f, bufcache *pool, uint32_t window, uint32_t slots, const flow_ops *ops) {
   memset(k, 0, sizeof *k);
   k->f = f;
   k->pool = pool;
-  k->fs = flow_open(f, window, MIB, slots, &fake_ops, k);
+  k->fs = flow_open(f, window, MIB, slots, ops, k);
   assert_non_null(k->fs);
 }
 
@@ -119,12 +141,14 @@ static rig *rig_new(uint64_t max, int pool_keep) {
   return r;
 }
 
-static fake *rig_open(rig *r, uint32_t window, uint32_t slots) {
+static fake *rig_open_ops(rig *r, uint32_t window, uint32_t slots, const flow_ops *ops) {
   assert_true(r->n < 3);
   fake *k = &r->k[r->n++];
-  fake_open(k, r->f, r->pool, window, slots);
+  fake_open(k, r->f, r->pool, window, slots, ops);
   return k;
 }
+
+static fake *rig_open(rig *r, uint32_t window, uint32_t slots) { return rig_open_ops(r, window, slots, &fake_ops); }
 
 static void rig_free(rig *r) {
   for (int n = 0; n < r->n; n++) {
@@ -388,6 +412,73 @@ static void test_ring_room_from_idle_streams(void **state) {
   rig_free(r);
 }
 
+/* A ring batch is sent only two past what the client consumed: the rest
+ * of the window waits made in its slots, where it can still be shed; a
+ * batch that went over the socket (no slot free) is not held so. */
+static void test_ring_sends_two_ahead(void **state) {
+  (void)state;
+  rig *r = rig_new(0, 64);
+  fake *k = rig_open(r, 6, 8);
+  char err[128];
+  assert_int_equal(fake_fill(k), 6);
+  assert_true(fake_send(k));
+  assert_true(fake_send(k));
+  fake_write(k, k->fs);
+  fake_write(k, k->fs); /* the socket took both: its rule does not hold them */
+  assert_false(fake_send(k)); /* two sent, none consumed */
+  assert_int_equal(flow_ack(k->fs, 1, err, sizeof err), 0);
+  assert_true(fake_send(k));
+  assert_false(fake_send(k));
+  fake *sock = rig_open(r, 6, 0);
+  assert_int_equal(fake_fill(sock), 6);
+  assert_true(fake_send(sock));
+  assert_true(fake_send(sock));
+  fake_write(sock, sock->fs);
+  fake_write(sock, sock->fs);
+  assert_true(fake_send(sock)); /* the socket's rule only: its queue is empty */
+  rig_free(r);
+}
+
+/* An idle stream makes nothing, even holding nothing; when memory is
+ * wanted its unsent batches go and its free slots give their memory back
+ * (the two it sent stay the client's). Reading again, it warms a cold
+ * slot only while that fits max_memory, else the batch takes the socket. */
+static void test_idle_ring_cools(void **state) {
+  (void)state;
+  rig *r = rig_new(8 * MIB, 0);
+  flow_set_clock(r->f, fake_clock);
+  fake *a = rig_open_ops(r, 6, 8, &cool_ops);
+  char err[128];
+  assert_int_equal(fake_fill(a), 6);
+  assert_true(fake_send(a));
+  assert_true(fake_send(a));
+  fake_write(a, a->fs);
+  fake_write(a, a->fs);
+  fake_now_ns += 2 * SEC;
+  assert_true(flow_is_idle(a->fs));
+  assert_int_equal(flow_make_room(r->f, 7 * MIB), 1);
+  assert_int_equal(a->dropped, 4);
+  assert_int_equal(a->cooled, 6); /* 8 slots, 2 sent */
+  assert_int_equal(a->cold, 0xfc);
+  assert_false(flow_may_schedule(a->fs, UINT64_MAX)); /* idle: nothing, though it holds nothing */
+  assert_int_equal(flow_make_room(r->f, 7 * MIB), 1);
+  assert_int_equal(a->cooled, 6); /* nothing twice */
+  /* Its client reads again: a cold slot is warmed, room allowing. */
+  assert_int_equal(flow_ack(a->fs, 1, err, sizeof err), 0);
+  assert_int_equal(flow_release(a->fs, 0, err, sizeof err), 0);
+  int slot;
+  assert_int_equal(flow_schedule(a->fs, &slot), 2);
+  assert_int_equal(slot, 0); /* a warm free slot first */
+  assert_int_equal(flow_schedule(a->fs, &slot), 3);
+  assert_int_equal(slot, 2);
+  assert_int_equal(a->warmed, 1);
+  r->max = MIB; /* now a slot's memory does not fit */
+  assert_int_equal(flow_schedule(a->fs, &slot), 4);
+  assert_int_equal(slot, -1);
+  assert_int_equal(a->warmed, 1);
+  rig_free(r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_and_acks),      cmocka_unit_test(test_client_not_reading),
@@ -395,7 +486,8 @@ int main(void) {
       cmocka_unit_test(test_closed_stream_queued), cmocka_unit_test(test_shed_for_a_reader),
       cmocka_unit_test(test_shed_buffers_leave_the_pool),
       cmocka_unit_test(test_idle_stream_gives_way),        cmocka_unit_test(test_idle_follows_the_pace),
-      cmocka_unit_test(test_ring_room_from_idle_streams),
+      cmocka_unit_test(test_ring_room_from_idle_streams),  cmocka_unit_test(test_ring_sends_two_ahead),
+      cmocka_unit_test(test_idle_ring_cools),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -147,6 +147,15 @@ void suite_window_counters(bfeed_stream *st, uint64_t v[2]) {
   SUITE_OK(itest_counters(st, names, v, 2, &err), err);
 }
 
+int suite_window_sent(void *arg) {
+  static const char *const names[] = {"in_flight", "unacked", "shm_batches"};
+  suite_window *w = arg;
+  bfeed_error err;
+  SUITE_OK(itest_counters(w->st, names, w->v, 3, &err), err);
+  uint64_t ahead = w->v[2] && w->window > 2 ? 2 : w->window;
+  return w->v[1] == ahead && w->v[0] + w->v[1] == w->window;
+}
+
 void suite_raw_ack(int fd, uint32_t stream, uint64_t consumed) {
   uint8_t p[8];
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(consumed >> (8 * i));

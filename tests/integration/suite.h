@@ -89,6 +89,17 @@ bfeed_stream *suite_start_stream(suite *s, const char *name, const bfeed_stream_
 /* The stream's batches in flight (v[0]) and sent but not acknowledged
  * (v[1]), from one snapshot. */
 void suite_window_counters(bfeed_stream *st, uint64_t v[2]);
+/* itest_poll's condition that the daemon has sent all it sends ahead of
+ * a caller that takes no batch: the whole window scheduled, and sent but
+ * not acknowledged all of it over the socket, two of it through a
+ * shared-memory ring (whose other batches wait in their slots: PROTOCOL.md
+ * "Flow control"). v gets in_flight, unacked and shm_batches. */
+typedef struct suite_window {
+  bfeed_stream *st;
+  uint32_t window;
+  uint64_t v[3];
+} suite_window;
+int suite_window_sent(void *arg);
 
 /* A raw client (itest_raw.c) that has said HELLO and opened stream 1 on
  * "demo" with o, options unchecked. */

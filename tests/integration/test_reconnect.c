@@ -55,20 +55,6 @@ static void collect(bfeed_stream *st, size_t max, itest_run *run, int want) {
   if (rc != want) fail_msg("collecting to %zu batches gave %d (%s): %s", max, rc, bfeed_strerror(rc), err.message);
 }
 
-typedef struct window_full {
-  bfeed_stream *st;
-  uint32_t window;
-} window_full;
-
-/* The daemon has sent the whole window: the client holds batches its
- * caller has not taken, which a resume must drop and ask for again. */
-static int window_is_full(void *arg) {
-  window_full *w = arg;
-  uint64_t v[2];
-  suite_window_counters(w->st, v);
-  return v[0] == 0 && v[1] == w->window;
-}
-
 /* ------------------------------------------------------------------ */
 /* Exactly once across kill -9 and SIGTERM                             */
 
@@ -91,8 +77,8 @@ static void test_kill9_resume_exact(void **state) {
   bfeed_client *c = suite_connect(d->unix_addr);
   bfeed_stream *st = suite_open(c, "demo", &o);
   collect(st, 7, &got, 0); /* into epoch 1 */
-  window_full w = {st, o.window};
-  assert_int_equal(itest_poll(window_is_full, &w, 5000, 2), 1);
+  suite_window w = {st, o.window, {0}};
+  assert_int_equal(itest_poll(suite_window_sent, &w, 5000, 2), 1);
   itest_daemon_kill(d);
   itest_sleep_ms(300); /* the client finds nobody there for a while */
   d = restart(s, "kill9", NULL, NULL);
@@ -100,7 +86,7 @@ static void test_kill9_resume_exact(void **state) {
   assert_int_equal(got.b[9].epoch, 1);
   assert_int_equal(got.b[9].index, 4);
   /* Stopped at the epoch boundary: the next batch is epoch 2's first. */
-  assert_int_equal(itest_poll(window_is_full, &w, 5000, 2), 1);
+  assert_int_equal(itest_poll(suite_window_sent, &w, 5000, 2), 1);
   suite_stop(d);
   d = restart(s, "kill9", NULL, NULL);
   collect(st, 0, &got, BFEED_EEOF);
