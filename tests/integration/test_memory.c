@@ -7,7 +7,10 @@
  * that stopped reading (idle) give way to one that reads: it gets its
  * shared-memory ring and its whole window beside eight of them under
  * --max-memory 256M, their unsent batches are freed for it, and when they
- * read again they get the same bytes as a stream that never stopped.
+ * read again they get the same bytes as a stream that never stopped; on
+ * shared memory too, where an idle stream's free slots give their pages
+ * back (the kernel's smaps says so); and a ring that did not fit at OPEN
+ * comes later, the bytes unchanged.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,4 +236,144 @@ static void test_idle_streams_give_way(void **state) {
   suite_stop(d);
 }
 
-SUITE_MAIN_KILLING("memory", SUITE_KILLING(test_non_readers), SUITE_KILLING(test_idle_streams_give_way))
+/* The same batches as a stream served over the socket throughout. */
+static void mem_check_bytes(itest_daemon *d, const bfeed_stream_opts *o, const itest_run *got) {
+  bfeed_stream_opts plain = *o;
+  plain.codec = BFEED_CODEC_NONE;
+  itest_run ref = {0};
+  bfeed_error err;
+  setenv("BFEED_SHM", "0", 1);
+  SUITE_OK(itest_fetch(d->unix_addr, "demo", &plain, got->n, &ref, &err), err);
+  unsetenv("BFEED_SHM");
+  long diff = itest_run_diff(&ref, got);
+  if (diff >= 0) fail_msg("batch %ld differs from the socket's", diff);
+  itest_run_free(&ref);
+}
+
+/* A reader whose ring does not fit at OPEN (another reader's ring holds
+ * the room under --max-memory 88M: two rings of ten 4.8 MiB slots do not
+ * fit) starts over the socket; once the other is gone (or idle) its ring
+ * comes, and its next batches come through it, the bytes unchanged. */
+static void test_late_ring(void **state) {
+  suite *s = *state;
+  const char *const args[] = {"--max-memory", "88M", NULL};
+  itest_daemon *d = suite_start_with(s, 0, "late", 2, 0, args, NULL);
+  bfeed_stream_opts o, ob;
+  mem_idle_opts(&o, 3, 8);
+  mem_idle_opts(&ob, 4, 8);
+  bfeed_client *ca = suite_connect(d->unix_addr), *cb = suite_connect(d->unix_addr);
+  bfeed_stream *a = suite_open(ca, "demo", &o);
+  bfeed_batch_release(suite_next(a));
+  bfeed_stream *b = suite_open(cb, "demo", &ob);
+  itest_run got = {0};
+  bfeed_error err;
+  SUITE_OK(itest_collect(b, 4, &got, &err), err);
+  bfeed_stream_close(a);
+  bfeed_close(ca);
+  SUITE_OK(itest_collect(b, 20, &got, &err), err);
+  static const char *const names[] = {"batches", "shm_batches", "kernel_copy_bytes"};
+  uint64_t v[3];
+  SUITE_OK(itest_counters(b, names, v, 3, &err), err);
+  print_message("late ring: %llu batches, %llu through shared memory, %llu bytes over the socket\n",
+                (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)v[2]);
+  assert_true(v[2] > 0);          /* the first ones over the socket */
+  assert_true(v[1] > 0);          /* then through the ring */
+  assert_true(v[1] + 4 <= v[0]);  /* not before the four taken beside a's ring */
+  assert_true(itest_daemon_log_has(d, "its shared-memory ring fits now"));
+  mem_check_bytes(d, &ob, &got);
+  itest_run_free(&got);
+  bfeed_stream_close(b);
+  bfeed_close(cb);
+  suite_stop(d);
+}
+
+/* The daemon's rings as the kernel sees them (smaps: each ring is a
+ * mapping of a memfd called bfeed-ring): their addresses and resident
+ * bytes; how many. */
+#define MEM_RINGS 32
+static int mem_rings(const itest_daemon *d, unsigned long long *addr, uint64_t *rss) {
+  char path[64], line[512];
+  snprintf(path, sizeof path, "/proc/%d/smaps", (int)d->pid);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  int n = 0, ring = 0;
+  unsigned long long lo, hi, kib;
+  while (fgets(line, sizeof line, f)) {
+    if (sscanf(line, "%llx-%llx ", &lo, &hi) == 2) { /* a mapping's first line */
+      ring = strstr(line, "memfd:bfeed-ring") != NULL && n < MEM_RINGS;
+      if (ring) addr[n] = lo;
+    } else if (ring && sscanf(line, "Rss: %llu kB", &kib) == 1) {
+      rss[n++] = (uint64_t)kib << 10;
+      ring = 0;
+    }
+  }
+  fclose(f);
+  return n;
+}
+
+/* Idle streams on shared memory: eight libbfeed streams open, each takes
+ * nothing; rings fit for some, each filling its slots. Once all are idle a
+ * reader opens: it gets its ring at OPEN and all its batches through it,
+ * an idle stream's free slots having given their memory back (the
+ * kernel's count of the rings' pages says so); the idle streams then read
+ * the socket's bytes. */
+static void test_idle_shm_streams(void **state) {
+  suite *s = *state;
+  const char *const args[] = {"--max-memory", "256M", NULL};
+  itest_daemon *d = suite_start_with(s, 0, "idleshm", 2, 0, args, NULL);
+  bfeed_stream_opts o;
+  mem_idle_opts(&o, 5, 8);
+  bfeed_client *ci = suite_connect(d->unix_addr);
+  bfeed_stream *idle[MEM_IDLE];
+  for (int i = 0; i < MEM_IDLE; i++) idle[i] = suite_open(ci, "demo", &o);
+  mem_probe p = {.c = suite_connect(d->unix_addr)};
+  assert_true(itest_poll(mem_all_idle, &p, 30000, 50) > 0);
+  assert_true(itest_poll(mem_settled, &p, 30000, 50) > 0);
+  unsigned long long addr0[MEM_RINGS], addr1[MEM_RINGS];
+  uint64_t rss0[MEM_RINGS], rss1[MEM_RINGS];
+  int n0 = mem_rings(d, addr0, rss0);
+
+  /* The reader's window of 32: a ring of 34 slots (163 MiB), which fits
+   * beside the idle rings only once their memory goes back. */
+  bfeed_stream_opts r;
+  mem_idle_opts(&r, 9, 32);
+  bfeed_stream *st = suite_open(p.c, "demo", &r);
+  for (int k = 0; k < 12; k++) bfeed_batch_release(suite_next(st));
+  static const char *const names[] = {"batches", "shm_batches"};
+  uint64_t v[2];
+  bfeed_error err;
+  SUITE_OK(itest_counters(st, names, v, 2, &err), err);
+  int n1 = mem_rings(d, addr1, rss1);
+  mem_snapshot(&p);
+  uint64_t held = itest_report_counter(p.g, p.n, "daemon", "", "memory_held_bytes");
+  uint64_t slot = (uint64_t)r.batch * 3 * r.size * r.size * 2;
+  int full = 0, cooled = 0;
+  for (int i = 0; i < n0; i++) {
+    full += rss0[i] >= 8 * slot; /* two sent, six made and waiting */
+    for (int j = 0; j < n1; j++)
+      if (addr1[j] == addr0[i] && rss0[i] >= 8 * slot && rss1[j] <= 2 * slot + slot / 8) cooled++;
+  }
+  print_message("reader beside %d idle shared-memory streams: %llu batches, %llu through its ring; %d idle rings, "
+                "%d with 8 slots' pages, %d of them down to the 2 sent; %llu bytes held\n", MEM_IDLE,
+                (unsigned long long)v[0], (unsigned long long)v[1], n0, full, cooled, (unsigned long long)held);
+  assert_int_equal(v[1], v[0]);
+  assert_true(full >= 2);
+  assert_true(cooled >= 1);
+  assert_true(held <= (256ull << 20) + 2 * slot);
+  bfeed_stream_close(st);
+
+  for (int i = 0; i < MEM_IDLE; i++) {
+    itest_run got = {0};
+    SUITE_OK(itest_collect(idle[i], 6, &got, &err), err);
+    mem_check_bytes(d, &o, &got);
+    itest_run_free(&got);
+    bfeed_stream_close(idle[i]);
+  }
+  bfeed_close(ci);
+  bfeed_daemon_stats_free(p.g, p.n);
+  bfeed_close(p.c);
+  suite_stop(d);
+}
+
+SUITE_MAIN_KILLING("memory", SUITE_KILLING(test_non_readers), SUITE_KILLING(test_idle_streams_give_way),
+                   SUITE_KILLING(test_late_ring), SUITE_KILLING(test_idle_shm_streams))
