@@ -417,9 +417,9 @@ static void test_ring_room_from_idle_streams(void **state) {
  * batch that went over the socket (no slot free) is not held so. */
 static void test_ring_sends_two_ahead(void **state) {
   (void)state;
+  char err[128];
   rig *r = rig_new(0, 64);
   fake *k = rig_open(r, 6, 8);
-  char err[128];
   assert_int_equal(fake_fill(k), 6);
   assert_true(fake_send(k));
   assert_true(fake_send(k));

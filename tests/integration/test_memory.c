@@ -69,10 +69,15 @@ static void mem_opts(bfeed_stream_opts *o, uint32_t window) {
   o->window = window;
 }
 
+/* A daemon in slot 0 (2 workers) under --max-memory max. */
+static itest_daemon *mem_start(suite *s, const char *name, const char *max) {
+  const char *const args[] = {"--max-memory", max, NULL};
+  return suite_start_with(s, 0, name, 2, 0, args, NULL);
+}
+
 static void test_non_readers(void **state) {
   suite *s = *state;
-  const char *const args[] = {"--max-memory", "64M", NULL};
-  itest_daemon *d = suite_start_with(s, 0, "memory", 2, 0, args, NULL);
+  itest_daemon *d = mem_start(s, "memory", "64M");
   long rss0 = itest_daemon_rss_kib(d);
   bfeed_stream_opts o;
   mem_opts(&o, 16);
@@ -174,9 +179,7 @@ static void mem_raw_read(int fd, uint8_t **payloads, uint32_t *lens) {
 /* Eight raw clients open deep windows of big batches and stop reading;
  * once the daemon calls them idle, a reader opens beside them. */
 static void test_idle_streams_give_way(void **state) {
-  suite *s = *state;
-  const char *const args[] = {"--max-memory", "256M", NULL};
-  itest_daemon *d = suite_start_with(s, 0, "idle", 2, 0, args, NULL);
+  itest_daemon *d = mem_start(*state, "idle", "256M");
   bfeed_stream_opts o;
   mem_idle_opts(&o, 5, 64);
   int idle[MEM_IDLE];
@@ -260,9 +263,7 @@ static void mem_check_bytes(itest_daemon *d, const bfeed_stream_opts *o, const i
  * fit) starts over the socket; once the other is gone (or idle) its ring
  * comes, and its next batches come through it, the bytes unchanged. */
 static void test_late_ring(void **state) {
-  suite *s = *state;
-  const char *const args[] = {"--max-memory", "88M", NULL};
-  itest_daemon *d = suite_start_with(s, 0, "late", 2, 0, args, NULL);
+  itest_daemon *d = mem_start(*state, "late", "88M");
   bfeed_stream_opts o, ob;
   mem_idle_opts(&o, 3, 8);
   mem_idle_opts(&ob, 4, 8);
@@ -323,9 +324,7 @@ static int mem_rings(const itest_daemon *d, unsigned long long *addr, uint64_t *
  * kernel's count of the rings' pages says so); the idle streams then read
  * the socket's bytes. */
 static void test_idle_shm_streams(void **state) {
-  suite *s = *state;
-  const char *const args[] = {"--max-memory", "256M", NULL};
-  itest_daemon *d = suite_start_with(s, 0, "idleshm", 2, 0, args, NULL);
+  itest_daemon *d = mem_start(*state, "idleshm", "256M");
   bfeed_stream_opts o;
   mem_idle_opts(&o, 5, 8);
   bfeed_client *ci = suite_connect(d->unix_addr);

@@ -576,8 +576,8 @@ static void test_batch_out_of_order(void **state) {
 static void test_busy_reopen_retried(void **state) {
   fake f;
   bfeed_client *c;
-  bfeed_error err;
   bfeed_stream *st = fake_open(state, &f, FAKE_BUSY_REOPEN, NULL, &c);
+  bfeed_error err;
   bfeed_batch *b = suite_next(st);
   assert_int_equal(bfeed_batch_index(b), 0);
   bfeed_batch_release(b);
