@@ -273,15 +273,7 @@ int npy_source_read_labels(const char *path, uint64_t n, int32_t **labels, size_
 }
 
 int npy_source_check(const npysrc *s, char *err, size_t errlen) {
-  storage_info now;
-  char why[400];
-  int rc = storage_stat(s->path, &now, why, sizeof why);
-  if (rc < 0 && rc != BFEED_EDATASET) return 0; /* a failure of the moment says nothing of the file */
-  if (rc < 0) return snprintf(err, errlen, "%s is gone since the dataset was loaded", s->path), BFEED_EDATASET;
-  if (storage_stamp_same(&now.stamp, &s->file.stamp)) return 0;
-  return snprintf(err, errlen, "%s changed since the dataset was loaded (%llu bytes then, %llu now)", s->path,
-                  (unsigned long long)s->file.stamp.size, (unsigned long long)now.size),
-         BFEED_EDATASET;
+  return storage_stat_same(s->path, &s->file.stamp, err, errlen);
 }
 
 void npy_source_close(npysrc *s) {

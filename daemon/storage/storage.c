@@ -56,6 +56,19 @@ int storage_open(const char *path, storage_file *f, char *err, size_t errlen) {
   return rc;
 }
 
+/* 0 if the file at path still has the stamp `was`; else BFEED_EDATASET,
+ * saying how it changed. */
+static int storage_changed(const char *path, const storage_stamp *was, const storage_stamp *now, char *err,
+                           size_t errlen) {
+  if (storage_stamp_same(now, was)) return 0;
+  if (now->size != was->size)
+    snprintf(err, errlen, "%s changed since the dataset was loaded (%llu bytes then, %llu now)", path,
+             (unsigned long long)was->size, (unsigned long long)now->size);
+  else
+    snprintf(err, errlen, "%s changed since the dataset was loaded (the same size, but rewritten or replaced)", path);
+  return BFEED_EDATASET;
+}
+
 int storage_open_same(const char *path, const storage_stamp *was, storage_file *f, int *changed, char *err,
                       size_t errlen) {
   *changed = 0;
@@ -65,15 +78,19 @@ int storage_open_same(const char *path, const storage_stamp *was, storage_file *
     *changed = 1;
     return snprintf(err, errlen, "%s is gone since the dataset was loaded", path), BFEED_EDATASET;
   }
-  if (storage_stamp_same(&f->stamp, was)) return 0;
-  if (f->stamp.size != was->size)
-    snprintf(err, errlen, "%s changed since the dataset was loaded (%llu bytes then, %llu now)", path,
-             (unsigned long long)was->size, (unsigned long long)f->stamp.size);
-  else
-    snprintf(err, errlen, "%s changed since the dataset was loaded (the same size, but rewritten or replaced)", path);
+  if ((rc = storage_changed(path, was, &f->stamp, err, errlen)) == 0) return 0;
   storage_close(f);
   *changed = 1;
-  return BFEED_EDATASET;
+  return rc;
+}
+
+int storage_stat_same(const char *path, const storage_stamp *was, char *err, size_t errlen) {
+  storage_info now;
+  char why[400];
+  int rc = storage_stat(path, &now, why, sizeof why);
+  if (rc < 0 && rc != BFEED_EDATASET) return 0; /* a failure of the moment says nothing of the file */
+  if (rc < 0) return snprintf(err, errlen, "%s is gone since the dataset was loaded", path), BFEED_EDATASET;
+  return storage_changed(path, was, &now.stamp, err, errlen);
 }
 
 int storage_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen) {

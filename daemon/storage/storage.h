@@ -133,6 +133,11 @@ int storage_open(const char *path, storage_file *f, char *err, size_t errlen);
  * folder is refused as storage_open refuses it, *changed not set. */
 int storage_open_same(const char *path, const storage_stamp *was, storage_file *f, int *changed, char *err,
                       size_t errlen);
+/* The same check by a stat, for a file kept open since it loaded: 0 while
+ * it is still the file stamped `was` (or the stat fails for a reason of
+ * the moment); BFEED_EDATASET, "PATH is gone since..." or "PATH changed
+ * since the dataset was loaded (...)", when it is not. */
+int storage_stat_same(const char *path, const storage_stamp *was, char *err, size_t errlen);
 static inline uint64_t storage_size(const storage_file *f) { return f->size; }
 /* Read n bytes at off; *got < n only at the end of the file. */
 int storage_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
