@@ -156,7 +156,7 @@ uint64_t flow_open_share(const flow *f, char *how, size_t howlen) {
 }
 
 /* What each open stream that reads may hold: max_memory over the open
- * streams that are not idle (an idle one may hold one batch, no share). */
+ * streams that are not idle (an idle one makes nothing and has no share). */
 static uint64_t flow_share(const flow *f) {
   uint64_t now = f->now(), active = 0;
   for (const flow_stream *fs = f->streams; fs; fs = fs->next) active += fs->owner && !flow_idle(fs, now);

@@ -35,7 +35,8 @@ struct stream {
   flow *fl;          /* the daemon's flow control, for a ring made late */
   shm_ring *ring;    /* a shared-memory stream's ring (PROTOCOL.md "Shared memory"), else NULL */
   int ring_sent;     /* SHM_RING is queued */
-  int ring_wanted;   /* shared memory asked for, the ring not made yet: tried again before each schedule */
+  int ring_wanted;   /* shared memory asked for, the ring not made yet: tried again (stream_late_ring) */
+  uint64_t ring_tried_ns; /* when it was last tried */
   /* counters */
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
   uint64_t kernel_copy_bytes, shm_batches; /* batch bytes through the socket; batches through the ring */
@@ -52,17 +53,17 @@ void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.ma
  * max_memory now (a stream beside clients that do not read must still be
  * served), or when the ring cannot be made: the socket is the fallback,
  * and the client takes what comes. */
-static void stream_open_ring(stream *st, flow *f, uint64_t *frame_bytes) {
+static void stream_open_ring(stream *st, uint64_t *frame_bytes) {
   /* window + 2: the batch a caller holds while it asks for the next (a
    * for-loop's variable), and one more, so that a steady reader never
    * finds every slot held and sees its batches fall back to the socket. */
   uint32_t slots = st->spec.opts.window + 2 < MSG_SHM_MAX_SLOTS ? st->spec.opts.window + 2 : MSG_SHM_MAX_SLOTS;
   uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
   if (slot_size == 0) slot_size = 64;
-  if (!flow_make_room(f, slots * slot_size)) {
+  st->ring_tried_ns = uv_hrtime();
+  if (!flow_make_room(st->fl, slots * slot_size)) {
     /* Streams that have just stopped reading may still have batches being
-     * made: the ring is tried again before each batch this one schedules
-     * (stream_late_ring). */
+     * made: the ring is tried again later (stream_late_ring). */
     if (!st->ring_wanted)
       log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
                "served over the socket until it does", st->id, slots, (unsigned long long)slot_size);
@@ -94,10 +95,16 @@ static void stream_send_ring(stream *st) {
 }
 
 /* A ring that did not fit at OPEN, made now if it fits: the batches so
- * far came over the socket, the next ones are made in the ring. */
+ * far came over the socket, the next ones are made in the ring. Tried at
+ * most every STREAM_RING_RETRY_NS, not before every batch: making room
+ * empties the buffer cache, whose buffers this stream's socket batches
+ * would otherwise reuse. The frame estimate stays: flow keeps the largest
+ * batch it has seen. */
+#define STREAM_RING_RETRY_NS 100000000ull
 static void stream_late_ring(stream *st) {
+  if (uv_hrtime() - st->ring_tried_ns < STREAM_RING_RETRY_NS) return;
   uint64_t frame_bytes = 0;
-  stream_open_ring(st, st->fl, &frame_bytes);
+  stream_open_ring(st, &frame_bytes);
   if (!st->ring) return;
   log_info(st->log, "stream %u: its shared-memory ring fits now, from batch %llu on", st->id,
            (unsigned long long)flow_scheduled(st->flow));
@@ -182,7 +189,7 @@ int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const 
   st->shard_samples = n;
   st->bpe = bpe;
   st->fl = f;
-  if (shm) stream_open_ring(st, f, &frame_bytes);
+  if (shm) stream_open_ring(st, &frame_bytes);
   st->flow = flow_open(f, o->window, frame_bytes, st->ring ? shm_ring_slots(st->ring) : 0, &stream_flow_ops, st);
   if (!st->flow) {
     stream_free(st);
