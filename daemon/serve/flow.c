@@ -156,7 +156,7 @@ uint64_t flow_open_share(const flow *f, char *how, size_t howlen) {
 }
 
 /* What each open stream that reads may hold: max_memory over the open
- * streams that are not idle (an idle one makes nothing and has no share). */
+ * streams that are not idle (an idle one may hold one batch, no share). */
 static uint64_t flow_share(const flow *f) {
   uint64_t now = f->now(), active = 0;
   for (const flow_stream *fs = f->streams; fs; fs = fs->next) active += fs->owner && !flow_idle(fs, now);
@@ -287,12 +287,17 @@ uint64_t flow_scheduled(const flow_stream *fs) { return fs->scheduled; }
 uint64_t flow_sent(const flow_stream *fs) { return fs->sent; }
 uint64_t flow_acked(const flow_stream *fs) { return fs->acked; }
 
-/* An idle stream makes nothing: its client has a batch to take (that is
- * what makes it idle), and the window fills again at its next ACK. */
+/* An idle stream makes one batch at a time, and only while it holds
+ * nothing and could send it: when its client reads again, one is there or
+ * on the way. (Making nothing at all would stall a client that holds
+ * batches it cannot consume yet and asks for others: a fan-out client
+ * reordering members' batches.) */
 int flow_may_schedule(flow_stream *fs, uint64_t end) {
+  uint64_t holding = flow_holding(fs);
   if (fs->scheduled >= end || fs->scheduled >= fs->acked + fs->window) return 0;
-  if (flow_idle(fs, fs->f->now())) return 0;
-  return flow_memory_allows(fs->f, fs->frame_bytes, flow_holding(fs));
+  if (flow_idle(fs, fs->f->now()) && (holding || (fs->slots && fs->scheduled >= fs->acked + FLOW_RING_AHEAD)))
+    return 0;
+  return flow_memory_allows(fs->f, fs->frame_bytes, holding);
 }
 
 /* The busy slot holding batch seq, or -1. */

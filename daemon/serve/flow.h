@@ -19,8 +19,9 @@
  *    reading: what it has made waits in the daemon, where it may be shed;
  *  - idle: a stream whose client has had a batch to take for a second
  *    (or four of its own times per batch, if longer) without taking one is
- *    idle until its next ACK that consumes; it schedules nothing (its
- *    client has a batch to take) and has no share;
+ *    idle until its next ACK that consumes; it schedules one batch at a
+ *    time, only while it holds nothing and (on a ring) could send it, and
+ *    has no share;
  *  - max_memory: bytes held (below) stay under it; each open stream that
  *    is not idle may hold at most its share, max_memory / open streams not
  *    idle; a stream holding nothing may always schedule one batch, so the

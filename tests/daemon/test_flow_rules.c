@@ -84,11 +84,12 @@ static void fake_open(fake *k, flow *f, bufcache *pool, uint32_t window, uint32_
   assert_non_null(k->fs);
 }
 
-/* Schedule and make every batch flow allows now; how many. A batch's
- * bytes are a function of its seq, as a real batch's are of its position. */
-static int fake_fill(fake *k) {
+/* Schedule and make every batch flow allows now, of the stream's first
+ * `end`; how many. A batch's bytes are a function of its seq, as a real
+ * batch's are of its position. */
+static int fake_fill_to(fake *k, uint64_t end) {
   int n = 0, slot;
-  while (flow_may_schedule(k->fs, UINT64_MAX)) {
+  while (flow_may_schedule(k->fs, end)) {
     uint64_t seq = flow_schedule(k->fs, &slot);
     uint8_t *b = bufcache_get(k->pool, MIB, &k->made_cap[seq % FAKE_MAX]);
     assert_non_null(b);
@@ -99,6 +100,8 @@ static int fake_fill(fake *k) {
   }
   return n;
 }
+
+static int fake_fill(fake *k) { return fake_fill_to(k, UINT64_MAX); }
 
 /* Hand the next batch to the socket, if flow lets it go: 1 if it went. */
 static int fake_send(fake *k) {
@@ -439,8 +442,31 @@ static void test_ring_sends_two_ahead(void **state) {
   rig_free(r);
 }
 
-/* An idle stream makes nothing, even holding nothing; when memory is
- * wanted its unsent batches go and its free slots give their memory back
+/* An idle stream whose client holds its batches but has taken none asks
+ * for more (an on-demand stream, a fan-out client reordering): it still
+ * makes them, one at a time, each once the last is sent. Making none
+ * would leave that client waiting for ever (test_fanout hung so). */
+static void test_idle_stream_makes_one_at_a_time(void **state) {
+  (void)state;
+  rig *r = rig_new(0, 64);
+  flow_set_clock(r->f, fake_clock);
+  fake *k = rig_open(r, 8, 0);
+  assert_int_equal(fake_fill_to(k, 2), 2);
+  assert_true(fake_send(k));
+  assert_true(fake_send(k));
+  fake_write(k, k->fs);
+  fake_write(k, k->fs);
+  fake_now_ns += 2 * SEC;
+  assert_true(flow_is_idle(k->fs));
+  assert_int_equal(fake_fill_to(k, 4), 1); /* asked for two more: one, while it holds it */
+  assert_true(fake_send(k));
+  fake_write(k, k->fs);
+  assert_int_equal(fake_fill_to(k, 4), 1);
+  rig_free(r);
+}
+
+/* An idle ring stream with two batches sent makes none it could not send;
+ * when memory is wanted its unsent batches go and its free slots give their memory back
  * (the two it sent stay the client's). Reading again, it warms a cold
  * slot only while that fits max_memory, else the batch takes the socket. */
 static void test_idle_ring_cools(void **state) {
@@ -460,7 +486,7 @@ static void test_idle_ring_cools(void **state) {
   assert_int_equal(a->dropped, 4);
   assert_int_equal(a->cooled, 6); /* 8 slots, 2 sent */
   assert_int_equal(a->cold, 0xfc);
-  assert_false(flow_may_schedule(a->fs, UINT64_MAX)); /* idle: nothing, though it holds nothing */
+  assert_false(flow_may_schedule(a->fs, UINT64_MAX)); /* idle, holding nothing, but two sent: none could go */
   assert_int_equal(flow_make_room(r->f, 7 * MIB), 1);
   assert_int_equal(a->cooled, 6); /* nothing twice */
   /* Its client reads again: a cold slot is warmed, room allowing. */
@@ -487,7 +513,7 @@ int main(void) {
       cmocka_unit_test(test_shed_buffers_leave_the_pool),
       cmocka_unit_test(test_idle_stream_gives_way),        cmocka_unit_test(test_idle_follows_the_pace),
       cmocka_unit_test(test_ring_room_from_idle_streams),  cmocka_unit_test(test_ring_sends_two_ahead),
-      cmocka_unit_test(test_idle_ring_cools),
+      cmocka_unit_test(test_idle_ring_cools),              cmocka_unit_test(test_idle_stream_makes_one_at_a_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
