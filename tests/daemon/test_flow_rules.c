@@ -209,10 +209,10 @@ static void test_client_not_reading(void **state) {
 
 static void test_shm_slots(void **state) {
   (void)state;
+  int slot;
+  char err[128];
   rig *r = rig_new(0, 64);
   fake *k = rig_open(r, 8, 2);
-  char err[128];
-  int slot;
   assert_int_equal(flow_schedule(k->fs, &slot), 0);
   assert_int_equal(slot, 0);
   assert_int_equal(flow_schedule(k->fs, &slot), 1);
@@ -325,11 +325,27 @@ static uint64_t fake_now_ns = 1000000000ull;
 static uint64_t fake_clock(void) { return fake_now_ns; }
 #define SEC 1000000000ull
 
+/* Two batches sent and written (the client has them), then two seconds
+ * without the client taking one: the stream is idle. */
+static void fake_two_then_idle(fake *k) {
+  for (int i = 0; i < 2; i++) assert_true(fake_send(k));
+  fake_write(k, k->fs);
+  fake_write(k, k->fs);
+  fake_now_ns += 2 * SEC;
+  assert_true(flow_is_idle(k->fs));
+}
+
+/* rig_new, on the test's clock. */
+static rig *rig_timed(uint64_t max, int pool_keep) {
+  rig *r = rig_new(max, pool_keep);
+  flow_set_clock(r->f, fake_clock);
+  return r;
+}
+
 /* A rig of 8 MiB on the test's clock with one stream of window 16 that
  * has made 8 batches and sent `sends` of them to its socket. */
 static rig *rig_with_sender(uint32_t slots, int sends, fake **out) {
-  rig *r = rig_new(8 * MIB, 0);
-  flow_set_clock(r->f, fake_clock);
+  rig *r = rig_timed(8 * MIB, 0);
   fake *a = rig_open(r, 16, slots);
   assert_int_equal(fake_fill(a), 8);
   for (int i = 0; i < sends; i++) assert_true(fake_send(a));
@@ -378,8 +394,7 @@ static void test_idle_stream_gives_way(void **state) {
  * two ACKs tell its pace, a second). */
 static void test_idle_follows_the_pace(void **state) {
   (void)state;
-  rig *r = rig_new(0, 64);
-  flow_set_clock(r->f, fake_clock);
+  rig *r = rig_timed(0, 64);
   fake *k = rig_open(r, 4, 0);
   char err[128];
   fake_now_ns += 60 * SEC;
@@ -448,16 +463,10 @@ static void test_ring_sends_two_ahead(void **state) {
  * would leave that client waiting for ever (test_fanout hung so). */
 static void test_idle_stream_makes_one_at_a_time(void **state) {
   (void)state;
-  rig *r = rig_new(0, 64);
-  flow_set_clock(r->f, fake_clock);
+  rig *r = rig_timed(0, 64);
   fake *k = rig_open(r, 8, 0);
   assert_int_equal(fake_fill_to(k, 2), 2);
-  assert_true(fake_send(k));
-  assert_true(fake_send(k));
-  fake_write(k, k->fs);
-  fake_write(k, k->fs);
-  fake_now_ns += 2 * SEC;
-  assert_true(flow_is_idle(k->fs));
+  fake_two_then_idle(k);
   assert_int_equal(fake_fill_to(k, 4), 1); /* asked for two more: one, while it holds it */
   assert_true(fake_send(k));
   fake_write(k, k->fs);
@@ -471,17 +480,11 @@ static void test_idle_stream_makes_one_at_a_time(void **state) {
  * slot only while that fits max_memory, else the batch takes the socket. */
 static void test_idle_ring_cools(void **state) {
   (void)state;
-  rig *r = rig_new(8 * MIB, 0);
-  flow_set_clock(r->f, fake_clock);
+  rig *r = rig_timed(8 * MIB, 0);
   fake *a = rig_open_ops(r, 6, 8, &cool_ops);
   char err[128];
   assert_int_equal(fake_fill(a), 6);
-  assert_true(fake_send(a));
-  assert_true(fake_send(a));
-  fake_write(a, a->fs);
-  fake_write(a, a->fs);
-  fake_now_ns += 2 * SEC;
-  assert_true(flow_is_idle(a->fs));
+  fake_two_then_idle(a);
   assert_int_equal(flow_make_room(r->f, 7 * MIB), 1);
   assert_int_equal(a->dropped, 4);
   assert_int_equal(a->cooled, 6); /* 8 slots, 2 sent */
