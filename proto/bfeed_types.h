@@ -96,6 +96,12 @@ typedef enum { BFEED_POOL_NONE = 0, BFEED_POOL_MEAN = 1 } bfeed_pool;
  * an older daemon) serves over the socket. */
 typedef enum { BFEED_TRANSPORT_SOCKET = 0, BFEED_TRANSPORT_SHM = 1 } bfeed_transport;
 
+/* How eval decodes a JPEG: EXACT, at full size, as torchvision's
+ * ImageFolder + Resize + CenterCrop do (bit for bit); FAST, at the reduced
+ * IDCT scale Pillow's Image.draft would pick (faster on large images, and
+ * not exact: README "Eval decoding"). */
+typedef enum { BFEED_EVAL_DECODE_EXACT = 0, BFEED_EVAL_DECODE_FAST = 1 } bfeed_eval_decode;
+
 typedef enum { BFEED_SELECT_ALL = 0, BFEED_SELECT_RESIDUE = 1, BFEED_SELECT_ON_DEMAND = 2 } bfeed_select;
 
 /* What a stream serves. Always start from bfeed_stream_opts_init(), which
@@ -143,7 +149,8 @@ typedef struct bfeed_stream_opts {
    * against another header; libbfeed's soname changes when it grows). */
   float crop_scale[2];   /* TRAIN: RandomResizedCrop's scale range, the crop's share of the
                             image's area, 0 < lo <= hi <= 1 ({0.08, 1}) */
-  uint32_t reserved[23]; /* zero (bfeed_stream_opts_init): room for options to come */
+  bfeed_eval_decode eval_decode; /* EVAL: EXACT (default) or FAST, JPEGs at reduced scale */
+  uint32_t reserved[22]; /* zero (bfeed_stream_opts_init): room for options to come */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

@@ -162,14 +162,15 @@ def eval_geometry(w, h, size):
     return rw, rh, int(round((rw - size) / 2.0)), int(round((rh - size) / 2.0))
 
 
-def pillow_eval(path, size, draft=True):
-    """What bfeedd's eval serves for the image at path, as a uint8 array
-    [size, size, 3]: Image.open, then (draft=True, the daemon's default)
-    Image.draft("RGB", (rw, rh)), which lets libjpeg's IDCT shrink a JPEG by
-    1/2, 1/4 or 1/8 when the resized image is at most half the source in
-    both directions (a no-op for other formats), then convert("RGB"),
-    resize((rw, rh), BILINEAR) and the centre crop. Geometry comes from the
-    full-size image."""
+def pillow_eval(path, size, draft=False):
+    """torchvision's eval for the image at path, as a uint8 array [size,
+    size, 3]: ImageFolder's Image.open(f).convert("RGB"), Resize((rw, rh))
+    (BILINEAR, antialiased) and CenterCrop -- what bfeedd's eval serves by
+    default. draft=True is the stream option eval_decode=fast instead:
+    Image.draft("RGB", (rw, rh)) first, which lets libjpeg's IDCT shrink a
+    JPEG by 1/2, 1/4 or 1/8 when the resized image is at most half the
+    source in both directions (a no-op for other formats). Geometry comes
+    from the full-size image."""
     import numpy as np
     from PIL import Image
     img = Image.open(path)

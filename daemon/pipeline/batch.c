@@ -37,6 +37,7 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   s->sample.size = (int)o->size;
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
   s->sample.allow_dct_scale = 1;
+  s->sample.eval_draft = o->eval_decode == BFEED_EVAL_DECODE_FAST;
   memcpy(s->sample.crop_scale, o->crop_scale, sizeof s->sample.crop_scale);
   s->sample.max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT; /* the server sets its own */
   /* Codec u8 (and zstd, which sends image batches as u8+zstd: batch_build)

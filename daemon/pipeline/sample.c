@@ -23,7 +23,7 @@ typedef struct plan {
   int out_w, out_h;       /* it is resized to this */
   int wx, wy;             /* and size x size is kept from here */
   int flip;
-  int eval;               /* the clip is the whole image: Pillow's draft rule */
+  int eval;               /* the clip is the whole image (and eval_draft applies) */
 } plan;
 
 enum { BUF_RESIZE = 0, BUF_WEIGHTS = 1 };
@@ -59,9 +59,9 @@ int sample_dct_scale(int src_w, int src_h, int out_w, int out_h) {
   return 8;
 }
 
-/* Eval's scale is the one Pillow's JpegImageFile.draft(mode, (out_w,
- * out_h)) picks, so that Image.draft + resize + crop is the oracle, bit for
- * bit: the largest s in 8, 4, 2, 1 with s <= min(src_w // out_w, src_h //
+/* Eval's scale with eval_decode=fast: the one Pillow's
+ * JpegImageFile.draft(mode, (out_w, out_h)) picks, so that Image.draft +
+ * resize + crop gives the same pixels, bit for bit: the largest s in 8, 4, 2, 1 with s <= min(src_w // out_w, src_h //
  * out_h), decoded at 1/s (= (8/s)/8); that is, DCT scaling whenever the
  * resized image is at most half the source in both directions. */
 int sample_draft_scale(int src_w, int src_h, int out_w, int out_h) {
@@ -115,10 +115,14 @@ static int oom(char *err, size_t errlen) {
 static int run_plan(sample_scratch *s, const image_decode_info *info, const plan *pl,
                     const sample_params *p, uint8_t *out, char *err, size_t errlen) {
   int size = p->size;
-  int m = 8;
-  if (p->allow_dct_scale && info->scalable)
-    m = (pl->eval ? sample_draft_scale : sample_dct_scale)(pl->cx1 - pl->cx0, pl->cy1 - pl->cy0,
-                                                            pl->out_w, pl->out_h);
+  /* Eval is exact unless asked otherwise: torchvision's Resize sees the
+   * full decode, and no IDCT scale gives its pixels (README "Eval
+   * decoding" measures what draft changes). */
+  int m = 8, cw = pl->cx1 - pl->cx0, ch = pl->cy1 - pl->cy0;
+  if (info->scalable && pl->eval && p->eval_draft)
+    m = sample_draft_scale(cw, ch, pl->out_w, pl->out_h);
+  else if (info->scalable && !pl->eval && p->allow_dct_scale)
+    m = sample_dct_scale(cw, ch, pl->out_w, pl->out_h);
   int rc = image_decode_start(s->dec, m, err, errlen);
   if (rc != 0)
     return rc;

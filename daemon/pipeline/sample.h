@@ -25,7 +25,9 @@ enum sample_mode { SAMPLE_TRAIN = 0, SAMPLE_EVAL = 1 };
 typedef struct sample_params {
   int size;            /* output is size x size */
   enum sample_mode mode;
-  int allow_dct_scale; /* 1 (default): let the IDCT shrink large crops */
+  int allow_dct_scale; /* 1 (default): let the IDCT shrink large train crops */
+  int eval_draft;      /* 1: eval JPEGs at Pillow's draft scale (eval_decode=fast);
+                          0 (default): at full size, as torchvision */
   uint64_t max_pixels; /* larger images are refused from their header; 0 = no limit */
   int defer_flip;      /* 1: leave a train flip to the caller (scratch.flip) instead of mirroring */
   float crop_scale[2]; /* train: RandomResizedCrop's scale range; {0, 0} (zeroed): (0.08, 1) */

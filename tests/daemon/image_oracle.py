@@ -5,9 +5,12 @@ Pillow and numpy: Image.open(f).convert("RGB"), then for eval
 Resize(round(size*256/224)) + CenterCrop(size), and for train
 img.crop(box).resize((size, size), BILINEAR) and a left-right transpose.
 
-Eval must equal Pillow's bit for bit, with and without IDCT scaling: with
-it, the reference is Pillow after Image.draft("RGB", (rw, rh)), which picks
-the same libjpeg scale as the daemon (oracle_util.pillow_eval). Train
+Eval (DCT 0, the daemon's default) must equal that bit for bit: the
+full decode, as torchvision's ImageFolder gives it to Resize. With DCT 1
+(the stream option eval_decode=fast) it must equal Pillow after
+Image.draft("RGB", (rw, rh)), which picks the same libjpeg scale
+(oracle_util.pillow_eval), and on the large JPEGs (shorter side >= 600)
+it must differ from torchvision's pixels: the option is not exact. Train
 without IDCT scaling must equal Pillow's bit for bit; with it (large
 crops), the mean absolute error per image must stay <= 1.5 levels.
 Corrupt, truncated and non-JPEG input must give an error that names the
@@ -136,7 +139,7 @@ def check_image(dump, rep, path, rnd, scalable=True):
 
     def exact_for(dct, sw, sh, ow, oh):
         return not dct or not scalable or dct_scale(sw, sh, ow, oh) == 8
-    # Eval is exact either way: with dct=1 against Pillow after Image.draft.
+    # Eval is torchvision's pixels (dct=0), or Image.draft's with dct=1.
     for size in EVAL_SIZES:
         rw, rh, left, top = eval_geometry(w, h, size)
         for dct in (0, 1):
@@ -169,6 +172,23 @@ def check_image(dump, rep, path, rnd, scalable=True):
             got = dump.ask("crop %d %d %d %d %d %d %d %s" % (size, dct, x, y, cw, ch, flip, path))
             rep.compare("%s crop %s flip=%d dct=%d" % (name, (x, y, cw, ch), flip, dct), got, ref,
                         exact_for(dct, cw, ch, size, size))
+
+
+def check_fast_not_exact(dump, rep, path):
+    """A large JPEG: eval_decode=fast (dct=1) must not give torchvision's
+    pixels at 224 (Pillow's draft decodes it at a reduced scale), while the
+    default (dct=0, checked in check_image) does."""
+    rw, rh, left, top = eval_geometry(*Image.open(path).size, 224)
+    got = dump.ask("eval 224 1 %d %d %d %d %s" % (rw, rh, left, top, path))
+    ref = pillow_eval(path, 224)
+    rep.checked += 1
+    name = os.path.basename(path)
+    if isinstance(got, str) or np.array_equal(got.reshape(ref.shape), ref):
+        rep.failures.append("%s eval 224 fast: torchvision's pixels or an error; want draft's, which differ" % name)
+    else:
+        mae = float(np.abs(got.reshape(ref.shape).astype(np.int16) - ref).mean())
+        print("%s (%dx%d) eval 224: fast mean abs error %.3f against torchvision, default exact" % (
+            name, *Image.open(path).size, mae))
 
 
 def jpeg_bytes(img, **opts):
@@ -249,6 +269,9 @@ def main():
         variants, bad = make_variants(fixtures, tmp)
         for p in files + variants:
             check_image(dump, rep, p, rnd)
+        for p in variants:
+            if min(Image.open(p).size) >= 600:
+                check_fast_not_exact(dump, rep, p)
         for p, words in bad:
             # Geometry that needs every row of the 468x315 source: corrupt
             # data in rows a crop does not need is never decoded.

@@ -44,8 +44,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s eval|train SIZE DCT REPEAT FILE...\n", argv[0]);
     return 2;
   }
-  sample_params p = {atoi(argv[2]), strcmp(argv[1], "eval") == 0 ? SAMPLE_EVAL : SAMPLE_TRAIN,
-                     atoi(argv[3]), 0, 0, {0, 0}};
+  /* DCT 1: train's IDCT shortcut, and eval_decode=fast for eval. */
+  sample_params p = {.size = atoi(argv[2]), .mode = strcmp(argv[1], "eval") == 0 ? SAMPLE_EVAL : SAMPLE_TRAIN,
+                     .allow_dct_scale = atoi(argv[3]), .eval_draft = atoi(argv[3])};
   int repeat = atoi(argv[4]), n = argc - 5;
   if (p.size < 1 || p.size > 4096 || repeat < 1)
     return 2;

@@ -15,7 +15,8 @@
  * limit sets the pixel limit (max_pixels) of the commands after it; it
  * starts at the daemon's default:
  *   limit N                   answers "ok 0\n"
- * DCT is 1 to let the IDCT scale down, 0 to forbid it. Each answer is
+ * DCT is 1 to let the IDCT scale down (train's large crops; eval as
+ * eval_decode=fast, at Pillow's draft scale), 0 to forbid it. Each answer is
  * "ok N\n" followed by N bytes (SIZE x SIZE x 3, HWC RGB), or
  * "err REASON\n". A train load answers "ok N LEFT TOP WIDTH HEIGHT FLIP\n":
  * the crop that the same generator gives transform_random_resized_crop, which
@@ -115,7 +116,7 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
   char cmd[8], mode[8];
   int dct, a, b, c, d, flip, used = 0;
   unsigned long long seed, index;
-  sample_params p = {0, SAMPLE_TRAIN, 0, 0, 0, {0, 0}};
+  sample_params p = {.mode = SAMPLE_TRAIN};
   transform_crop crop;
   transform_eval ev;
   rng_t rng;
@@ -166,6 +167,7 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
   if (p.size < 1 || p.size > 4096 || used == 0)
     return snprintf(err, errlen, "bad command"), -1;
   p.allow_dct_scale = dct;
+  p.eval_draft = dct;
 
   char *path = line + used;
   path[strcspn(path, "\n")] = 0;

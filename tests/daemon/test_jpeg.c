@@ -277,7 +277,7 @@ static void test_sample_rejects(void **state) {
   size_t len;
   uint8_t *good = load(BFEED_IMAGE_FIXTURES, fixtures[2].name, &len); /* 106 x 150 */
   sample_scratch s = {0};
-  sample_params p = {32, SAMPLE_TRAIN, 1, 0, 0, {0, 0}};
+  sample_params p = {.size = 32, .mode = SAMPLE_TRAIN, .allow_dct_scale = 1};
   uint8_t out[32 * 32 * 3];
   char err[128];
 

@@ -107,7 +107,8 @@ static void test_warm_path_allocates_nothing(void **state) {
   for (int pass = 0; pass < 2; pass++) {
     counting = pass;
     for (int k = 0; k < SAMPLES; k++) {
-      sample_params p = {SIZE, k % 3 == 2 ? SAMPLE_EVAL : SAMPLE_TRAIN, (k / 3) % 2, 0, 1, {0, 0}};
+      sample_params p = {.size = SIZE, .mode = k % 3 == 2 ? SAMPLE_EVAL : SAMPLE_TRAIN,
+                         .allow_dct_scale = (k / 3) % 2, .eval_draft = (k / 3) % 2, .defer_flip = 1};
       rng_t r;
       rng_init(&r, 7, RNG_DOMAIN_SAMPLE, 0, (uint64_t)k);
       int i = k % N;

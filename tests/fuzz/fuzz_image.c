@@ -34,7 +34,8 @@ static int fuzz_image_run(const uint8_t *img, size_t len, const sample_params *p
 int fuzz_image_one(const uint8_t *data, size_t size) {
   if (size < 2) return 0;
   sample_params p = {.size = 8 + data[0] % 64, .mode = data[1] & 1 ? SAMPLE_EVAL : SAMPLE_TRAIN,
-                     .allow_dct_scale = (data[1] >> 1) & 1, .max_pixels = FUZZ_IMAGE_MAX_PIXELS};
+                     .allow_dct_scale = (data[1] >> 1) & 1,
+                     .eval_draft = (data[1] >> 1) & 1, .max_pixels = FUZZ_IMAGE_MAX_PIXELS};
   uint64_t seed = data[1] >> 2;
   size_t n = (size_t)p.size * (size_t)p.size * 3;
   uint8_t *a = malloc(n), *b = malloc(n);

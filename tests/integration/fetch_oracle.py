@@ -6,15 +6,15 @@ A temporary ImageFolder holds the fixture JPEGs, one class folder per file
 --normalize none --shuffle off --keep-partial` writes batches 0 and 1 (the
 second one short) as .npy files, and each image is compared with
 
-    Image.open(f), .draft("RGB", (w', h')), .convert("RGB")
+    Image.open(f).convert("RGB")          # ImageFolder's loader, no draft
     .resize((w', h'), Image.BILINEAR)     # shorter side round(S*256/224),
                                           # longer side int(r*long/short)
     then a centre crop of S x S at top = int(round((H - S) / 2.0))
 
-(draft lets libjpeg's IDCT shrink a JPEG whose resized size is at most half
-its own, as bfeedd does). Every pixel must be exact; labels and indices too;
+as torchvision's Resize + CenterCrop do. Every pixel must be exact; labels and indices too;
 meta.json must describe the files; the NHWC fetch must equal the NCHW one
-transposed. Pillow and numpy are required: their absence is a failure.
+transposed. On a large JPEG the default must still be exact and
+--eval-decode fast must not (it is Image.draft's pixels). Pillow and numpy are required: their absence is a failure.
 
 usage: fetch_oracle.py BFEEDD BFEED FIXTURE_DIR
 """
@@ -25,6 +25,7 @@ import sys
 import tempfile
 
 import numpy as np
+from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from oracle_util import Daemon, pillow_eval  # noqa: E402
@@ -35,9 +36,9 @@ STOP_TIMEOUT = 5.0
 
 
 def reference(path, size):
-    """torchvision Resize(round(size*256/224)) + CenterCrop(size) on a PIL
-    image, after Image.draft as bfeedd decodes (oracle_util.pillow_eval),
-    as a uint8 array [3, size, size]."""
+    """torchvision Resize(round(size*256/224)) + CenterCrop(size) on
+    ImageFolder's decode (oracle_util.pillow_eval), as a uint8 array [3,
+    size, size]."""
     return pillow_eval(path, size).transpose(2, 0, 1)
 
 
@@ -45,10 +46,10 @@ def bf16_to_f32(a):
     return (a.astype(np.uint32) << 16).view(np.float32)
 
 
-def fetch(bfeed, addr, out, index, layout):
-    cmd = [bfeed, "fetch", "--connect", addr, "--dataset", "fx", "--mode", "eval", "--normalize", "none",
+def fetch(bfeed, addr, out, index, layout, dataset="fx", extra=()):
+    cmd = [bfeed, "fetch", "--connect", addr, "--dataset", dataset, "--mode", "eval", "--normalize", "none",
            "--shuffle", "off", "--size", str(SIZE), "--batch", str(BATCH), "--keep-partial",
-           "--layout", layout, "--batch-index", str(index), "--out", out]
+           "--layout", layout, "--batch-index", str(index), "--out", out] + list(extra)
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
     if r.returncode != 0:
         raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd), r.returncode, r.stderr.decode()))
@@ -85,6 +86,35 @@ def check_meta(meta, arrays, index, layout, count, fail):
                 index, layout, name, None if a is None else a.dtype, None if a is None else a.shape, npy, shape))
 
 
+def check_large(bfeed, addr, tmp, path, fail):
+    """A large JPEG (shorter side >= 600), where Pillow's draft would
+    decode at 1/4: the default eval is torchvision's pixels exactly;
+    eval_decode=fast is Image.draft's, and so not torchvision's."""
+    exact = reference(path, SIZE).astype(np.float32)
+    drafted = pillow_eval(path, SIZE, draft=True).transpose(2, 0, 1).astype(np.float32)
+    _, default = fetch(bfeed, addr, os.path.join(tmp, "big"), 0, "nchw", "big")
+    _, fast = fetch(bfeed, addr, os.path.join(tmp, "bigfast"), 0, "nchw", "big", ["--eval-decode", "fast"])
+    got, got_fast = bf16_to_f32(default["image"])[0], bf16_to_f32(fast["image"])[0]
+    err = float(np.abs(got_fast - exact).mean())
+    print("large image: default max abs error %d; eval-decode fast mean abs error %.3f against torchvision"
+          % (int(np.abs(got - exact).max()), err))
+    if not np.array_equal(got, exact):
+        fail("large image: the default eval is not torchvision's pixels")
+    if not np.array_equal(got_fast, drafted):
+        fail("large image: eval-decode fast is not Image.draft's pixels")
+    if np.array_equal(got_fast, exact):
+        fail("large image: eval-decode fast gave torchvision's pixels (no draft scale?)")
+
+
+def large_jpeg(fixtures, files, root):
+    """A 1600x1200 JPEG made from the first fixture, alone in a folder."""
+    os.makedirs(os.path.join(root, "big"))
+    path = os.path.join(root, "big", "big.jpg")
+    Image.open(os.path.join(fixtures, files[0])).convert("RGB").resize((1600, 1200), Image.BICUBIC).save(
+        path, quality=92)
+    return path
+
+
 def main():
     bfeedd, bfeed, fixtures = sys.argv[1:4]
     files = sorted(f for f in os.listdir(fixtures) if f.lower().endswith((".jpeg", ".jpg")))
@@ -100,7 +130,8 @@ def main():
             os.makedirs(os.path.join(root, os.path.splitext(f)[0]))
             os.symlink(os.path.join(os.path.abspath(fixtures), f),
                        os.path.join(root, os.path.splitext(f)[0], f))
-        daemon = Daemon(bfeedd, tmp, ["fx=" + root])
+        big = large_jpeg(fixtures, files, os.path.join(tmp, "large"))
+        daemon = Daemon(bfeedd, tmp, ["fx=" + root, "big=" + os.path.join(tmp, "large")])
         addr = daemon.addr
         try:
             nbatches = (len(files) + BATCH - 1) // BATCH
@@ -133,6 +164,7 @@ def main():
                     print("%-40s mean abs error %.3f, max %d" % (f, float(diff.mean()), int(diff.max())))
                     if diff.max() != 0:
                         fail("%s: not Pillow's pixels (mean abs error %.3f)" % (f, float(diff.mean())))
+            check_large(bfeed, addr, tmp, big, fail)
         finally:
             err = daemon.stop(STOP_TIMEOUT)
             if err:

@@ -35,7 +35,7 @@ from fetch_oracle import bf16_to_f32, finish, reference  # noqa: E402
 from format_oracle import png_bytes  # noqa: E402
 from oracle_util import Daemon  # noqa: E402
 
-SIZE = 64  # the JPEGs here are decoded at 1/2 and 1/4 (Pillow's draft, in reference)
+SIZE = 64  # small beside the images: eval must still decode them at full size
 
 
 def save(img, fmt, **opts):
