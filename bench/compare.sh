@@ -4,12 +4,18 @@
 #
 #   bench/compare.sh DATA_DIR [ROUNDS] [MIN_SAMPLES]
 #
-# In each of ROUNDS rounds (default 3), one after another on the same
+# First it prints the load average and the processes using CPU: a ratio
+# counts only when nothing else ran (stop builds, tests and helpers first).
+# Then it packs the images twice with `bfeed pack` (--images raw and
+# --images jpeg, the default --max-side) and prints their size beside the
+# originals'. In each of ROUNDS rounds (default 3), one after another on the same
 # images: the decode floor (bench/decode_floor: every JPEG decoded whole by
 # libjpeg-turbo on as many threads as cores), `bfeed bench` in train and
 # eval over shared memory (the default on a Unix socket) and over the socket
-# with each codec (none, u8, zstd:1, u8+zstd:1), and bench/torch_peer.py
-# in train and eval. Alternating rounds spread the machine's other load
+# with each codec (none, u8, zstd:1, u8+zstd:1), eval with --eval-decode
+# fast, both packs over shared memory (train and eval), and
+# bench/torch_peer.py in train and eval, plain and with Pillow's draft
+# (--draft: the fastest DataLoader Debian's packages give, not exact). Alternating rounds spread the machine's other load
 # over every contender. Each run measures at least MIN_SAMPLES samples
 # (default 2000) after a warm-up epoch. Prints every result, then medians,
 # ratios, wire bytes and CPU per 1000 samples. Works on any ImageFolder
@@ -38,9 +44,20 @@ bpe=$((n / batch))
 epochs=$(( (min_samples + bpe * batch - 1) / (bpe * batch) ))
 [ "$epochs" -ge 2 ] || epochs=2
 
+echo "== load before the rounds: $(cat /proc/loadavg)"
+echo "== processes using CPU (top, one snapshot):"
+top -b -n 1 -o %CPU | sed -n '7,14p'
+
 run=$(mktemp -d /tmp/bfeed-compare.XXXXXX)
-"$bin/bfeedd" --listen "unix:$run/s.sock" --dataset bench="$data" --workers "$cores" --log-level warning \
-  2>"$run/log" &
+for images in raw jpeg; do
+  t0=$(date +%s.%N)
+  "$bin/bfeed" pack "$data" "$run/pack-$images" --images "$images" >"$run/pack-$images.log" 2>&1 ||
+    { cat "$run/pack-$images.log"; exit 1; }
+  echo "== pack --images $images: $(du -sb "$run/pack-$images" | cut -f1) bytes, originals $(du -sbL "$data" | cut -f1) bytes;" \
+    "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s to pack"
+done
+"$bin/bfeedd" --listen "unix:$run/s.sock" --dataset bench="$data" --dataset raw="pack:$run/pack-raw" \
+  --dataset jpeg="pack:$run/pack-jpeg" --workers "$cores" --log-level warning 2>"$run/log" &
 pid=$!
 bpid=
 before=${BFEED_BEFORE:-}
@@ -70,8 +87,20 @@ for r in $(seq "$rounds"); do
         --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" --codec "$codec" --json | tail -1)
       echo "before/$mode/$codec $out" >>"$run/res"
     done
-    echo "$mode/torch $($py bench/torch_peer.py "$data" --mode "$mode" --batch "$batch" --workers "$cores" \
-      --epochs "$epochs" --size 224)" >>"$run/res"
+    # eval_decode=fast, and the packs (shared memory, codec none).
+    for what in fast raw jpeg; do
+      if [ "$what" = fast ]; then [ "$mode" = eval ] || continue; set -- --dataset bench --eval-decode fast
+      else set -- --dataset "$what"; fi
+      out=$("$bin/bfeed" bench --connect "unix:$run/s.sock" "$@" --mode "$mode" --size 224 \
+        --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" --codec none --json | tail -1)
+      echo "$mode/$what $out" >>"$run/res"
+    done
+    for peer in torch torch-draft; do
+      flag=; [ "$peer" = torch ] || flag=--draft
+      # shellcheck disable=SC2086
+      echo "$mode/$peer $($py bench/torch_peer.py "$data" --mode "$mode" --batch "$batch" --workers "$cores" \
+        --epochs "$epochs" --size 224 $flag)" >>"$run/res"
+    done
   done
   echo "round $r done" >&2
 done
@@ -93,6 +122,9 @@ for mode in ("train", "eval"):
     none, shm = med[mode + "/none"], med[mode + "/shm"]
     print("  %s: bfeed/torch %.2f, bfeed/floor %.2f (socket, codec none); shm %.2f and %.2f" % (
         mode, none / med[mode + "/torch"], none / med["floor"], shm / med[mode + "/torch"], shm / med["floor"]))
+    print("    shm/torch-draft %.2f; pack raw/floor %.2f, pack jpeg/floor %.2f%s" % (
+        shm / med[mode + "/torch-draft"], med[mode + "/raw"] / med["floor"], med[mode + "/jpeg"] / med["floor"],
+        ", eval-decode fast/floor %.2f" % (med["eval/fast"] / med["floor"]) if mode == "eval" else ""))
     for codec in ("u8", "zstd:1", "u8+zstd:1"):
         k = "%s/%s" % (mode, codec)
         wire = statistics.median(d["wire_bytes"] / d["raw_bytes"] for d in runs[k])
