@@ -69,6 +69,7 @@ static void test_opts_random(bfeed_stream_opts *o, uint64_t *s) {
     o->crop_scale[0] = 0.01f + (float)(test_opts_rand(s) % 100) / 200.0f;
     o->crop_scale[1] = o->crop_scale[0] + (1.0f - o->crop_scale[0]) * (float)(test_opts_rand(s) % 100) / 100.0f;
   }
+  o->eval_decode = (bfeed_eval_decode)(test_opts_rand(s) % 2);
 }
 
 /* PROTOCOL.md "canonical form", the options' lines, as the spec writes them. */
@@ -84,6 +85,8 @@ static int test_opts_spec_lines(const bfeed_stream_opts *o, char *s, size_t cap)
   if (o->crop_scale[0] != 0.08f || o->crop_scale[1] != 1.0f)
     n += snprintf(s + n, cap - (size_t)n, "crop_scale %08x %08x\n", tb_f32_bits(o->crop_scale[0]),
                   tb_f32_bits(o->crop_scale[1]));
+  if (o->eval_decode != BFEED_EVAL_DECODE_EXACT)
+    n += snprintf(s + n, cap - (size_t)n, "eval_decode %d\n", (int)o->eval_decode);
   return n;
 }
 
@@ -154,6 +157,13 @@ static void test_open_roundtrip(void **state) {
   test_opts_roundtrip(&o, &back, &w);
   assert_true(test_opts_has_tag(&w, 24, &crit) && crit);
   assert_true(back.crop_scale[0] == 0.25f && back.crop_scale[1] == 1.0f);
+  wbuf_free(&w);
+  /* eval_decode fast: tag 25, critical (a daemon that cannot must refuse, not serve exact pixels). */
+  opts_defaults(&o);
+  o.eval_decode = BFEED_EVAL_DECODE_FAST;
+  test_opts_roundtrip(&o, &back, &w);
+  assert_true(test_opts_has_tag(&w, 25, &crit) && crit);
+  assert_int_equal(back.eval_decode, BFEED_EVAL_DECODE_FAST);
   wbuf_free(&w);
   /* transport says how batches travel: not critical. */
   opts_defaults(&o);
