@@ -145,7 +145,7 @@ def main():
             check(ok and np.load(os.path.join(tmp, "o", "good", "index.npy")).tolist() == list(range(n)),
                   "the undamaged pack serves every sample")
             for ds, why in (("trunc", "shard-000002.bfpack: no footer at the end (truncated"), ("other", "shard-000000.bfpack: shard 0 of key"),
-                            ("badmeta", "says %d samples, its shards hold %d" % (n + 1, n))):
+                            ("badmeta", "bfeed-pack.meta: %d shards of 3 samples for %d samples (%d packed)" % (meta["shards"], n, n + 1))):
                 ok, e = fetch(d, ds, os.path.join(tmp, "o", ds), ["--batch", "2"])
                 check(not ok and why in e, "%s refused at load: %s" % (ds, e.strip()))
         finally:
