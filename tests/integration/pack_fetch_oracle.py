@@ -31,7 +31,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shard_writer as w  # noqa: E402
 import pack_reader as pr  # noqa: E402
-from oracle_util import Daemon, check, failures  # noqa: E402
+from oracle_util import Daemon, check  # noqa: E402
+from oracle_util import main as oracle_main  # noqa: E402
 from PIL import Image  # noqa: E402
 
 BFEEDD, BFEED, PACK, _, FIXTURES = sys.argv[1:6]
@@ -111,88 +112,85 @@ def check_capped(out, samples, cap, mode):
                 check(diff < 6, "jpeg %s: close to Pillow's resize (mean abs diff %.2f)" % (name, diff))
 
 
-def main():
-    with tempfile.TemporaryDirectory(prefix="bfeed-pack-") as tmp:
-        root = os.path.join(tmp, "folder")
-        samples = build_folder(root)
-        n = len(samples)
-        labels = [c for c, _ in samples]
-        with open(os.path.join(tmp, "list.tsv"), "w") as f:
-            f.writelines("%s\t%d\n" % (os.path.relpath(p, tmp), c) for c, p in samples)
-        feats = np.random.default_rng(3).standard_normal((n, 5)).astype(np.float32) * 100
-        os.makedirs(os.path.join(tmp, "tf"))
-        for s, (a, b) in enumerate([(0, n // 2), (n // 2, n)]):
-            w.write_tfrecord(os.path.join(tmp, "tf", "train-%d" % s),
-                             [w.example(open(samples[i][1], "rb").read(), labels[i] + 1, features=feats[i])
-                              for i in range(a, b)])
-        os.makedirs(os.path.join(tmp, "tar"))
-        w.write_tar(os.path.join(tmp, "tar", "s-0.tar"),
-                    [m for i, (c, p) in enumerate(samples)
-                     for m in (("%06d%s" % (i, os.path.splitext(p)[1]), open(p, "rb").read()),
-                               ("%06d.cls" % i, b"%d" % c))])
-        sources = {"folder": root, "list": "list:%s/list.tsv" % tmp,
-                   "tfrecord": "tfrecord:%s/tf/train-*,image_key=image/encoded,features_key=features" % tmp,
-                   "tar": "tar:%s/tar/*.tar" % tmp}
-        for name, src in sources.items():
-            pack(src, os.path.join(tmp, "p_" + name), "--images", "original", "--shard-samples", "4", "--jobs", "2")
-        for name in sources:
-            meta, recs = check_original(os.path.join(tmp, "p_" + name), samples, labels, name)
-        meta = pr.read_meta(os.path.join(tmp, "p_tfrecord", "bfeed-pack.meta"))
-        check(meta["features"] == 5 and all(np.array_equal(np.float32(r["features"]), feats[i]) for i, r in enumerate(
-            pr.read_pack(os.path.join(tmp, "p_tfrecord"))[1][0]["records"])), "tfrecord: features stored as float32")
-        check(pr.read_meta(os.path.join(tmp, "p_folder", "bfeed-pack.meta"))["class_names"] == ["c0", "c1", "c_other"],
-              "folder: class names in the metadata")
-        # The CLI runs bfeed-pack (beside it in the build's bin/).
-        r = subprocess.run([BFEED, "pack", root, os.path.join(tmp, "p_cli"), "--images", "raw", "--max-side", "64",
-                            "--jobs", "1", "--shard-samples", "3"], capture_output=True, text=True, timeout=300)
-        check(r.returncode == 0 and "skipping %s" % samples[-1][1] in r.stderr and "1 sample(s) skipped" in r.stdout,
-              "bfeed pack runs bfeed-pack; the corrupt image named and counted: " + (r.stderr + r.stdout)[-400:])
-        check_capped(os.path.join(tmp, "p_cli"), samples, 64, "raw")
-        pack(root, os.path.join(tmp, "p_jpeg"), "--images", "jpeg", "--max-side", "100", "--quality", "92")
-        check_capped(os.path.join(tmp, "p_jpeg"), samples, 100, "jpeg")
-        pack(root, os.path.join(tmp, "p_jpeg0"), "--images", "jpeg", "--max-side", "0")
-        m0, sh0 = pr.read_pack(os.path.join(tmp, "p_jpeg0"))
-        jp = [p for _, p in samples if p.endswith(".JPEG")]
-        check(all(any(r["bytes"] == open(p, "rb").read() for s in sh0 for r in s["records"]) for p in jp),
-              "jpeg without a cap keeps every JPEG's original bytes")
-        r = pack(root, os.path.join(tmp, "p_bad"), "--images", "original", "--max-side", "64", expect=2)
-        check("original" in r.stderr, "--max-side with --images original refused")
-        mf = os.path.join(tmp, "m.tsv")
-        open(mf, "w").write("%s\t0\ta cat\n" % samples[0][1])
-        from oracle_util import write_table
-        vec = write_table(os.path.join(tmp, "vec.txt"))
-        r = pack("manifest:%s,vectors=%s" % (mf, vec), os.path.join(tmp, "p_manifest"), expect=1)
-        check("text" in r.stderr and not os.path.exists(os.path.join(tmp, "p_manifest", "bfeed-pack.meta")),
-              "a manifest (captions) refused clearly: " + r.stderr.strip())
+def run(tmp):
+    root = os.path.join(tmp, "folder")
+    samples = build_folder(root)
+    n = len(samples)
+    labels = [c for c, _ in samples]
+    with open(os.path.join(tmp, "list.tsv"), "w") as f:
+        f.writelines("%s\t%d\n" % (os.path.relpath(p, tmp), c) for c, p in samples)
+    feats = np.random.default_rng(3).standard_normal((n, 5)).astype(np.float32) * 100
+    os.makedirs(os.path.join(tmp, "tf"))
+    for s, (a, b) in enumerate([(0, n // 2), (n // 2, n)]):
+        w.write_tfrecord(os.path.join(tmp, "tf", "train-%d" % s),
+                         [w.example(open(samples[i][1], "rb").read(), labels[i] + 1, features=feats[i])
+                          for i in range(a, b)])
+    os.makedirs(os.path.join(tmp, "tar"))
+    w.write_tar(os.path.join(tmp, "tar", "s-0.tar"),
+                [m for i, (c, p) in enumerate(samples)
+                 for m in (("%06d%s" % (i, os.path.splitext(p)[1]), open(p, "rb").read()),
+                           ("%06d.cls" % i, b"%d" % c))])
+    sources = {"folder": root, "list": "list:%s/list.tsv" % tmp,
+               "tfrecord": "tfrecord:%s/tf/train-*,image_key=image/encoded,features_key=features" % tmp,
+               "tar": "tar:%s/tar/*.tar" % tmp}
+    for name, src in sources.items():
+        pack(src, os.path.join(tmp, "p_" + name), "--images", "original", "--shard-samples", "4", "--jobs", "2")
+    for name in sources:
+        meta, recs = check_original(os.path.join(tmp, "p_" + name), samples, labels, name)
+    meta = pr.read_meta(os.path.join(tmp, "p_tfrecord", "bfeed-pack.meta"))
+    check(meta["features"] == 5 and all(np.array_equal(np.float32(r["features"]), feats[i]) for i, r in enumerate(
+        pr.read_pack(os.path.join(tmp, "p_tfrecord"))[1][0]["records"])), "tfrecord: features stored as float32")
+    check(pr.read_meta(os.path.join(tmp, "p_folder", "bfeed-pack.meta"))["class_names"] == ["c0", "c1", "c_other"],
+          "folder: class names in the metadata")
+    # The CLI runs bfeed-pack (beside it in the build's bin/).
+    r = subprocess.run([BFEED, "pack", root, os.path.join(tmp, "p_cli"), "--images", "raw", "--max-side", "64",
+                        "--jobs", "1", "--shard-samples", "3"], capture_output=True, text=True, timeout=300)
+    check(r.returncode == 0 and "skipping %s" % samples[-1][1] in r.stderr and "1 sample(s) skipped" in r.stdout,
+          "bfeed pack runs bfeed-pack; the corrupt image named and counted: " + (r.stderr + r.stdout)[-400:])
+    check_capped(os.path.join(tmp, "p_cli"), samples, 64, "raw")
+    pack(root, os.path.join(tmp, "p_jpeg"), "--images", "jpeg", "--max-side", "100", "--quality", "92")
+    check_capped(os.path.join(tmp, "p_jpeg"), samples, 100, "jpeg")
+    pack(root, os.path.join(tmp, "p_jpeg0"), "--images", "jpeg", "--max-side", "0")
+    m0, sh0 = pr.read_pack(os.path.join(tmp, "p_jpeg0"))
+    jp = [p for _, p in samples if p.endswith(".JPEG")]
+    check(all(any(r["bytes"] == open(p, "rb").read() for s in sh0 for r in s["records"]) for p in jp),
+          "jpeg without a cap keeps every JPEG's original bytes")
+    r = pack(root, os.path.join(tmp, "p_bad"), "--images", "original", "--max-side", "64", expect=2)
+    check("original" in r.stderr, "--max-side with --images original refused")
+    mf = os.path.join(tmp, "m.tsv")
+    open(mf, "w").write("%s\t0\ta cat\n" % samples[0][1])
+    from oracle_util import write_table
+    vec = write_table(os.path.join(tmp, "vec.txt"))
+    r = pack("manifest:%s,vectors=%s" % (mf, vec), os.path.join(tmp, "p_manifest"), expect=1)
+    check("text" in r.stderr and not os.path.exists(os.path.join(tmp, "p_manifest", "bfeed-pack.meta")),
+          "a manifest (captions) refused clearly: " + r.stderr.strip())
 
-        datasets = ["s_%s=%s" % (k, v) for k, v in sources.items()] + \
-                   ["p_%s=pack:%s/p_%s" % (k, tmp, k) for k in sources]
-        optsets = [["--mode", "train", "--seed", "7", "--batch", "4", "--batch-index", "1"],
-                   ["--mode", "train", "--seed", "9", "--batch", "4", "--batch-index", "0", "--layout", "nhwc"],
-                   ["--mode", "train", "--seed", "9", "--batch", "4", "--batch-index", "2", "--epoch", "1"],
-                   ["--mode", "train", "--seed", "5", "--batch", "2", "--batch-index", "1", "--shard", "1/2"],
-                   ["--mode", "eval", "--batch", "4", "--batch-index", "1", "--size", "96"],
-                   ["--mode", "train", "--seed", "3", "--batch", str(n), "--batch-index", "0", "--size", "64"]]
-        d = Daemon(BFEEDD, tmp, datasets)
-        try:
-            for name in sources:
-                for k, opts in enumerate(optsets):
-                    ref, e1 = fetch(d, "s_" + name, os.path.join(tmp, "o", "s_%s%d" % (name, k)), opts)
-                    got, e2 = fetch(d, "p_" + name, os.path.join(tmp, "o", "p_%s%d" % (name, k)), opts)
-                    if check(ref is not None and got is not None, "%s fetches: %s %s" % (name, e1, e2)):
-                        check(sorted(got) == sorted(ref) and all(got[t] == ref[t] for t in ref),
-                              "%s %s: pack's %s equal the source's byte for byte" % (name, " ".join(opts), sorted(ref)))
-            last = "p_folder/shard-%06d.bfpack: record %d" % ((n - 1) // 4, (n - 1) % 4)
-            check("d_corrupt.jpg" in d.log() and last in d.log(),
-                  "the corrupt image skipped by the daemon in the source and in its pack, both named")
-        finally:
-            err = d.stop()
-            check(err is None, err or "daemon stopped")
-    if failures:
-        print("%d failure(s)" % len(failures))
-        sys.exit(1)
-    print("all passed")
+    datasets = ["s_%s=%s" % (k, v) for k, v in sources.items()] + \
+               ["p_%s=pack:%s/p_%s" % (k, tmp, k) for k in sources]
+    optsets = [["--mode", "train", "--seed", "7", "--batch", "4", "--batch-index", "1"],
+               ["--mode", "train", "--seed", "9", "--batch", "4", "--batch-index", "0", "--layout", "nhwc"],
+               ["--mode", "train", "--seed", "9", "--batch", "4", "--batch-index", "2", "--epoch", "1"],
+               ["--mode", "train", "--seed", "5", "--batch", "2", "--batch-index", "1", "--shard", "1/2"],
+               ["--mode", "eval", "--batch", "4", "--batch-index", "1", "--size", "96"],
+               ["--mode", "train", "--seed", "3", "--batch", str(n), "--batch-index", "0", "--size", "64"]]
+    d = Daemon(BFEEDD, tmp, datasets)
+    try:
+        for name in sources:
+            for k, opts in enumerate(optsets):
+                ref, e1 = fetch(d, "s_" + name, os.path.join(tmp, "o", "s_%s%d" % (name, k)), opts)
+                got, e2 = fetch(d, "p_" + name, os.path.join(tmp, "o", "p_%s%d" % (name, k)), opts)
+                if check(ref is not None and got is not None, "%s fetches: %s %s" % (name, e1, e2)):
+                    check(sorted(got) == sorted(ref) and all(got[t] == ref[t] for t in ref),
+                          "%s %s: pack's %s equal the source's byte for byte" % (name, " ".join(opts), sorted(ref)))
+        last = "p_folder/shard-%06d.bfpack: record %d" % ((n - 1) // 4, (n - 1) % 4)
+        check("d_corrupt.jpg" in d.log() and last in d.log(),
+              "the corrupt image skipped by the daemon in the source and in its pack, both named")
+    finally:
+        stopped = d.stop()
+    check(stopped is None, stopped or "the daemon stops cleanly")
+
 
 
 if __name__ == "__main__":
-    main()
+    TMP = tempfile.mkdtemp(prefix="bfeed-pack-")
+    oracle_main({"all": lambda: run(TMP)}, "all", TMP)  # exits 1 on a failed check
