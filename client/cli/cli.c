@@ -1,11 +1,15 @@
 /*
- * bfeed -- command line for bfeedd: bench, fetch, make-demo.
+ * bfeed -- command line for bfeedd: bench, fetch, make-demo; `bfeed pack`
+ * runs bfeed-pack (tools/pack), which links the daemon's code, git-style.
  */
 #include "cli.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bfeed.h"
 #include "cli_opts.h"
@@ -27,6 +31,9 @@ static void usage(FILE *f) {
           "  make-demo  DIR --text VECTORS [--classes N] [--train N] [--val N] [--seed N] [--force]\n"
           "             write a labelled text dataset (fastText lines) with words from VECTORS\n"
           "             to DIR/train.txt and DIR/val.txt\n"
+          "  pack       SOURCE OUT [--images original|jpeg|raw] [--max-side N] [--quality Q] [--jobs N]\n"
+          "             write SOURCE (any --dataset of bfeedd) as a prepared dataset, served as pack:OUT\n"
+          "             (runs bfeed-pack, beside bfeed or on PATH)\n"
           "  version    print the version (also --version, on every command)\n"
           "ADDR is unix:PATH or HOST:PORT, or several comma-separated (or a name resolving to\n"
           "several): one stream then fans out over those daemons. Each command takes --help.\n\n%s%s",
@@ -134,12 +141,37 @@ static int cmd_version(int argc, char **argv) {
   return cli_print_version(), 0;
 }
 
+/* bfeed-pack from the folder this binary is in (a build's bin/, an
+ * install's bindir), else from PATH. Returns only when neither runs. */
+static int cmd_pack(int argc, char **argv) {
+  char self[PATH_MAX], beside[PATH_MAX + 16];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  char **args = calloc((size_t)argc + 2, sizeof *args);
+  if (!args) return fprintf(stderr, "bfeed pack: out of memory\n"), 1;
+  args[0] = "bfeed-pack";
+  for (int i = 0; i < argc; i++) args[i + 1] = argv[i];
+  if (n > 0) {
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (slash) {
+      *slash = 0;
+      snprintf(beside, sizeof beside, "%s/bfeed-pack", self);
+      execv(beside, args);
+    }
+  }
+  execvp("bfeed-pack", args);
+  fprintf(stderr, "bfeed pack: cannot run bfeed-pack (beside %s or on PATH): %s\n", n > 0 ? self : "bfeed",
+          strerror(errno));
+  free(args);
+  return 127;
+}
+
 static const struct {
   const char *name, *prog; /* prog: how its messages start */
   int (*run)(int argc, char **argv);
 } commands[] = {{"bench", "bfeed bench", cmd_bench},         {"fetch", "bfeed fetch", cmd_fetch},
                 {"stats", "bfeed stats", cmd_stats},         {"make-demo", "bfeed make-demo", cmd_make_demo},
-                {"version", "bfeed version", cmd_version},   {"--version", "bfeed", cmd_version}};
+                {"pack", "bfeed pack", cmd_pack},            {"version", "bfeed version", cmd_version},   {"--version", "bfeed", cmd_version}};
 
 int main(int argc, char **argv) {
   if (argc < 2) return usage(stderr), 2;

@@ -10,6 +10,7 @@
 #include "bfeed_types.h"
 #include "decode_mem.h"
 #include "jpeg_decode.h"
+#include "raw_decode.h"
 #include "png_decode.h"
 #include "webp_decode.h"
 
@@ -37,8 +38,8 @@ void image_decode_free(image_decoder *d) {
 }
 
 const char *image_decode_format_name(enum image_decode_format f) {
-  static const char *const names[] = {"JPEG", "PNG", "WebP"};
-  return (unsigned)f < 3 ? names[f] : "unknown";
+  static const char *const names[] = {"JPEG", "PNG", "WebP", "raw image record"};
+  return (unsigned)f < 4 ? names[f] : "unknown";
 }
 
 static const uint8_t image_decode_png_magic[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
@@ -52,6 +53,8 @@ static int image_decode_sniff(const uint8_t *b, size_t n) {
     return IMAGE_DECODE_PNG;
   if (n >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WEBP", 4) == 0)
     return IMAGE_DECODE_WEBP;
+  if (raw_decode_is(b, n))
+    return IMAGE_DECODE_RAW;
   return -1;
 }
 
@@ -84,6 +87,8 @@ static int image_decode_header_of(image_decoder *d, int format, const uint8_t *b
   }
   case IMAGE_DECODE_WEBP:
     return webp_decode_header(buf, len, &info->width, &info->height, &d->working, err, errlen);
+  case IMAGE_DECODE_RAW:
+    return raw_decode_parse(buf, len, &info->width, &info->height, err, errlen);
   default:
     snprintf(err, errlen, "not a JPEG, PNG or WebP image");
     return BFEED_EDATASET;
@@ -173,6 +178,8 @@ int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const ui
   decode_mem_take(&d->held, d->working); /* the library's buffers, while it decodes */
   if (webp)
     rc = webp_decode_read(buf, d->len, rect, row, row * (size_t)h, err, errlen);
+  else if (d->info.format == IMAGE_DECODE_RAW)
+    raw_decode_rect(buf, w, x0, x1, y0, y1, rect, row);
   else if (d->info.format == IMAGE_DECODE_JPEG)
     rc = jpeg_decode_read(d->jpeg, x0, x1, y0, y1, rect, row, err, errlen);
   else

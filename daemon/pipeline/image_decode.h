@@ -1,5 +1,6 @@
 /*
- * image_decode.h -- JPEG, PNG or WebP bytes to RGBX, told apart by their first bytes.
+ * image_decode.h -- JPEG, PNG, WebP or raw (bfeed pack) bytes to RGBX, told
+ * apart by their first bytes.
  * Called by sample.c (one image sample) and by the tests' dump tools.
  *
  * The format is the content's, never the file name's (as Pillow decides),
@@ -31,7 +32,10 @@
 /* PIL.Image.MAX_IMAGE_PIXELS: 1024 * 1024 * 1024 // 4 // 3. */
 #define IMAGE_DECODE_MAX_PIXELS_DEFAULT 178956970u
 
-enum image_decode_format { IMAGE_DECODE_JPEG, IMAGE_DECODE_PNG, IMAGE_DECODE_WEBP };
+/* RAW: bfeed pack's decoded pixels (packfile.h: a 16-byte header, then RGB
+ * rows), read as they are; like PNG, never scalable, checked against the
+ * limits from its header and widened to RGBX only for the rectangle read. */
+enum image_decode_format { IMAGE_DECODE_JPEG, IMAGE_DECODE_PNG, IMAGE_DECODE_WEBP, IMAGE_DECODE_RAW };
 
 typedef struct image_decode_info {
   int width, height; /* full-size image, in pixels */
@@ -45,7 +49,7 @@ typedef struct image_decoder image_decoder;
 image_decoder *image_decode_new(void);
 void image_decode_free(image_decoder *d);
 
-/* "JPEG", "PNG", "WebP". */
+/* "JPEG", "PNG", "WebP", "raw image record". */
 const char *image_decode_format_name(enum image_decode_format f);
 
 /* Read the headers of the image in buf[0..len), which must stay valid until

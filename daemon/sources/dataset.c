@@ -28,7 +28,8 @@
   X(kind_manifest)    \
   X(kind_tfrecord)    \
   X(kind_tar)         \
-  X(kind_list)
+  X(kind_list)        \
+  X(kind_pack)
 #define X(k) extern const dataset_kind k;
 DATASET_KINDS
 #undef X

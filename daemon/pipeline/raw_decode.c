@@ -1,0 +1,56 @@
+/* raw_decode.c -- raw image records (raw_decode.h). */
+#include "raw_decode.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bfeed_types.h"
+
+static uint32_t raw_decode_le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+void raw_decode_header(uint8_t out[RAW_DECODE_HEADER], uint32_t width, uint32_t height) {
+  memcpy(out, RAW_DECODE_MAGIC, 6);
+  out[6] = 3;
+  out[7] = 0;
+  for (int i = 0; i < 4; i++) {
+    out[8 + i] = (uint8_t)(width >> (8 * i));
+    out[12 + i] = (uint8_t)(height >> (8 * i));
+  }
+}
+
+int raw_decode_is(const uint8_t *b, size_t n) { return n >= 6 && memcmp(b, RAW_DECODE_MAGIC, 6) == 0; }
+
+int raw_decode_parse(const uint8_t *b, size_t n, int *width, int *height, char *err, size_t errlen) {
+  if (n < RAW_DECODE_HEADER)
+    return snprintf(err, errlen, "raw image record of %zu bytes, shorter than its %d-byte header", n,
+                    RAW_DECODE_HEADER), BFEED_EDATASET;
+  unsigned ch = b[6] | (unsigned)b[7] << 8;
+  uint64_t w = raw_decode_le32(b + 8), h = raw_decode_le32(b + 12);
+  if (ch != 3) return snprintf(err, errlen, "raw image record of %u channels, not 3", ch), BFEED_EDATASET;
+  if (w < 1 || h < 1 || w > RAW_DECODE_MAX_SIDE || h > RAW_DECODE_MAX_SIDE)
+    return snprintf(err, errlen, "raw image record of %" PRIu64 "x%" PRIu64 " pixels, outside 1..%u a side", w, h,
+                    RAW_DECODE_MAX_SIDE), BFEED_EDATASET;
+  if (n - RAW_DECODE_HEADER != w * h * 3)
+    return snprintf(err, errlen, "raw image record of %" PRIu64 "x%" PRIu64 " RGB pixels holds %zu pixel bytes, not %" PRIu64,
+                    w, h, n - RAW_DECODE_HEADER, w * h * 3), BFEED_EDATASET;
+  *width = (int)w;
+  *height = (int)h;
+  return 0;
+}
+
+void raw_decode_rect(const uint8_t *b, int w, int x0, int x1, int y0, int y1, uint8_t *rect, size_t row) {
+  const uint8_t *px = b + RAW_DECODE_HEADER;
+  for (int y = y0; y < y1; y++) {
+    const uint8_t *s = px + ((size_t)y * (size_t)w + (size_t)x0) * 3;
+    uint8_t *o = rect + (size_t)(y - y0) * row;
+    for (int x = x0; x < x1; x++, s += 3, o += 4) {
+      o[0] = s[0];
+      o[1] = s[1];
+      o[2] = s[2];
+      o[3] = 0xFF;
+    }
+  }
+}
