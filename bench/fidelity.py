@@ -6,11 +6,13 @@ exact pipeline, measured on real images (printed, never asserted).
       eval_decode=fast (Pillow's draft scale) against the default, which is
       torchvision's pipeline exactly: per size, the share of images whose
       mean abs error is over 0.5 grey levels, the mean and the worst.
-  bench/fidelity.py pack SAMPLE_DUMP BFEED DATA_DIR [MAX_SIDES]
+  bench/fidelity.py pack SAMPLE_DUMP BFEED DATA_DIR [MAX_SIDES [QUALITY]]
       `bfeed pack` at several --max-side values, raw and JPEG: for the same
       train crop boxes in relative coordinates and for eval at 224, the mean
       abs error (grey levels) of what bfeed makes from the pack against the
       exact pipeline on the originals, and the pack's size beside theirs.
+      MAX_SIDES: a comma list of --max-side values; -N stands for
+      --short-side N (and no --max-side).
 
 The reference is always the user's: Image.open(f).convert("RGB"), then
 Resize(round(S*256/224)) + CenterCrop(S) for eval, img.crop(box).resize((S,
@@ -90,30 +92,34 @@ def pixel_box(box, w, h):
     return x0, y0, min(x1, w) - x0, min(y1, h) - y0
 
 
-def pack_records(bfeed, data, out, images_mode, max_side):
+def pack_records(bfeed, data, out, images_mode, max_side, quality=90):
     """Pack data and return the records' bytes in sample order (PACK_FORMAT.md)."""
-    subprocess.run([bfeed, "pack", data, out, "--images", images_mode, "--max-side", str(max_side)], check=True,
+    cap = ["--short-side", str(-max_side), "--max-side", "0"] if max_side < 0 else ["--max-side", str(max_side)]
+    if images_mode == "jpeg":
+        cap += ["--quality", str(quality)]
+    subprocess.run([bfeed, "pack", data, out, "--images", images_mode] + cap, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
     from pack_reader import read_pack  # noqa: E402
-    return [r["image"] for r in read_pack(out)["records"]]
+    _, shards = read_pack(out)
+    return [r["bytes"] for s in shards for r in s["records"]]
 
 
-def pack(dump_exe, bfeed, data, max_sides=(256, 320, 384, 448, 512, 0), boxes_per_image=4):
+def pack(dump_exe, bfeed, data, max_sides=(256, 384, 448, 512, 0, -256, -320), quality=90, boxes_per_image=4):
     files = images(data)
     dump = Dump(dump_exe)
     rnd = random.Random(19)
     boxes = [rel_boxes(rnd, boxes_per_image) for _ in files]
     orig_bytes = sum(os.path.getsize(p) for p in files)
     print("bfeed pack against the exact pipeline on the originals: mean abs error (grey levels) over %d JPEGs,"
-          " %d train crops each (same relative boxes) and eval at 224; originals %.1f MB" % (
-              len(files), boxes_per_image, orig_bytes / 1e6))
-    print("%-6s %8s %10s %10s %12s %12s" % ("images", "max-side", "size MB", "x orig", "train MAE", "eval MAE"))
+          " %d train crops each (same relative boxes) and eval at 224; JPEG quality %d; originals %.1f MB" % (
+              len(files), boxes_per_image, quality, orig_bytes / 1e6))
+    print("%-6s %10s %10s %10s %12s %12s" % ("images", "cap", "size MB", "x orig", "train MAE", "eval MAE"))
     with tempfile.TemporaryDirectory() as tmp:
         for mode in ("raw", "jpeg"):
             for ms in max_sides:
                 out = os.path.join(tmp, "%s-%d" % (mode, ms))
-                recs = pack_records(bfeed, data, out, mode, ms)
+                recs = pack_records(bfeed, data, out, mode, ms, quality)
                 assert len(recs) == len(files), "%d records for %d images" % (len(recs), len(files))
                 size = sum(os.path.getsize(os.path.join(out, f)) for f in os.listdir(out))
                 terr, eerr = [], []
@@ -132,7 +138,7 @@ def pack(dump_exe, bfeed, data, max_sides=(256, 320, 384, 448, 512, 0), boxes_pe
                     rw, rh, left, top = eval_geometry(pw, ph, 224)
                     got = dump.ask("eval 224 0 %d %d %d %d %s" % (rw, rh, left, top, rp))
                     eerr.append(mae(got, pillow_eval(p, 224)))
-                print("%-6s %8s %10.1f %10.2f %12.3f %12.3f" % (mode, ms or "none", size / 1e6, size / orig_bytes,
+                print("%-6s %10s %10.1f %10.2f %12.3f %12.3f" % (mode, ("short %d" % -ms) if ms < 0 else (ms or "none"), size / 1e6, size / orig_bytes,
                                                                np.mean(terr), np.mean(eerr)))
     dump.close()
 
@@ -150,8 +156,8 @@ def main():
         sizes = tuple(int(s) for s in sys.argv[4].split(",")) if len(sys.argv) > 4 else (224, 160, 128)
         eval_decode(sys.argv[2], sys.argv[3], sizes)
     elif sys.argv[1] == "pack" and len(sys.argv) >= 5:
-        sides = tuple(int(s) for s in sys.argv[5].split(",")) if len(sys.argv) > 5 else (256, 320, 384, 448, 512, 0)
-        pack(sys.argv[2], sys.argv[3], sys.argv[4], sides)
+        sides = tuple(int(s) for s in sys.argv[5].split(",")) if len(sys.argv) > 5 else (256, 384, 448, 512, 0, -256, -320)
+        pack(sys.argv[2], sys.argv[3], sys.argv[4], sides, int(sys.argv[6]) if len(sys.argv) > 6 else 90)
     else:
         sys.exit(__doc__)
 

@@ -31,7 +31,7 @@ static void usage(FILE *f) {
           "  make-demo  DIR --text VECTORS [--classes N] [--train N] [--val N] [--seed N] [--force]\n"
           "             write a labelled text dataset (fastText lines) with words from VECTORS\n"
           "             to DIR/train.txt and DIR/val.txt\n"
-          "  pack       SOURCE OUT [--images original|jpeg|raw] [--max-side N] [--quality Q] [--jobs N]\n"
+          "  pack       SOURCE OUT [--images original|jpeg|raw] [--max-side N] [--short-side N] [--quality Q] [--jobs N]\n"
           "             write SOURCE (any --dataset of bfeedd) as a prepared dataset, served as pack:OUT\n"
           "             (runs bfeed-pack, beside bfeed or on PATH)\n"
           "  version    print the version (also --version, on every command)\n"

@@ -235,8 +235,9 @@ int packfile_meta_write(const packfile_meta *m, FILE *f, char *err, size_t errle
 #define X(name, field, base) fprintf(f, base == 16 ? "%s %016" PRIx64 "\n" : "%s %" PRIu64 "\n", name, m->field);
   PACKFILE_META_NUMBERS(X)
 #undef X
-  fprintf(f, "features %" PRIu32 "\nlabelled %d\nimages %s\nmax_side %" PRIu32 "\nquality %" PRIu32 "\nsource %s\n",
-          m->dim, m->labelled, m->images, m->max_side, m->quality, m->source);
+  fprintf(f, "features %" PRIu32 "\nlabelled %d\nimages %s\nmax_side %" PRIu32 "\nshort_side %" PRIu32
+          "\nquality %" PRIu32 "\nsource %s\n",
+          m->dim, m->labelled, m->images, m->max_side, m->short_side, m->quality, m->source);
   fprintf(f, "classes %" PRIu64 "\n", m->nclasses);
   for (uint64_t c = 0; m->classes && c < m->nclasses; c++) fprintf(f, "class %s\n", m->classes[c]);
   fprintf(f, "end\n");
@@ -274,6 +275,7 @@ static int packfile_meta_line(packfile_meta *m, const char *key, const char *v, 
   if (strcmp(key, "features") == 0) return m->dim = (uint32_t)x, x > PACKFILE_MAX_DIM ? -1 : 0;
   if (strcmp(key, "labelled") == 0) return m->labelled = (int)x, x > 1 ? -1 : 0;
   if (strcmp(key, "max_side") == 0) return m->max_side = (uint32_t)x, 0;
+  if (strcmp(key, "short_side") == 0) return m->short_side = (uint32_t)x, 0;
   if (strcmp(key, "quality") == 0) return m->quality = (uint32_t)x, 0;
   if (strcmp(key, "classes") == 0) return m->nclasses = x, m->classes ? -1 : 0;
   return 0; /* a key of a later version: ignored */

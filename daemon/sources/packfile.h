@@ -105,7 +105,7 @@ typedef struct packfile_meta {
   uint32_t dim;          /* features per sample, 0: none */
   int labelled;
   char images[16];       /* original, jpeg, raw */
-  uint32_t max_side, quality;
+  uint32_t max_side, short_side, quality;
   char *source;          /* the source as given */
   uint64_t nclasses;
   char **classes;        /* nclasses names, or NULL when the source had none */

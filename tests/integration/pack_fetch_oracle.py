@@ -13,7 +13,9 @@ equal Pillow's convert("RGB") resized with BILINEAR to the thumbnail size
 Pillow at that size, a JPEG within the cap kept byte for byte. The corrupt
 source file: stored by original (and skipped by the daemon like the
 folder's), skipped and named by raw. Also `bfeed pack` (the CLI) running
-bfeed-pack, and a manifest (text) source refused.
+bfeed-pack, a manifest (text) source refused, and a raw pack with
+--short-side 73, from which eval at 64 must be torchvision's eval of the
+originals bit for bit.
 
 usage: pack_fetch_oracle.py BFEEDD BFEED BFEED_PACK SHARD_WRITER_DIR FIXTURE_DIR
 """
@@ -31,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shard_writer as w  # noqa: E402
 import pack_reader as pr  # noqa: E402
-from oracle_util import Daemon, check  # noqa: E402
+from oracle_util import Daemon, check, eval_geometry, pillow_eval  # noqa: E402
 from oracle_util import main as oracle_main  # noqa: E402
 from PIL import Image  # noqa: E402
 
@@ -112,6 +114,22 @@ def check_capped(out, samples, cap, mode):
                 check(diff < 6, "jpeg %s: close to Pillow's resize (mean abs diff %.2f)" % (name, diff))
 
 
+def check_short_eval(d, tmp, good):
+    """Eval at 64 from the --short-side 73 pack: torchvision's pixels of
+    the originals, bit for bit."""
+    got, err = fetch(d, "p_short", os.path.join(tmp, "o", "short"), [
+        "--mode", "eval", "--size", "64", "--batch", str(len(good)), "--normalize", "none", "--keep-partial",
+        "--batch-index", "0"])
+    if not check(got is not None, "p_short eval fetch: %s" % err):
+        return
+    img = np.load(io.BytesIO(got["image"]))
+    vals = ((img.astype(np.uint32) << 16).view(np.float32)).astype(np.int16)
+    for i, p in enumerate(good):
+        ref = pillow_eval(p, 64).transpose(2, 0, 1).astype(np.int16)
+        check(np.array_equal(vals[i], ref), "short-side pack, eval 64 of %s: torchvision's pixels of the original"
+              " (max abs diff %d)" % (os.path.basename(p), int(np.abs(vals[i] - ref).max())))
+
+
 def run(tmp):
     root = os.path.join(tmp, "folder")
     samples = build_folder(root)
@@ -165,8 +183,17 @@ def run(tmp):
     check("text" in r.stderr and not os.path.exists(os.path.join(tmp, "p_manifest", "bfeed-pack.meta")),
           "a manifest (captions) refused clearly: " + r.stderr.strip())
 
+    # --short-side 73 = round(64 * 256 / 224): eval at 64 from the pack is
+    # torchvision's eval of the originals (checked through the daemon below).
+    pack(root, os.path.join(tmp, "p_short"), "--images", "raw", "--short-side", "73")
+    good = [p for _, p in samples if not p.endswith("d_corrupt.jpg")]
+    sizes = [pr.raw_pixels(r["bytes"])[:2] for s in pr.read_pack(os.path.join(tmp, "p_short"))[1] for r in s["records"]]
+    want = [eval_geometry(*Image.open(p).size, 64)[:2] if min(Image.open(p).size) > 73 else Image.open(p).size
+            for p in good]
+    check(sizes == want, "--short-side 73: each image as torchvision's Resize(73) sizes it: %s" % sizes)
+
     datasets = ["s_%s=%s" % (k, v) for k, v in sources.items()] + \
-               ["p_%s=pack:%s/p_%s" % (k, tmp, k) for k in sources]
+               ["p_%s=pack:%s/p_%s" % (k, tmp, k) for k in sources] + ["p_short=pack:%s/p_short" % tmp]
     optsets = [["--mode", "train", "--seed", "7", "--batch", "4", "--batch-index", "1"],
                ["--mode", "train", "--seed", "9", "--batch", "4", "--batch-index", "0", "--layout", "nhwc"],
                ["--mode", "train", "--seed", "9", "--batch", "4", "--batch-index", "2", "--epoch", "1"],
@@ -182,6 +209,7 @@ def run(tmp):
                 if check(ref is not None and got is not None, "%s fetches: %s %s" % (name, e1, e2)):
                     check(sorted(got) == sorted(ref) and all(got[t] == ref[t] for t in ref),
                           "%s %s: pack's %s equal the source's byte for byte" % (name, " ".join(opts), sorted(ref)))
+        check_short_eval(d, tmp, good)
         last = "p_folder/shard-%06d.bfpack: record %d" % ((n - 1) // 4, (n - 1) % 4)
         check("d_corrupt.jpg" in d.log() and last in d.log(),
               "the corrupt image skipped by the daemon in the source and in its pack, both named")

@@ -1,4 +1,4 @@
-"""An independent reader of bfeed's pack format, from docs/PACK_FORMAT.md
+"""An independent reader of bfeed's pack format, from PACK_FORMAT.md
 alone: struct for the layout, crcmod's CRC-32C (never bfeed's code).
 
 read_pack(OUT) -> (meta dict, [shard dict]) and raises PackError naming
@@ -34,7 +34,7 @@ def read_meta(path):
         else:
             meta[key] = value
     for k in ("samples", "source_samples", "shards", "shard_samples", "skipped", "features", "labelled",
-              "max_side", "quality", "classes"):
+              "max_side", "short_side", "quality", "classes"):
         meta[k] = int(meta[k])
     for k in ("key", "source_fingerprint"):
         meta[k] = int(meta[k], 16)

@@ -28,7 +28,8 @@ typedef enum pack_images { PACK_ORIGINAL = 0, PACK_JPEG = 1, PACK_RAW = 2 } pack
 
 typedef struct pack_opts {
   pack_images images;
-  uint32_t max_side; /* 0: no cap */
+  uint32_t max_side;   /* 0: no cap */
+  uint32_t short_side; /* 0: no cap */
   uint32_t quality;
   uint32_t shard_samples;
   int jobs;
@@ -44,17 +45,20 @@ pack_image *pack_image_new(void);
 void pack_image_free(pack_image *p);
 /* The bytes to store for the image src[0..len): the original (--images
  * original; and a JPEG within the cap with --images jpeg), or decoded in
- * full as Pillow's convert("RGB"), shrunk when its longer side is over
+ * full as Pillow's convert("RGB"), shrunk when over short_side or
  * max_side (pack_image_capped) with Pillow's bilinear resample, then
  * encoded as JPEG or a raw record. *out is src or p's own memory, valid
  * until the next call. BFEED_EDATASET for an image that does not decode
  * (the sample is left out), BFEED_ENOMEM, BFEED_ECODEC. */
 int pack_image_convert(pack_image *p, const pack_opts *o, const uint8_t *src, size_t len, const uint8_t **out,
                        size_t *out_len, char *err, size_t errlen);
-/* The size a w x h image is stored at under cap (0: none): unchanged
- * within it; else the longer side = cap and the other rounded as Pillow's
- * Image.thumbnail((cap, cap)) rounds it. */
-void pack_image_capped(int w, int h, uint32_t cap, int *tw, int *th);
+/* The size a w x h image is stored at under the caps (0: none): first
+ * short_side, as torchvision's Resize(short_side) sizes it (shorter side =
+ * short_side, the longer int(short_side * long / short)) when the shorter
+ * side is over it; then max_side: unchanged within it, else the longer
+ * side = max_side and the other rounded as Pillow's
+ * Image.thumbnail((max_side, max_side)) rounds it. */
+void pack_image_capped(int w, int h, uint32_t max_side, uint32_t short_side, int *tw, int *th);
 
 /* A packing job: the source, the options and where it goes. */
 typedef struct pack_job {

@@ -65,7 +65,21 @@ static int pack_image_round(double number, double aspect, double cap, int height
   return pick < 1 ? 1 : (int)pick;
 }
 
-void pack_image_capped(int w, int h, uint32_t cap, int *tw, int *th) {
+/* torchvision 0.14's F.resize(img, [n]) (_compute_resized_output_size):
+ * the shorter side becomes n, the longer int(n * long / short), so that a
+ * pack capped at n holds exactly what eval's Resize(n) makes of the
+ * original (round(S * 256 / 224) = n: eval at S is exact from the pack). */
+static void pack_image_short(int *w, int *h, uint32_t n) {
+  int s = *w <= *h ? *w : *h, l = *w <= *h ? *h : *w;
+  if (n == 0 || (uint32_t)s <= n) return;
+  int nl = (int)((double)n * l / s);
+  if (*w <= *h) *w = (int)n, *h = nl;
+  else *h = (int)n, *w = nl;
+}
+
+void pack_image_capped(int w, int h, uint32_t max_side, uint32_t short_side, int *tw, int *th) {
+  pack_image_short(&w, &h, short_side);
+  uint32_t cap = max_side;
   *tw = w;
   *th = h;
   if (cap == 0 || ((uint32_t)w <= cap && (uint32_t)h <= cap)) return;
@@ -131,7 +145,7 @@ int pack_image_convert(pack_image *p, const pack_opts *o, const uint8_t *src, si
   int rc = image_decode_header(p->dec, src, len, IMAGE_DECODE_MAX_PIXELS_DEFAULT, &info, err, errlen);
   if (rc < 0) return image_decode_done(p->dec), rc;
   int tw, th;
-  pack_image_capped(info.width, info.height, o->max_side, &tw, &th);
+  pack_image_capped(info.width, info.height, o->max_side, o->short_side, &tw, &th);
   /* A JPEG already within the cap keeps its bytes: encoding it again
    * would only lose quality. */
   if (o->images == PACK_JPEG && info.format == IMAGE_DECODE_JPEG && tw == info.width && th == info.height)

@@ -22,14 +22,16 @@
 #include "packfile.h"
 
 static const char pack_main_usage[] =
-    "usage: bfeed pack SOURCE OUT [--images original|jpeg|raw] [--max-side N] [--quality Q] [--jobs N]\n"
-    "                  [--shard-samples N] [--force]\n"
+    "usage: bfeed pack SOURCE OUT [--images original|jpeg|raw] [--max-side N] [--short-side N] [--quality Q]\n"
+    "                  [--jobs N] [--shard-samples N] [--force]\n"
     "Write the dataset SOURCE (DIR, or KIND:PATH[,key=value...] as bfeedd's --dataset takes it after NAME=)\n"
     "as a prepared dataset in the folder OUT, served by bfeedd as --dataset NAME=pack:OUT.\n"
     "  --images original   each sample's bytes as they are (batches equal the source's byte for byte)\n"
     "  --images jpeg       JPEG, re-encoded only when over --max-side or not a JPEG (the default)\n"
     "  --images raw        decoded RGB pixels, capped at --max-side\n"
     "  --max-side N        cap on an image's longer side, in pixels (0: none; default 512; not with original)\n"
+    "  --short-side N      cap on the shorter side, as torchvision's Resize(N) (0: none, the default): eval\n"
+    "                      at S with round(S*256/224) = N is then exact from the pack (N = 256: S = 224)\n"
     "  --quality Q         JPEG quality, 1..100 (default 90)\n"
     "  --jobs N            threads, each writing whole shards (default: the CPU count)\n"
     "  --shard-samples N   source samples per shard file (default 1024)\n"
@@ -48,6 +50,7 @@ static int pack_main_u32(const char *flag, const char *v, uint32_t lo, uint32_t 
 
 static int pack_main_args(int argc, char **argv, pack_opts *o, const char **src, const char **out) {
   static const struct option longs[] = {{"images", 1, 0, 'i'},        {"max-side", 1, 0, 'm'}, {"quality", 1, 0, 'q'},
+                                        {"short-side", 1, 0, 'S'},
                                         {"jobs", 1, 0, 'j'},          {"shard-samples", 1, 0, 's'},
                                         {"force", 0, 0, 'f'},         {"help", 0, 0, 'h'},     {0, 0, 0, 0}};
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -67,6 +70,10 @@ static int pack_main_args(int argc, char **argv, pack_opts *o, const char **src,
       if (pack_main_u32("--max-side", optarg, 0, 65535, &o->max_side) < 0) return 2;
       side_given = 1;
       break;
+    case 'S':
+      if (pack_main_u32("--short-side", optarg, 0, 65535, &o->short_side) < 0) return 2;
+      side_given |= o->short_side != 0;
+      break;
     case 'q':
       if (pack_main_u32("--quality", optarg, 1, 100, &o->quality) < 0) return 2;
       break;
@@ -84,9 +91,10 @@ static int pack_main_args(int argc, char **argv, pack_opts *o, const char **src,
   }
   if (argc - optind != 2) return fputs(pack_main_usage, stderr), 2;
   if (o->images == PACK_ORIGINAL) {
-    if (side_given && o->max_side)
-      return fprintf(stderr, "bfeed pack: --max-side applies to --images jpeg and raw; original keeps every byte\n"), 2;
-    o->max_side = 0;
+    if (side_given && (o->max_side || o->short_side))
+      return fprintf(stderr, "bfeed pack: --max-side and --short-side apply to --images jpeg and raw; original keeps "
+                             "every byte\n"), 2;
+    o->max_side = o->short_side = 0;
     o->quality = 0;
   }
   if (o->images == PACK_RAW) o->quality = 0;
@@ -127,9 +135,9 @@ static dataset *pack_main_source(const char *src, const logger *lg, char *err, s
  * that changes their bytes. */
 static uint64_t pack_main_key(const dataset *d, const pack_opts *o, uint32_t dim) {
   char text[256];
-  int n = snprintf(text, sizeof text, "bfeed-pack %d|%016" PRIx64 "|%zu|%s|%u|%u|%u|%u", PACKFILE_VERSION,
+  int n = snprintf(text, sizeof text, "bfeed-pack %d|%016" PRIx64 "|%zu|%s|%u|%u|%u|%u|%u", PACKFILE_VERSION,
                    d->fingerprint, d->nsamples, pack_images_name(o->images), o->max_side, o->quality,
-                   o->shard_samples, dim);
+                   o->shard_samples, dim, o->short_side);
   return XXH64(text, (size_t)n, 0);
 }
 
@@ -180,7 +188,8 @@ static int pack_main_meta(const pack_job *j, const char *src, char *err, size_t 
   packfile_meta m = {.version = PACKFILE_VERSION, .samples = j->records, .source_samples = d->nsamples,
                      .shards = j->nshards, .shard_samples = j->o->shard_samples, .key = j->key,
                      .source_fingerprint = d->fingerprint, .skipped = j->skipped, .dim = j->dim,
-                     .labelled = d->labels != NULL, .max_side = j->o->max_side, .quality = j->o->quality,
+                     .labelled = d->labels != NULL, .max_side = j->o->max_side, .short_side = j->o->short_side,
+                     .quality = j->o->quality,
                      .source = (char *)src, .nclasses = d->nclasses, .classes = d->classes};
   snprintf(m.images, sizeof m.images, "%s", pack_images_name(j->o->images));
   char path[4200], tmp[4300];
@@ -216,8 +225,9 @@ int main(int argc, char **argv) {
   rc = pack_run(&j, err, sizeof err);
   if (rc == 0) rc = pack_main_meta(&j, src, err, sizeof err);
   if (rc < 0) return fprintf(stderr, "bfeed pack: %s\n", err), dataset_unref(d), 1;
-  printf("packed %" PRIu64 " of %zu samples into %u shard(s) in %s (images %s, max side %u%s)\n", j.records,
-         d->nsamples, j.nshards, out, pack_images_name(o.images), o.max_side, o.max_side ? "" : " = none");
+  printf("packed %" PRIu64 " of %zu samples into %u shard(s) in %s (images %s, max side %u%s, short side %u%s)\n",
+         j.records, d->nsamples, j.nshards, out, pack_images_name(o.images), o.max_side, o.max_side ? "" : " = none",
+         o.short_side, o.short_side ? "" : " = none");
   printf("  %.1f MB written (%" PRIu64 " shard(s) kept from an earlier run), %.1f MB of originals read\n",
          j.bytes_written / 1e6, j.kept_shards, j.bytes_source / 1e6);
   printf("  %.2f s, %.0f samples/s; %" PRIu64 " sample(s) skipped as undecodable%s\n", j.seconds,
