@@ -9,7 +9,8 @@
  * as [3][h][w] (NCHW) or [h][w][3] (NHWC). The table is the stream's
  * 3 x 256 bf16 values (batch_spec.lut, also what codec u8 sends).
  *
- * Paths are chosen at run time from what the CPU supports (AVX-512, AVX2);
+ * Paths are chosen at run time from what the CPU is (AVX-512 or AVX2
+ * gathers, or the lookup path on AMD and CPUs without either);
  * the scalar path is the reference, and test_tobf16 checks every compiled
  * path the CPU can run against it, bit for bit.
  */
@@ -19,7 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum tobf16_path { TOBF16_SCALAR = 0, TOBF16_AVX2 = 1, TOBF16_AVX512 = 2, TOBF16_NPATHS = 3 };
+/* LOOKUP: table lookups one by one, stored eight at a time (streamed past
+ * the cache when aligned): what tobf16_rect uses on AMD, whose gathers
+ * are slow; AVX2 and AVX-512 gather, and are used elsewhere. */
+enum tobf16_path { TOBF16_SCALAR = 0, TOBF16_AVX2 = 1, TOBF16_AVX512 = 2, TOBF16_LOOKUP = 3, TOBF16_NPATHS = 4 };
 
 /* Whether path was compiled in and this CPU can run it. */
 int tobf16_supported(enum tobf16_path path);
