@@ -202,33 +202,58 @@ static void horizontal_avx2_table(const resize_axis *h, int16_t *tab) {
   }
 }
 
+/* One step of one row: up to four taps of p (left of them remain) times
+ * the step's weights t, added to (ah, al). */
+__attribute__((target("avx2"), always_inline)) static inline void horizontal_avx2_step(const uint8_t *p, int left,
+                                                                                     const __m256i *t, __m256i *ah,
+                                                                                     __m256i *al) {
+  const __m128i pairs = _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+  __m128i px = left >= RESIZE_TAPS
+                   ? _mm_loadu_si128((const __m128i *)p)
+                   : _mm_maskload_epi32((const int *)p, _mm_cmpgt_epi32(_mm_set1_epi32(left), _mm_setr_epi32(0, 1, 2, 3)));
+  __m256i w = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(px, pairs));
+  *ah = _mm256_add_epi32(*ah, _mm256_madd_epi16(w, _mm256_load_si256(t)));
+  *al = _mm256_add_epi32(*al, _mm256_madd_epi16(w, _mm256_load_si256(t + 1)));
+}
+
+/* (ah << 15) + al: the 22-bit sums, taps 0-1 in the low lane and 2-3 in
+ * the high one. */
+__attribute__((target("avx2"), always_inline)) static inline __m256i horizontal_avx2_sum(__m256i ah, __m256i al) {
+  return _mm256_add_epi32(_mm256_slli_epi32(ah, 15), al);
+}
+
+/* Rows are taken two at a time: the weights are loaded once for both, and
+ * the two pixels' lanes are added, rounded and narrowed together. */
 __attribute__((target("avx2"))) static void horizontal_avx2(const resize_axis *h, const uint8_t *src,
                                                              size_t src_stride, int rows, uint8_t *out,
                                                              const int16_t *tab) {
-  const __m128i pairs = _mm_setr_epi8(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
-  const __m128i lane = _mm_setr_epi32(0, 1, 2, 3);
-  size_t steps = resize_steps(h);
-  for (int r = 0; r < rows; r++) {
-    const uint8_t *in = src + (size_t)r * src_stride;
-    uint8_t *o = out + (size_t)r * h->out_n * 3;
-    for (int xx = 0; xx < h->out_n; xx++, o += 3) {
-      const uint8_t *p = in + (size_t)(h->bounds[2 * xx] - h->lo) * 4;
+  const __m256i half = _mm256_set1_epi32(HALF);
+  size_t steps = resize_steps(h), orow = (size_t)h->out_n * 3;
+  for (int r = 0; r < rows; r += 2) {
+    int two = r + 1 < rows;
+    const uint8_t *in0 = src + (size_t)r * src_stride, *in1 = two ? in0 + src_stride : in0;
+    uint8_t *o0 = out + (size_t)r * orow, *o1 = two ? o0 + orow : o0;
+    for (int xx = 0; xx < h->out_n; xx++, o0 += 3, o1 += 3) {
+      size_t off = (size_t)(h->bounds[2 * xx] - h->lo) * 4;
+      const uint8_t *p0 = in0 + off, *p1 = in1 + off;
       const __m256i *t = (const __m256i *)(tab + (size_t)xx * steps * (RESIZE_STEP_BYTES / 2));
-      __m256i ah = _mm256_setzero_si256(), al = ah;
-      for (int left = h->bounds[2 * xx + 1]; left > 0; left -= RESIZE_TAPS, p += 4 * RESIZE_TAPS, t += 2) {
-        __m128i px = left >= RESIZE_TAPS
-                         ? _mm_loadu_si128((const __m128i *)p)
-                         : _mm_maskload_epi32((const int *)p, _mm_cmpgt_epi32(_mm_set1_epi32(left), lane));
-        __m256i w = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(px, pairs));
-        ah = _mm256_add_epi32(ah, _mm256_madd_epi16(w, _mm256_load_si256(t)));
-        al = _mm256_add_epi32(al, _mm256_madd_epi16(w, _mm256_load_si256(t + 1)));
+      __m256i ah0 = _mm256_setzero_si256(), al0 = ah0, ah1 = ah0, al1 = ah0;
+      for (int left = h->bounds[2 * xx + 1]; left > 0; left -= RESIZE_TAPS, t += 2) {
+        horizontal_avx2_step(p0, left, t, &ah0, &al0);
+        horizontal_avx2_step(p1, left, t, &ah1, &al1);
+        p0 += 4 * RESIZE_TAPS, p1 += 4 * RESIZE_TAPS;
       }
-      __m256i acc2 = _mm256_add_epi32(_mm256_slli_epi32(ah, 15), al);
-      __m128i acc = _mm_add_epi32(_mm256_castsi256_si128(acc2), _mm256_extracti128_si256(acc2, 1));
-      acc = _mm_srai_epi32(_mm_add_epi32(acc, _mm_set1_epi32(HALF)), RESIZE_PRECISION_BITS);
-      acc = _mm_packus_epi16(_mm_packus_epi32(acc, acc), acc);
-      int32_t rgbx = _mm_cvtsi128_si32(acc);
-      memcpy(o, &rgbx, 4);
+      __m256i a0 = horizontal_avx2_sum(ah0, al0), a1 = horizontal_avx2_sum(ah1, al1);
+      /* [row 0 | row 1], each lane the four channels' whole sums */
+      __m256i acc = _mm256_add_epi32(_mm256_permute2x128_si256(a0, a1, 0x20), _mm256_permute2x128_si256(a0, a1, 0x31));
+      acc = _mm256_srai_epi32(_mm256_add_epi32(acc, half), RESIZE_PRECISION_BITS);
+      acc = _mm256_packus_epi16(_mm256_packus_epi32(acc, acc), acc);
+      int32_t rgbx0 = _mm256_cvtsi256_si32(acc), rgbx1 = _mm_cvtsi128_si32(_mm256_extracti128_si256(acc, 1));
+      /* Row 1's pixel comes second: row 0's junk fourth byte may fall on
+       * row 1's first. Row 0's last pixel is stored as three bytes, since
+       * its fourth is row 1's first pixel, stored already. */
+      memcpy(o0, &rgbx0, xx + 1 < h->out_n ? 4 : 3);
+      memcpy(o1, &rgbx1, 4);
     }
   }
 }
