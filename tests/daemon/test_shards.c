@@ -63,6 +63,15 @@ static void test_crc_paths_agree(void **state) {
   assert_int_equal(crc32c_portable(0, buf + 8, 1027), 0x084a7877);
   for (size_t off = 0; off < 8; off++)
     for (size_t n = 0; n <= 64; n++) assert_int_equal(crc32c_hw(7, buf + off, n), crc32c_portable(7, buf + off, n));
+  /* Long buffers, where the hardware path runs three streams of 4096
+   * bytes and joins them: lengths around the 12288-byte rounds. */
+  static uint8_t big[3 * 12288 + 64];
+  uint32_t x = 1;
+  for (size_t i = 0; i < sizeof big; i++) big[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 24);
+  static const size_t lens[] = {12287, 12288, 12289, 12288 + 4095, 24576, 24583, 36864, 3 * 12288 + 57};
+  for (size_t i = 0; i < sizeof lens / sizeof *lens; i++)
+    for (size_t off = 0; off < 8 && lens[i] + off <= sizeof big; off += 3)
+      assert_int_equal(crc32c_hw(0x1234567, big + off, lens[i]), crc32c_portable(0x1234567, big + off, lens[i]));
 }
 
 /* Masked values from python3 crcmod: mask(crc32c("123456789")) and of "". */
