@@ -36,7 +36,7 @@ bin=${BFEED_BIN:-build/bin}
 [ -x "$bin/bfeedd" ] && [ -x "$bin/decode_floor" ] || scripts/build.sh >/dev/null
 py=/usr/bin/python3
 cores=$(nproc)
-n=$(find "$data" -type f \( -iname '*.jpg' -o -iname '*.jpeg' \) | wc -l)
+n=$(find -L "$data" -type f \( -iname '*.jpg' -o -iname '*.jpeg' \) | wc -l)
 [ "$n" -gt 0 ] || { echo "compare.sh: no JPEGs under $data" >&2; exit 1; }
 batch=64
 [ "$n" -ge "$batch" ] || batch=$n
@@ -83,8 +83,9 @@ for r in $(seq "$rounds"); do
         --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" $how --json | tail -1)
       echo "$mode/$codec $out" >>"$run/res"
       case "$codec" in none | u8) [ -n "$before" ] || continue ;; *) continue ;; esac
+      # shellcheck disable=SC2086
       out=$("$before/bfeed" bench --connect "unix:$run/b.sock" --dataset bench --mode "$mode" --size 224 \
-        --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" --codec "$codec" --json | tail -1)
+        --batch "$batch" --epochs $((epochs + 1)) --warmup "$bpe" --seed "$r" $how --json | tail -1)
       echo "before/$mode/$codec $out" >>"$run/res"
     done
     # eval_decode=fast, and the packs (shared memory, codec none).
