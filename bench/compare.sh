@@ -21,6 +21,9 @@
 # ratios, wire bytes and CPU per 1000 samples. Works on any ImageFolder
 # tree, `bfeed make-demo` output included.
 #
+# BFEED_PACK_OPTS="--short-side 256" (say) packs with those options instead
+# of the defaults.
+#
 # BFEED_BEFORE=DIR (another build's bin/, e.g. main's) adds its bfeedd and
 # bfeed as contenders "before/MODE/CODEC" (codecs none and u8) in the same
 # rounds, and prints this build's throughput as a ratio of it.
@@ -51,7 +54,8 @@ top -b -n 1 -o %CPU | sed -n '7,14p'
 run=$(mktemp -d /tmp/bfeed-compare.XXXXXX)
 for images in raw jpeg; do
   t0=$(date +%s.%N)
-  "$bin/bfeed" pack "$data" "$run/pack-$images" --images "$images" >"$run/pack-$images.log" 2>&1 ||
+  # shellcheck disable=SC2086
+  "$bin/bfeed" pack "$data" "$run/pack-$images" --images "$images" ${BFEED_PACK_OPTS:-} >"$run/pack-$images.log" 2>&1 ||
     { cat "$run/pack-$images.log"; exit 1; }
   echo "== pack --images $images: $(du -sb "$run/pack-$images" | cut -f1) bytes, originals $(du -sbL "$data" | cut -f1) bytes;" \
     "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s to pack"
