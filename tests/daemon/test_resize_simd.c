@@ -65,13 +65,15 @@ static simd_axis simd_axis_random(int out_size, int max_in, int window) {
 /* Resize the random image src (sw x sh, RGB) with both paths; 0 when they
  * agree, else the first differing byte's index + 1. */
 static size_t simd_compare(const uint8_t *src, int sw, const simd_axis *ax, const simd_axis *ay) {
-  size_t hb = resize_axis_size(ax->in0, ax->in1, ax->out_size, ax->out_n);
-  size_t vb = resize_axis_size(ay->in0, ay->in1, ay->out_size, ay->out_n);
-  int32_t *mem = malloc(hb + vb);
-  assert_non_null(mem);
-  resize_axis h, v;
-  resize_axis_init(&h, mem, ax->in_size, ax->in0, ax->in1, ax->out_size, ax->out0, ax->out_n);
-  resize_axis_init(&v, (char *)mem + hb, ay->in_size, ay->in0, ay->in1, ay->out_size, ay->out0, ay->out_n);
+  const simd_axis *in[2] = {ax, ay};
+  resize_axis axes[2];
+  void *mem[2];
+  for (int k = 0; k < 2; k++) {
+    const simd_axis *a = in[k];
+    assert_non_null(mem[k] = malloc(resize_axis_size(a->in0, a->in1, a->out_size, a->out_n)));
+    resize_axis_init(&axes[k], mem[k], a->in_size, a->in0, a->in1, a->out_size, a->out0, a->out_n);
+  }
+  resize_axis h = axes[0], v = axes[1];
   int rw = h.hi - h.lo, rh = v.hi - v.lo;
   size_t tsize = resize_tmp_size(&h, &v), osize = (size_t)h.out_n * v.out_n * 3;
   uint8_t *rect = malloc((size_t)rw * rh * 4 + 1), *tmp = malloc(tsize), *tmp2 = malloc(tsize);
@@ -87,7 +89,7 @@ static size_t simd_compare(const uint8_t *src, int sw, const simd_axis *ax, cons
   size_t bad = 0;
   for (size_t i = 0; i < osize && !bad; i++)
     if (a[i] != b[i]) bad = i + 1;
-  free(a), free(b), free(tmp), free(tmp2), free(rect), free(mem);
+  free(a), free(b), free(tmp), free(tmp2), free(rect), free(mem[0]), free(mem[1]);
   return bad;
 }
 
