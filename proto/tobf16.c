@@ -70,31 +70,35 @@ static void tobf16_scalar(const uint8_t *rgb, int h, int w, int flip, int nhwc, 
  * one 16-byte store, non-temporal where the output is 16-byte aligned (a
  * batch is written once and read by another process later: streaming it
  * past the cache saves the read for ownership). On AMD's EPYC, where a
- * gather is slow, this is the fastest path: 53-63 us for a 224 x 224
- * image into a 19 MB ring against 81-95 for the AVX2 gathers and 104-120
- * for the scalar reference (bench/README.md, "Casting to bf16"). */
+ * gather is slow, this is the fastest path: a 224 x 224 image into a 19 MB
+ * ring, the two paths taking turns in one process, took 1.6-1.9 times as
+ * long with the AVX2 gathers, in either layout (bench/README.md, "Casting
+ * to bf16"). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define TOBF16_X86 1
 #endif
 
+/* Eight values, lo holding the first four (lowest bits first), as one
+ * 16-byte store. */
 static inline void tobf16_store8(uint8_t *o, uint64_t lo, uint64_t hi) {
 #ifdef TOBF16_X86
-  __m128i v = _mm_set_epi64x((long long)hi, (long long)lo);
+  __m128i x = _mm_set_epi64x((long long)hi, (long long)lo);
   if (((uintptr_t)o & 15) == 0)
-    _mm_stream_si128((__m128i *)o, v);
+    _mm_stream_si128((__m128i *)o, x);
   else
-    _mm_storeu_si128((__m128i *)o, v);
+    _mm_storeu_si128((__m128i *)o, x);
 #else
   for (int i = 0; i < 8; i++)
     o[i] = (uint8_t)(lo >> (8 * i)), o[8 + i] = (uint8_t)(hi >> (8 * i));
 #endif
 }
 
-/* Four table values for the bytes s[0], s[st], s[2 st], s[3 st]. */
-static inline uint64_t tobf16_four(const uint16_t *L, const uint8_t *s, ptrdiff_t st) {
-  return (uint64_t)L[s[0]] | (uint64_t)L[s[st]] << 16 | (uint64_t)L[s[2 * st]] << 32 | (uint64_t)L[s[3 * st]] << 48;
-}
+/* NHWC: channel c of the j-th pixel from p, shifted to the i-th value of
+ * a register; four values per register. */
+#define TOBF16_V(j, c, i) ((uint64_t)lut[c][p[(j) * st + (c)]] << (16 * (i)))
+#define TOBF16_FOUR(j0, c0, j1, c1, j2, c2, j3, c3) \
+  (TOBF16_V(j0, c0, 0) | TOBF16_V(j1, c1, 1) | TOBF16_V(j2, c2, 2) | TOBF16_V(j3, c3, 3))
 
 static void tobf16_lookup(const uint8_t *rgb, int h, int w, int flip, int nhwc, const uint16_t lut[3][256],
                           uint8_t *dst) {
@@ -106,17 +110,21 @@ static void tobf16_lookup(const uint8_t *rgb, int h, int w, int flip, int nhwc, 
       for (int c = 0; c < 3; c++) {
         const uint8_t *p = first + c;
         uint8_t *o = dst + 2 * tobf16_at(h, w, 0, c, y, 0);
-        for (x = 0; x + 8 <= w; x += 8, p += 8 * st, o += 16)
-          tobf16_store8(o, tobf16_four(lut[c], p, st), tobf16_four(lut[c], p + 4 * st, st));
+        const uint16_t *L = lut[c];
+        for (x = 0; x + 8 <= w; x += 8, p += 8 * st, o += 16) {
+          uint64_t lo = (uint64_t)L[p[0]] | (uint64_t)L[p[st]] << 16 | (uint64_t)L[p[2 * st]] << 32 |
+                        (uint64_t)L[p[3 * st]] << 48;
+          uint64_t hi = (uint64_t)L[p[4 * st]] | (uint64_t)L[p[5 * st]] << 16 | (uint64_t)L[p[6 * st]] << 32 |
+                        (uint64_t)L[p[7 * st]] << 48;
+          tobf16_store8(o, lo, hi);
+        }
       }
     } else { /* eight pixels, 24 interleaved values, three stores */
       uint8_t *o = dst + 2 * tobf16_at(h, w, 1, 0, y, 0);
       for (const uint8_t *p = first; x + 8 <= w; x += 8, p += 8 * st, o += 48) {
-        uint64_t v[6] = {0};
-        for (int e = 0; e < 24; e++)
-          v[e / 4] |= (uint64_t)lut[e % 3][p[(e / 3) * st + e % 3]] << (16 * (e % 4));
-        for (int k = 0; k < 3; k++)
-          tobf16_store8(o + 16 * k, v[2 * k], v[2 * k + 1]);
+        tobf16_store8(o, TOBF16_FOUR(0, 0, 0, 1, 0, 2, 1, 0), TOBF16_FOUR(1, 1, 1, 2, 2, 0, 2, 1));
+        tobf16_store8(o + 16, TOBF16_FOUR(2, 2, 3, 0, 3, 1, 3, 2), TOBF16_FOUR(4, 0, 4, 1, 4, 2, 5, 0));
+        tobf16_store8(o + 32, TOBF16_FOUR(5, 1, 5, 2, 6, 0, 6, 1), TOBF16_FOUR(6, 2, 7, 0, 7, 1, 7, 2));
       }
     }
     tobf16_span(rgb, h, w, y, x, w, flip, nhwc, lut, dst);
