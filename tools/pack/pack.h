@@ -18,7 +18,7 @@
 #include "dataset.h"
 #include "image_decode.h"
 
-/* The longer side's cap when --max-side is not given: the largest of those
+/* The longer side's cap when --max-side is not given: the smallest of those
  * measured that keeps eval within 0.5 grey levels of the originals' (README
  * "Prepared datasets": 0.15 raw, 0.24 JPEG on ImageNet). */
 #define PACK_DEFAULT_MAX_SIDE 512
