@@ -153,8 +153,9 @@ static int pack_main_other(const char *out, uint64_t key, uint32_t nshards, int 
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
     packfile_meta m;
-    other = packfile_meta_parse(buf, n, &m, why, sizeof why) < 0 || m.key != key;
-    if (!other) packfile_meta_free(&m);
+    int parsed = packfile_meta_parse(buf, n, &m, why, sizeof why) == 0; /* a failed parse frees its own */
+    other = !parsed || m.key != key;
+    if (parsed) packfile_meta_free(&m);
   }
   DIR *dir = opendir(out);
   struct dirent *e;
