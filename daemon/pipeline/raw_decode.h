@@ -5,7 +5,7 @@
  *
  * A record is a 16-byte header -- the magic "BFRAW1", u16 channels (3),
  * u32 width, u32 height, little-endian -- then height rows of width RGB
- * pixels, nothing after (docs/PACK_FORMAT.md "Raw image records").
+ * pixels, nothing after (PACK_FORMAT.md "Raw image records").
  */
 #ifndef BFEED_RAW_DECODE_H
 #define BFEED_RAW_DECODE_H

@@ -1,6 +1,6 @@
 /*
  * kind_pack.c -- the pack kind: a folder written by `bfeed pack` (numbered
- * shard files and their metadata, packfile.h; docs/PACK_FORMAT.md). The
+ * shard files and their metadata, packfile.h; PACK_FORMAT.md). The
  * metadata and every shard's index are read and checked at load (the
  * index's CRC-32C; a truncated shard or bad metadata refuses the dataset);
  * a sample is one storage_pread of its record, checked against the

@@ -1,6 +1,6 @@
 /*
  * packfile.c -- bfeed's shard format: parse, check, write (packfile.h;
- * the layout is docs/PACK_FORMAT.md's, and the offsets below are its).
+ * the layout is PACK_FORMAT.md's, and the offsets below are its).
  */
 #include "packfile.h"
 

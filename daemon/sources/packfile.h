@@ -3,7 +3,7 @@
  * one shard file of records (a sample's image bytes), an index with each
  * record's place, label and CRC-32C, an optional block of float features,
  * and a footer whose CRC covers header, index and features. The byte
- * layout is docs/PACK_FORMAT.md's; the metadata file beside the shards
+ * layout is PACK_FORMAT.md's; the metadata file beside the shards
  * (packfile_meta) is described there too.
  *
  * Called by the pack kind (kind_pack.c: parse at load, check a record on

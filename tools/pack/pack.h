@@ -1,6 +1,6 @@
 /*
  * pack.h -- bfeed-pack, the writer of prepared datasets (`bfeed pack`,
- * docs/PACK_FORMAT.md): what its three files share.
+ * PACK_FORMAT.md): what its three files share.
  *   pack_main.c   the command line, the source, the metadata, the summary
  *   pack_run.c    the shard threads, resuming, progress
  *   pack_image.c  one sample's image as the pack stores it

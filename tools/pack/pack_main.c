@@ -1,6 +1,6 @@
 /*
  * pack_main.c -- bfeed-pack SOURCE OUT [options]: a prepared dataset from
- * any dataset the daemon serves (pack.h; docs/PACK_FORMAT.md). SOURCE is
+ * any dataset the daemon serves (pack.h; PACK_FORMAT.md). SOURCE is
  * parsed by the daemon's own --dataset parser (config.c), so it is
  * whatever `bfeedd --dataset NAME=...` takes after the '='.
  */
