@@ -9,7 +9,7 @@ set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_proto fuzz_open fuzz_freader fuzz_image fuzz_wordvec fuzz_wordvec_cache fuzz_wordvec_npy fuzz_wordvec_text fuzz_shards"}
+targets=${*:-"fuzz_proto fuzz_open fuzz_freader fuzz_image fuzz_wordvec fuzz_wordvec_cache fuzz_wordvec_npy fuzz_wordvec_text fuzz_shards fuzz_pack"}
 # -Wno-unknown-warning-option: clang does not know the gcc-only
 # -Wno-format-truncation that the top-level CMakeLists.txt adds.
 CC=clang cmake -S . -B build-fuzz -DBFEED_FUZZ=ON -DBFEED_SANITIZE=ON \
