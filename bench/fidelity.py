@@ -31,7 +31,9 @@ from PIL import Image
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "daemon"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
 from image_oracle import Dump  # noqa: E402
+from pack_reader import read_pack  # noqa: E402
 from oracle_util import eval_geometry, pillow_eval  # noqa: E402
 
 
@@ -99,8 +101,6 @@ def pack_records(bfeed, data, out, images_mode, max_side, quality=90):
         cap += ["--quality", str(quality)]
     subprocess.run([bfeed, "pack", data, out, "--images", images_mode] + cap, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
-    from pack_reader import read_pack  # noqa: E402
     _, shards = read_pack(out)
     return [r["bytes"] for s in shards for r in s["records"]]
 

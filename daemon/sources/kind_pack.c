@@ -163,15 +163,10 @@ static int kind_pack_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap
    * where the records are (dataset.h, "Files changed under a dataset"). */
   if (changed) return dataset_mark_changed(d, err), BFEED_EDATASET;
   if (rc < 0) return rc == BFEED_ENOMEM ? rc : BFEED_EIO;
-  if (e->len + 1 > *cap) {
-    uint8_t *b = realloc(*buf, e->len + 1);
-    if (!b) return storage_close(&f), snprintf(err, errlen, "%s: record %u: out of memory", s->path, r), BFEED_ENOMEM;
-    *buf = b;
-    *cap = e->len + 1;
-  }
   char why[256];
-  rc = storage_pread_all(&f, *buf, e->len, e->off, why, sizeof why);
+  rc = storage_pread_grow(&f, e->off, e->len, buf, cap, why, sizeof why);
   storage_close(&f);
+  if (rc == BFEED_ENOMEM) return snprintf(err, errlen, "%s: record %u: %s", s->path, r, why), rc;
   if (rc < 0) return snprintf(err, errlen, "%s: record %u: read failed: %s", s->path, r, why), BFEED_EIO;
   if ((rc = packfile_check_record(&s->x, r, *buf, why, sizeof why)) < 0)
     return snprintf(err, errlen, "%s: %s (its bytes changed since they were packed)", s->path, why), rc;

@@ -31,15 +31,10 @@ static int kind_tar_index(const char *path, const void *cfg, const shard_index_c
  * BFEED_EIO (tried again, then the batch fails), as it always was for tar. */
 static int kind_tar_read(storage_file *f, const shard_index_entry *e, const void *cfg, uint8_t **buf, size_t *cap,
                          size_t *len, char *err, size_t errlen) {
-  if (e->len + 1 > *cap) {
-    uint8_t *b = realloc(*buf, e->len + 1);
-    if (!b) return snprintf(err, errlen, "out of memory reading %u bytes", e->len), BFEED_ENOMEM;
-    *buf = b;
-    *cap = e->len + 1;
-  }
   char why[256];
-  if (storage_pread_all(f, *buf, e->len, e->off, why, sizeof why) < 0)
-    return snprintf(err, errlen, "read failed: %s", why), BFEED_EIO;
+  int rc = storage_pread_grow(f, e->off, e->len, buf, cap, why, sizeof why);
+  if (rc == BFEED_ENOMEM) return snprintf(err, errlen, "%s", why), rc;
+  if (rc < 0) return snprintf(err, errlen, "read failed: %s", why), BFEED_EIO;
   *len = e->len;
   return 0;
 }

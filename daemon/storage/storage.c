@@ -107,6 +107,17 @@ int storage_pread_all(const storage_file *f, void *buf, size_t n, uint64_t off, 
   return rc;
 }
 
+int storage_pread_grow(const storage_file *f, uint64_t off, size_t n, uint8_t **buf, size_t *cap, char *err,
+                       size_t errlen) {
+  if (n + 1 > *cap) {
+    uint8_t *b = realloc(*buf, n + 1);
+    if (!b) return snprintf(err, errlen, "out of memory reading %zu bytes", n), BFEED_ENOMEM;
+    *buf = b;
+    *cap = n + 1;
+  }
+  return storage_pread_all(f, *buf, n, off, err, errlen);
+}
+
 void storage_close(storage_file *f) {
   if (f && f->backend) f->backend->close(f);
   if (f) memset(f, 0, sizeof *f);
@@ -119,14 +130,8 @@ int storage_read_whole(const storage_file *f, const char *path, uint64_t max_siz
     return snprintf(err, errlen, "%s: file is %llu bytes, over the %llu-byte limit", path, (unsigned long long)want,
                     (unsigned long long)max_size),
            BFEED_ETOOBIG;
-  if (want + 1 > *cap) {
-    uint8_t *b = realloc(*buf, (size_t)want + 1);
-    if (!b) return snprintf(err, errlen, "%s: out of memory reading %llu bytes", path, (unsigned long long)want), BFEED_ENOMEM;
-    *buf = b;
-    *cap = (size_t)want + 1;
-  }
   char why[256];
-  int rc = storage_pread_all(f, *buf, (size_t)want, 0, why, sizeof why);
+  int rc = storage_pread_grow(f, 0, (size_t)want, buf, cap, why, sizeof why);
   if (rc < 0) return snprintf(err, errlen, "%s: %s", path, why), rc;
   *len = (size_t)want;
   return 0;

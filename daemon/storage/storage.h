@@ -143,6 +143,11 @@ static inline uint64_t storage_size(const storage_file *f) { return f->size; }
 int storage_pread(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
 /* Exactly n bytes at off: a file that ends first is BFEED_EDATASET. */
 int storage_pread_all(const storage_file *f, void *buf, size_t n, uint64_t off, char *err, size_t errlen);
+/* Exactly n bytes at off into *buf, grown as needed (*cap its size, one
+ * byte to spare): BFEED_ENOMEM ("out of memory reading N bytes"), or
+ * storage_pread_all's failure. */
+int storage_pread_grow(const storage_file *f, uint64_t off, size_t n, uint8_t **buf, size_t *cap, char *err,
+                       size_t errlen);
 /* Close f if it is open (a zeroed storage_file is not). */
 void storage_close(storage_file *f);
 

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shard_writer as w  # noqa: E402
 import pack_reader as pr  # noqa: E402
+from fetch_oracle import bf16_to_f32  # noqa: E402
 from oracle_util import Daemon, check, eval_geometry, pillow_eval  # noqa: E402
 from oracle_util import main as oracle_main  # noqa: E402
 from PIL import Image  # noqa: E402
@@ -123,7 +124,7 @@ def check_short_eval(d, tmp, good):
     if not check(got is not None, "p_short eval fetch: %s" % err):
         return
     img = np.load(io.BytesIO(got["image"]))
-    vals = ((img.astype(np.uint32) << 16).view(np.float32)).astype(np.int16)
+    vals = bf16_to_f32(img).astype(np.int16)
     for i, p in enumerate(good):
         ref = pillow_eval(p, 64).transpose(2, 0, 1).astype(np.int16)
         check(np.array_equal(vals[i], ref), "short-side pack, eval 64 of %s: torchvision's pixels of the original"
