@@ -6,19 +6,13 @@
 #include <string.h>
 
 #include "bfeed_types.h"
-
-static uint32_t raw_decode_le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+#include "wire.h"
 
 void raw_decode_header(uint8_t out[RAW_DECODE_HEADER], uint32_t width, uint32_t height) {
   memcpy(out, RAW_DECODE_MAGIC, 6);
-  out[6] = 3;
-  out[7] = 0;
-  for (int i = 0; i < 4; i++) {
-    out[8 + i] = (uint8_t)(width >> (8 * i));
-    out[12 + i] = (uint8_t)(height >> (8 * i));
-  }
+  wire_put16(out + 6, 3);
+  wire_put32(out + 8, width);
+  wire_put32(out + 12, height);
 }
 
 int raw_decode_is(const uint8_t *b, size_t n) { return n >= 6 && memcmp(b, RAW_DECODE_MAGIC, 6) == 0; }
@@ -27,8 +21,8 @@ int raw_decode_parse(const uint8_t *b, size_t n, int *width, int *height, char *
   if (n < RAW_DECODE_HEADER)
     return snprintf(err, errlen, "raw image record of %zu bytes, shorter than its %d-byte header", n,
                     RAW_DECODE_HEADER), BFEED_EDATASET;
-  unsigned ch = b[6] | (unsigned)b[7] << 8;
-  uint64_t w = raw_decode_le32(b + 8), h = raw_decode_le32(b + 12);
+  unsigned ch = wire_get16(b + 6);
+  uint64_t w = wire_get32(b + 8), h = wire_get32(b + 12);
   if (ch != 3) return snprintf(err, errlen, "raw image record of %u channels, not 3", ch), BFEED_EDATASET;
   if (w < 1 || h < 1 || w > RAW_DECODE_MAX_SIDE || h > RAW_DECODE_MAX_SIDE)
     return snprintf(err, errlen, "raw image record of %" PRIu64 "x%" PRIu64 " pixels, outside 1..%u a side", w, h,

@@ -11,21 +11,11 @@
 
 #include "bfeed_types.h"
 #include "crc32c.h"
+#include "wire.h"
 
 static const uint8_t packfile_magic[8] = {'B', 'F', 'P', 'A', 'C', 'K', '\r', '\n'};
 static const uint8_t packfile_end_magic[8] = {'B', 'F', 'P', 'K', 'E', 'N', 'D', '\n'};
 
-static uint32_t packfile_le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t packfile_le64(const uint8_t *p) { return packfile_le32(p) | (uint64_t)packfile_le32(p + 4) << 32; }
-static void packfile_put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void packfile_put64(uint8_t *p, uint64_t v) {
-  packfile_put32(p, (uint32_t)v);
-  packfile_put32(p + 4, (uint32_t)(v >> 32));
-}
 static uint64_t packfile_pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
 
 /* Index, features and footer for n records of dim floats. */
@@ -43,15 +33,15 @@ int packfile_parse_ends(const uint8_t *head, const uint8_t *foot, uint64_t size,
     return snprintf(err, errlen, "%" PRIu64 " bytes, too short for a pack shard (truncated?)", size), BFEED_EDATASET;
   if (memcmp(head, packfile_magic, 8) != 0)
     return snprintf(err, errlen, "not a bfeed pack shard (bad magic)"), BFEED_EDATASET;
-  if (packfile_le32(head + 8) != PACKFILE_VERSION)
-    return snprintf(err, errlen, "pack shard version %" PRIu32 ", this bfeed reads %d", packfile_le32(head + 8),
+  if (wire_get32(head + 8) != PACKFILE_VERSION)
+    return snprintf(err, errlen, "pack shard version %" PRIu32 ", this bfeed reads %d", wire_get32(head + 8),
                     PACKFILE_VERSION), BFEED_EDATASET;
   if (memcmp(foot + 24, packfile_end_magic, 8) != 0)
     return snprintf(err, errlen, "no footer at the end (truncated, or still being written?)"), BFEED_EDATASET;
-  if (packfile_le64(foot + 16) != size)
+  if (wire_get64(foot + 16) != size)
     return snprintf(err, errlen, "footer says %" PRIu64 " bytes, the file has %" PRIu64 " (truncated?)",
-                    packfile_le64(foot + 16), size), BFEED_EDATASET;
-  uint64_t off = packfile_le64(foot), n = packfile_le32(foot + 8), dim = packfile_le32(head + 12);
+                    wire_get64(foot + 16), size), BFEED_EDATASET;
+  uint64_t off = wire_get64(foot), n = wire_get32(foot + 8), dim = wire_get32(head + 12);
   if (n > PACKFILE_MAX_RECORDS || dim > PACKFILE_MAX_DIM)
     return snprintf(err, errlen, "%" PRIu64 " records of %" PRIu64 " features, over the limits", n, dim), BFEED_EDATASET;
   if (off < PACKFILE_HEADER || off % 8 || off > size || size - off != packfile_tail_size(n, dim))
@@ -70,18 +60,18 @@ int packfile_parse_tail(const uint8_t *head, const uint8_t *tail, uint64_t tail_
   if (rc < 0) return rc;
   if (off != tail_off) return snprintf(err, errlen, "index at byte %" PRIu64 ", not %" PRIu64, off, tail_off), BFEED_EDATASET;
   uint32_t crc = crc32c_update(crc32c_update(0, head, PACKFILE_HEADER), tail, size - off - PACKFILE_FOOTER);
-  if (crc != packfile_le32(foot + 12)) return snprintf(err, errlen, "bad index CRC-32C"), BFEED_EDATASET;
-  out->n = packfile_le32(foot + 8);
-  out->dim = packfile_le32(head + 12);
-  out->key = packfile_le64(head + 16);
-  out->number = packfile_le32(head + 24);
+  if (crc != wire_get32(foot + 12)) return snprintf(err, errlen, "bad index CRC-32C"), BFEED_EDATASET;
+  out->n = wire_get32(foot + 8);
+  out->dim = wire_get32(head + 12);
+  out->key = wire_get64(head + 16);
+  out->number = wire_get32(head + 24);
   out->index_off = off;
   if (out->n && !(out->e = malloc(out->n * sizeof *out->e))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   uint64_t end = PACKFILE_HEADER; /* records are in order, none overlapping */
   for (uint32_t k = 0; k < out->n; k++) {
     const uint8_t *p = tail + (size_t)k * PACKFILE_ENTRY;
     packfile_entry *e = &out->e[k];
-    *e = (packfile_entry){packfile_le64(p), packfile_le32(p + 8), (int32_t)packfile_le32(p + 12), packfile_le32(p + 16)};
+    *e = (packfile_entry){wire_get64(p), wire_get32(p + 8), (int32_t)wire_get32(p + 12), wire_get32(p + 16)};
     if (e->off < end || e->off % 8 || e->len > PACKFILE_MAX_RECORD || e->len > off - e->off || e->label < -1) {
       packfile_shard_free(out);
       return snprintf(err, errlen, "record %" PRIu32 ": %" PRIu32 " bytes at %" PRIu64 " or label %" PRId32
@@ -97,7 +87,7 @@ int packfile_parse_tail(const uint8_t *head, const uint8_t *tail, uint64_t tail_
     }
     const uint8_t *p = tail + (size_t)out->n * PACKFILE_ENTRY;
     for (size_t i = 0; i < nf; i++) {
-      uint32_t bits = packfile_le32(p + 4 * i);
+      uint32_t bits = wire_get32(p + 4 * i);
       memcpy(&out->features[i], &bits, 4);
     }
   }
@@ -146,10 +136,10 @@ int packfile_write_begin(packfile_writer *w, FILE *f, uint32_t number, uint32_t 
   *w = (packfile_writer){.f = f, .number = number, .dim = dim, .key = key};
   uint8_t h[PACKFILE_HEADER] = {0};
   memcpy(h, packfile_magic, 8);
-  packfile_put32(h + 8, PACKFILE_VERSION);
-  packfile_put32(h + 12, dim);
-  packfile_put64(h + 16, key);
-  packfile_put32(h + 24, number);
+  wire_put32(h + 8, PACKFILE_VERSION);
+  wire_put32(h + 12, dim);
+  wire_put64(h + 16, key);
+  wire_put32(h + 24, number);
   w->crc = crc32c_update(0, h, sizeof h);
   return packfile_put(w, h, sizeof h, err, errlen);
 }
@@ -185,27 +175,27 @@ int packfile_write_end(packfile_writer *w, char *err, size_t errlen) {
   int rc = 0;
   for (size_t k = 0; rc == 0 && k < w->n; k++) {
     uint8_t p[PACKFILE_ENTRY] = {0};
-    packfile_put64(p, w->e[k].off);
-    packfile_put32(p + 8, w->e[k].len);
-    packfile_put32(p + 12, (uint32_t)w->e[k].label);
-    packfile_put32(p + 16, w->e[k].crc);
+    wire_put64(p, w->e[k].off);
+    wire_put32(p + 8, w->e[k].len);
+    wire_put32(p + 12, (uint32_t)w->e[k].label);
+    wire_put32(p + 16, w->e[k].crc);
     rc = packfile_put_crc(w, p, sizeof p, err, errlen);
   }
   for (size_t i = 0; rc == 0 && i < w->n * w->dim; i++) {
     uint32_t bits;
     memcpy(&bits, &w->features[i], 4);
     uint8_t p[4];
-    packfile_put32(p, bits);
+    wire_put32(p, bits);
     rc = packfile_put_crc(w, p, 4, err, errlen);
   }
   static const uint8_t zero[8];
   if (rc == 0) rc = packfile_put_crc(w, zero, (size_t)(packfile_pad8(w->off) - w->off), err, errlen);
   if (rc < 0) return rc;
   uint8_t foot[PACKFILE_FOOTER];
-  packfile_put64(foot, index_off);
-  packfile_put32(foot + 8, (uint32_t)w->n);
-  packfile_put32(foot + 12, w->crc);
-  packfile_put64(foot + 16, w->off + PACKFILE_FOOTER);
+  wire_put64(foot, index_off);
+  wire_put32(foot + 8, (uint32_t)w->n);
+  wire_put32(foot + 12, w->crc);
+  wire_put64(foot + 16, w->off + PACKFILE_FOOTER);
   memcpy(foot + 24, packfile_end_magic, 8);
   return packfile_put(w, foot, sizeof foot, err, errlen);
 }

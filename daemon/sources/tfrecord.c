@@ -7,10 +7,7 @@
 
 #include "bfeed_types.h"
 #include "crc32c.h"
-
-static uint32_t tfrecord_le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+#include "wire.h"
 
 /* n bytes at off. A read that fails or comes up short ends the frame
  * (BFEED_EIO), as a truncated record does: nothing after it can be found. */
@@ -23,9 +20,9 @@ static int tfrecord_pread(storage_file *f, void *dst, size_t n, uint64_t off, ch
 /* Check a record header at off: its CRC and that its data and footer fit
  * in the file. *n gets the data length. */
 static int tfrecord_header(const uint8_t *h, uint64_t off, uint64_t fsize, uint64_t *n, char *err, size_t errlen) {
-  if (crc32c_mask(crc32c_update(0, h, 8)) != tfrecord_le32(h + 8))
+  if (crc32c_mask(crc32c_update(0, h, 8)) != wire_get32(h + 8))
     return snprintf(err, errlen, "bad length CRC-32C"), BFEED_EDATASET;
-  *n = (uint64_t)tfrecord_le32(h) | (uint64_t)tfrecord_le32(h + 4) << 32;
+  *n = (uint64_t)wire_get32(h) | (uint64_t)wire_get32(h + 4) << 32;
   if (*n + TFRECORD_FOOTER > fsize - off - TFRECORD_HEADER)
     return snprintf(err, errlen, "truncated record: %llu data bytes announced, %llu left in the file",
                     (unsigned long long)*n, (unsigned long long)(fsize - off - TFRECORD_HEADER)),
@@ -47,7 +44,7 @@ static int tfrecord_grow(uint8_t **buf, size_t *cap, uint64_t need, char *err, s
 }
 
 static int tfrecord_check_data(const uint8_t *p, uint64_t n, char *err, size_t errlen) {
-  if (crc32c_mask(crc32c_update(0, p, n)) != tfrecord_le32(p + n))
+  if (crc32c_mask(crc32c_update(0, p, n)) != wire_get32(p + n))
     return snprintf(err, errlen, "bad data CRC-32C"), BFEED_ECHECKSUM;
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "pack.h"
 #include "packfile.h"
+#include "wire.h"
 
 static const char pack_main_usage[] =
     "usage: bfeed pack SOURCE OUT [--images original|jpeg|raw] [--max-side N] [--short-side N] [--quality Q]\n"
@@ -168,8 +169,7 @@ static int pack_main_other(const char *out, uint64_t key, uint32_t nshards, int 
     FILE *s = fopen(path, "rb");
     size_t got = s ? fread(head, 1, sizeof head, s) : 0;
     if (s) fclose(s);
-    uint64_t hk = 0;
-    for (int i = 0; got == sizeof head && i < 8; i++) hk |= (uint64_t)head[16 + i] << (8 * i);
+    uint64_t hk = got == sizeof head ? wire_get64(head + 16) : 0; /* the header's key (PACK_FORMAT.md) */
     if (got == sizeof head && hk == key && k < nshards) continue; /* this job's: checked when its turn comes */
     if (!force) other = 1;
     else unlink(path);
