@@ -18,7 +18,11 @@ const config_key config_keys[] = {
     {"listen", "ADDR", "unix:PATH or HOST:PORT to serve on (repeatable)"},
     {"metrics_listen", "HOST:PORT", "serve Prometheus metrics at http://HOST:PORT/metrics"},
     {"workers", "N", "decoding threads, 0 = one per core (0)"},
-    {"cache_dir", "DIR", "where converted word-vector tables are kept (default: beside each table)"},
+    {"cache_dir", "DIR", "where converted word-vector tables, shard indexes and remote blocks (DIR/remote) are kept"},
+    {"cache_max_bytes", "BYTES", "bound of the remote objects' block cache: memory, or DIR/remote with cache_dir (256M)"},
+    {"remote_parallel", "N", "read-ahead requests in flight to object stores and HTTP servers, 1..64 (8)"},
+    {"remote_timeout", "SECONDS", "one try of a remote request, 1..3600 (30)"},
+    {"remote_retries", "N", "tries after the first of a remote request that fails for a reason of the moment (5)"},
     {"max_clients", "N", "connections at once (64)"},
     {"max_streams", "N", "streams per connection (16)"},
     {"max_window", "N", "largest prefetch window a stream may ask for, 1..64 (64)"},
@@ -48,6 +52,10 @@ void config_init(config *c) {
   c->idle_timeout = 300;
   c->shutdown_timeout = 5;
   c->socket_mode = 0660;
+  c->cache_max_bytes = 256ull << 20;
+  c->remote_parallel = 8;
+  c->remote_timeout = 30;
+  c->remote_retries = 5;
 }
 
 /* 1234, 64K, 512M, 2G (powers of 1024); past 2^64 - 1 is refused, not
@@ -213,6 +221,9 @@ static const int_key int_keys[] = {
     {"handshake_timeout", 0, 3600, offsetof(config, handshake_timeout), "0 (never) to 3600 seconds"},
     {"idle_timeout", 0, 86400, offsetof(config, idle_timeout), "0 (never) to 86400 seconds"},
     {"shutdown_timeout", 1, 3600, offsetof(config, shutdown_timeout), "1 to 3600 seconds"},
+    {"remote_parallel", 1, 64, offsetof(config, remote_parallel), "1 to 64"},
+    {"remote_timeout", 1, 3600, offsetof(config, remote_timeout), "1 to 3600 seconds"},
+    {"remote_retries", 0, 100, offsetof(config, remote_retries), "0 to 100"},
 };
 
 /* The keys that hold a string, and where. */
@@ -254,6 +265,12 @@ int config_set(config *c, const char *key, const char *value, const char *where,
     if (strcmp(key, k->key) != 0) continue;
     if (parse_int(value, k->lo, k->hi, (int *)((char *)c + k->offset)) < 0)
       return snprintf(err, errlen, "%s: %s = '%s': expected %s", where, key, value, k->range), BFEED_EINVAL;
+    return 0;
+  }
+  if (strcmp(key, "cache_max_bytes") == 0) {
+    if (parse_bytes(value, &c->cache_max_bytes) < 0 || c->cache_max_bytes < REMOTE_CACHE_MIN_BYTES)
+      return snprintf(err, errlen, "%s: cache_max_bytes = '%s': expected bytes, at least 16M, e.g. 256M or 20G", where,
+                      value), BFEED_EINVAL;
     return 0;
   }
   if (strcmp(key, "max_memory") == 0 || strcmp(key, "max_decode_memory") == 0) {

@@ -21,11 +21,16 @@ typedef struct config_dataset {
   char **keys, **values, **wheres;
 } config_dataset;
 
+/* The least cache_max_bytes: a few batches' blocks. */
+#define REMOTE_CACHE_MIN_BYTES (16ull << 20)
+
 typedef struct config {
   char **listen;
   size_t nlisten;
   char *metrics_listen; /* HOST:PORT, or NULL */
-  char *cache_dir;      /* for converted word-vector tables, or NULL */
+  char *cache_dir;      /* for converted word-vector tables, shard indexes, remote blocks; or NULL */
+  uint64_t cache_max_bytes; /* the remote block cache's bound */
+  int remote_parallel, remote_timeout, remote_retries;
   int workers;     /* 0: one per core */
   int max_clients;
   int max_streams;

@@ -29,6 +29,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "server.h"
+#include "storage.h"
 
 #define SHUTDOWN_GRACE_MS 2000
 #define STATUS_INTERVAL_MS 5000
@@ -132,6 +133,15 @@ static int load_config(config *cfg, const char *path, int argc, char **argv, cha
     rc = config_set(cfg, "listen", "unix:/run/bfeed/bfeedd.sock", "default", err, errlen);
   free_options(opts);
   return rc;
+}
+
+/* The remote backends' cache and requests, from the settings: blocks in
+ * cache_dir/remote when cache_dir is set. */
+static int setup_remote(const config *cfg, char *err, size_t errlen) {
+  char dir[4096];
+  if (cfg->cache_dir) snprintf(dir, sizeof dir, "%s/remote", cfg->cache_dir);
+  return storage_setup_remote(cfg->cache_dir ? dir : NULL, cfg->cache_max_bytes, cfg->remote_parallel,
+                              cfg->remote_timeout * 1000L, cfg->remote_retries, err, errlen);
 }
 
 /* A loaded dataset a reload may keep: not one that failed (to load, or to
@@ -270,6 +280,12 @@ static void reload_apply(daemon_ctx *d, reload_job *j) {
       (cfg->metrics_listen ? 1 : 0) != (d->cfg.metrics_listen ? 1 : 0) ||
       (cfg->metrics_listen && strcmp(cfg->metrics_listen, d->cfg.metrics_listen) != 0))
     log_warn(&d->log, "listen, metrics_listen and workers take effect at the next restart");
+  if ((cfg->cache_dir ? 1 : 0) != (d->cfg.cache_dir ? 1 : 0) ||
+      (cfg->cache_dir && strcmp(cfg->cache_dir, d->cfg.cache_dir) != 0) || cfg->cache_max_bytes != d->cfg.cache_max_bytes ||
+      cfg->remote_parallel != d->cfg.remote_parallel || cfg->remote_timeout != d->cfg.remote_timeout ||
+      cfg->remote_retries != d->cfg.remote_retries)
+    log_warn(&d->log, "cache_max_bytes and the remote_* settings (and cache_dir for remote blocks) take effect at the "
+                      "next restart");
   config_free(&d->cfg);
   d->cfg = *cfg;
   log_info(&d->log, "reloaded: %zu dataset(s)", d->srv.ndatasets);
@@ -495,6 +511,12 @@ int main(int argc, char **argv) {
     return 2;
   }
   log_init(&d->log, d->cfg.log_level);
+  if (setup_remote(&d->cfg, err, sizeof err) < 0) {
+    fprintf(stderr, "bfeedd: %s\n", err);
+    config_free(&d->cfg);
+    free(d);
+    return 2;
+  }
   d->srv.datasets = load_datasets(&d->cfg, NULL, NULL, 0, &d->log, err, sizeof err);
   d->srv.ndatasets = d->srv.datasets ? d->cfg.ndatasets : 0;
   int rc = 0;
@@ -532,6 +554,7 @@ int main(int argc, char **argv) {
     }
   }
   server_free(&d->srv); /* drops the datasets too */
+  storage_remote_shutdown();
   config_free(&d->cfg);
   free(d);
   return rc;

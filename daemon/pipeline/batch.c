@@ -315,6 +315,10 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
     snprintf(job->err, sizeof job->err, "out of memory for a batch of %u samples", B);
     return job->rc;
   }
+  /* Remote shards: every sample's bytes are asked for before the first
+   * is read, so the requests overlap (read-ahead along the epoch's order). */
+  for (uint32_t i = 0; i < B && dataset_has_images(s->ds); i++)
+    dataset_prefetch(s->ds, job->order->idx[(job->first + i) % job->order->n]);
   for (uint32_t i = 0; i < B; i++) {
     if (!dataset_has_images(s->ds)) {
       w->sel[i] = job->order->idx[job->first + i];

@@ -9,6 +9,7 @@
 #include "addr.h"
 #include "net.h"
 #include "stats.h"
+#include "storage.h"
 
 #define HTTP_MAX_REQUEST 8192
 #define HTTP_TIMEOUT_MS 5000
@@ -96,6 +97,35 @@ static void ds_hist(wbuf *w, server *s, const char *name, const char *text, size
   }
 }
 
+/* The remote backends' counters (storage.h), daemon-wide. */
+static void metrics_remote(wbuf *w) {
+  storage_remote_counts c;
+  storage_remote_counts_get(&c);
+#define M(field, name, type, text) {offsetof(storage_remote_counts, field), name, type, text}
+  static const struct {
+    size_t off;
+    const char *name, *type, *text;
+  } rows[] = {
+      M(requests, "bfeed_remote_requests_total", "counter", "Requests to object stores and HTTP servers (tries)."),
+      M(retries, "bfeed_remote_retries_total", "counter", "Tries after a failure of the moment (5xx, reset, timeout)."),
+      M(failures, "bfeed_remote_failures_total", "counter", "Requests that failed after their last try."),
+      M(bytes_fetched, "bfeed_remote_bytes_fetched_total", "counter", "Body bytes received from remote storage."),
+      M(in_flight, "bfeed_remote_requests_in_flight", "gauge", "Remote requests running now."),
+      M(cache_hits, "bfeed_remote_cache_hits_total", "counter", "Block reads served from memory."),
+      M(cache_disk_hits, "bfeed_remote_cache_disk_hits_total", "counter", "Block reads served from the cache folder."),
+      M(cache_misses, "bfeed_remote_cache_misses_total", "counter", "Block reads that waited for a fetch."),
+      M(prefetched, "bfeed_remote_prefetched_total", "counter", "Blocks fetched ahead of their reads."),
+      M(cache_bytes_memory, "bfeed_remote_cache_memory_bytes", "gauge", "Remote blocks held in memory."),
+      M(cache_bytes_disk, "bfeed_remote_cache_disk_bytes", "gauge", "Remote blocks kept in the cache folder."),
+      M(evictions, "bfeed_remote_cache_evictions_total", "counter", "Blocks dropped from memory for newer ones."),
+  };
+#undef M
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    help(w, rows[i].name, rows[i].type, rows[i].text);
+    printfw(w, "%s %llu\n", rows[i].name, (unsigned long long)*(const uint64_t *)((const char *)&c + rows[i].off));
+  }
+}
+
 void metrics_render(server *s, wbuf *w) {
   unsigned queued = 0, busy = 0;
   if (s->workers) workers_load(s->workers, &queued, &busy);
@@ -137,6 +167,7 @@ void metrics_render(server *s, wbuf *w) {
           offsetof(ds_stats, batch_latency));
   ds_hist(w, s, "bfeed_sample_seconds", "Worker time per sample: read, decode, transform, cast.",
           offsetof(ds_stats, sample_time));
+  metrics_remote(w);
 }
 
 /* ------------------------------------------------------------------ */

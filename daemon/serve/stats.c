@@ -11,6 +11,7 @@
 #include "decode_mem.h"
 #include "report.h"
 #include "server.h"
+#include "storage.h"
 #include "stream.h"
 
 ds_stats *stats_for(server *s, const char *name) {
@@ -42,6 +43,26 @@ static uint64_t stats_cpu_us(void) {
          (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+/* The remote backends' group, once they have been used. */
+static void stats_remote(report_writer *r) {
+  storage_remote_counts c;
+  storage_remote_counts_get(&c);
+  if (c.requests == 0) return;
+  report_group_begin(r, "remote", "storage");
+  report_counter_put(r, "requests", c.requests);
+  report_counter_put(r, "retries", c.retries);
+  report_counter_put(r, "failures", c.failures);
+  report_counter_put(r, "bytes_fetched", c.bytes_fetched);
+  report_counter_put(r, "in_flight", c.in_flight);
+  report_counter_put(r, "cache_hits", c.cache_hits);
+  report_counter_put(r, "cache_disk_hits", c.cache_disk_hits);
+  report_counter_put(r, "cache_misses", c.cache_misses);
+  report_counter_put(r, "prefetched", c.prefetched);
+  report_counter_put(r, "cache_memory_bytes", c.cache_bytes_memory);
+  report_counter_put(r, "cache_disk_bytes", c.cache_bytes_disk);
+  report_counter_put(r, "cache_evictions", c.evictions);
+}
+
 void stats_report(server *s, wbuf *w) {
   report_writer r;
   unsigned queued = 0, busy = 0;
@@ -67,6 +88,7 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "buffer_pool_bytes", s->buffers ? bufcache_idle_bytes(s->buffers) : 0);
   report_counter_put(&r, "decode_memory_bytes", decode_mem_held());
   report_counter_put(&r, "worker_scratch_bytes", batch_scratch_bytes());
+  stats_remote(&r);
   for (ds_stats *d = s->stats; d; d = d->next) {
     report_group_begin(&r, "dataset", d->name);
     report_counter_put(&r, "streams_total", d->streams);

@@ -293,6 +293,10 @@ int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t 
   return d->kind->read(d, i, buf, cap, len, err, errlen);
 }
 
+void dataset_prefetch(const dataset *d, size_t i) {
+  if (d->kind->prefetch) d->kind->prefetch(d, i);
+}
+
 int dataset_mark_bad(dataset *d, size_t i) {
   return __atomic_exchange_n(&d->bad[i], 1, __ATOMIC_RELAXED) == 0;
 }

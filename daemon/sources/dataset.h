@@ -119,6 +119,9 @@ void dataset_unref(dataset *d);
  * file, too big, a record gone bad). The message names the sample as
  * dataset_sample_name does. */
 #define DATASET_MAX_FILE (256u << 20)
+/* Sample i will be read soon: a kind whose reads wait on a network starts
+ * fetching it (any thread; a hint, no error). */
+void dataset_prefetch(const dataset *d, size_t i);
 int dataset_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                  size_t errlen);
 

@@ -45,6 +45,9 @@ struct dataset_kind {
   int (*load)(dataset *d, const dataset_keys *k, const logger *log, char *err, size_t errlen);
   /* Sample i's image bytes (dataset_read); NULL for kinds without images. */
   int (*read)(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err, size_t errlen);
+  /* A hint before a batch reads sample i (its bytes are fetched ahead,
+   * remote shards); NULL: no use. */
+  void (*prefetch)(const dataset *d, size_t i);
   /* Sample i for log lines; NULL: the dataset's path. */
   void (*sample_name)(const dataset *d, size_t i, char *out, size_t n);
   /* Kinds that load in the background: dataset_ready, dataset_wait and

@@ -34,6 +34,7 @@ typedef struct dataset_shards {
   char *cache_dir;
   int64_t label_offset;
   uint64_t settings;      /* hash of what the indexes depend on */
+  int remote;             /* the shards are a remote backend's: reads are worth announcing */
   logger log;             /* a copy: the caller's may not outlive the threads */
   pthread_t coordinator;
   int started;
@@ -67,17 +68,19 @@ static void dataset_shards_index_file(dataset_shards *s, size_t f) {
   st.st_mtim.tv_sec = (time_t)info.mtime_s;
   st.st_mtim.tv_nsec = (long)info.mtime_ns;
   const char *local = storage_local_path(path);
+  /* A remote shard's index is kept in cache_dir, or in memory only. */
+  int cached = local || s->cache_dir;
   shard_index_path(cache, sizeof cache, local ? local : path, s->cache_dir);
-  if (shard_index_load(&s->idx[f], cache, &st, s->settings, why, sizeof why) == 0) {
+  if (cached && shard_index_load(&s->idx[f], cache, &st, s->settings, why, sizeof why) == 0) {
     __atomic_add_fetch(&s->cached_files, 1, __ATOMIC_RELAXED);
     log_debug(&s->log, "dataset %s: %s: index reused from %s", s->d->name, path, cache);
     return;
   }
-  if (access(cache, F_OK) == 0) log_info(&s->log, "dataset %s: %s: rebuilding the index: %s", s->d->name, path, why);
+  if (cached && access(cache, F_OK) == 0) log_info(&s->log, "dataset %s: %s: rebuilding the index: %s", s->d->name, path, why);
   shard_index_ctx ctx = {.log = &s->log, .dataset = s->d->name, .cancel = &s->cancel};
   if (s->spec.format->index(path, s->spec.cfg, &ctx, &s->idx[f], why, sizeof why) < 0)
     return dataset_shards_fail(s, why);
-  if (shard_index_cancelled(&ctx)) return;
+  if (shard_index_cancelled(&ctx) || !cached) return;
   if (shard_index_save(&s->idx[f], cache, &st, s->settings, why, sizeof why) < 0)
     log_warn(&s->log, "dataset %s: %s (the index is kept in memory only; set cache_dir to keep it)", s->d->name, why);
 }
@@ -187,6 +190,28 @@ static void *dataset_shards_coordinate(void *arg) {
 /* ------------------------------------------------------------------ */
 /* Loading                                                             */
 
+/* The bucket's endpoint, region and keys (storage.h's storage_configure)
+ * from the dataset's keys, before its shards are listed. */
+static int dataset_shards_remote(dataset_shards *s, const dataset_keys *k, char *err, size_t errlen) {
+  static const char *const names[] = {"endpoint", "region", "profile", "credentials_file"};
+  const char *v[4];
+  int any = 0;
+  for (int i = 0; i < 4; i++) {
+    const dataset_kv *kv = dataset_key(k, names[i]);
+    v[i] = kv ? kv->value : NULL;
+    any |= kv != NULL;
+  }
+  if (any && strncmp(s->d->root, "s3://", 5) != 0 && strncmp(s->d->root, "gs://", 5) != 0)
+    return snprintf(err, errlen, "dataset %s: endpoint, region, profile and credentials_file are for s3:// and "
+                                 "gs:// shards, not %s", s->d->name, s->d->root),
+           BFEED_EDATASET;
+  char where[1200], why[512];
+  int rc = storage_configure(s->d->root, v[0], v[1], v[2], v[3], where, sizeof where, why, sizeof why);
+  if (rc < 0) return snprintf(err, errlen, "dataset %s: %s", s->d->name, why), rc;
+  if (where[0]) log_info(&s->log, "dataset %s: %s from %s", s->d->name, s->d->root, where);
+  return 0;
+}
+
 /* The keys both shard kinds take (dataset_open has checked them). */
 static int dataset_shards_settings(dataset_shards *s, const dataset_keys *k, char *err, size_t errlen) {
   const dataset_kv *off = dataset_key(k, "label_offset");
@@ -200,7 +225,7 @@ static int dataset_shards_settings(dataset_shards *s, const dataset_keys *k, cha
     s->label_offset = v;
   }
   if (dataset_key_string(k, "cache_dir", NULL, &s->cache_dir) < 0) return dataset_oom(s->d, err, errlen);
-  return 0;
+  return dataset_shards_remote(s, k, err, errlen);
 }
 
 static int dataset_shards_glob(dataset_shards *s, const char *pattern, char *err, size_t errlen) {
@@ -243,6 +268,7 @@ int dataset_shards_load(dataset *d, const dataset_keys *k, const logger *log, co
   int rc = dataset_shards_settings(s, k, err, errlen);
   if (rc == 0) rc = dataset_shards_glob(s, d->root, err, errlen);
   if (rc < 0) return rc;
+  s->remote = storage_local_path(d->root) == NULL;
   /* What an index depends on: the format and the keys it looked up. */
   s->settings = XXH64(spec->tag, strlen(spec->tag), 0);
   s->spec.tag = NULL; /* the kind's, gone when its load returns */
@@ -311,7 +337,28 @@ int dataset_shards_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, 
   if (rc < 0)
     snprintf(err, errlen, "%s: %s at byte offset %llu: %s", s->files[f], s->spec.format->unit,
              (unsigned long long)e->off, why);
+  /* A record that reads wrong may be one of a shard changed since the
+   * open (a remote object replaced: its read fails If-Match): asked again,
+   * the shard says, and a change marks the dataset, not the sample. */
+  if (rc == BFEED_EDATASET && storage_stat_same(s->files[f], &s->stamps[f], why, sizeof why) < 0) {
+    dataset_mark_changed(d, why);
+    snprintf(err, errlen, "%s", why);
+  }
   return rc;
+}
+
+void dataset_shards_prefetch(const dataset *d, size_t i) {
+  const dataset_shards *s = d->state;
+  size_t f = dataset_shards_file_of(s, i);
+  /* Local shards have the page cache and the kernel's read-ahead. */
+  if (!s->remote) return;
+  const shard_index_entry *e = &s->idx[f].e[i - s->first[f]];
+  storage_file sf;
+  char why[256];
+  if (storage_open(s->files[f], &sf, why, sizeof why) != 0) return;
+  /* The record's header and CRCs, or the member: what read takes. */
+  storage_prefetch(&sf, e->off, (uint64_t)e->len + 16);
+  storage_close(&sf);
 }
 
 void dataset_shards_name(const dataset *d, size_t i, char *out, size_t n) {

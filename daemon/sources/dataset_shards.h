@@ -45,7 +45,8 @@ typedef struct dataset_shards_spec {
   const char *tag;      /* what the indexes depend on: their cache is rebuilt when it changes */
 } dataset_shards_spec;
 
-/* Read the keys both kinds take (label_offset, cache_dir), list the shards
+/* Read the keys both kinds take (label_offset, cache_dir; for s3:// and
+ * gs:// endpoint, region, profile, credentials_file), list the shards
  * and start indexing them. 0, or BFEED_EDATASET (a setting, no shard
  * matches) or BFEED_ENOMEM with the reason. */
 int dataset_shards_load(dataset *d, const dataset_keys *k, const logger *log, const dataset_shards_spec *spec,
@@ -65,13 +66,20 @@ int dataset_shards_wait(dataset *d, char *err, size_t errlen);
 int dataset_shards_read(const dataset *d, size_t i, uint8_t **buf, size_t *cap, size_t *len, char *err,
                         size_t errlen);
 void dataset_shards_name(const dataset *d, size_t i, char *out, size_t n);
+/* prefetch: announce sample i's bytes (remote shards). */
+void dataset_shards_prefetch(const dataset *d, size_t i);
 uint64_t dataset_shards_skipped(const dataset *d);
 void dataset_shards_fingerprint(const dataset *d, struct fingerprint *fp);
 void dataset_shards_free(dataset *d);
 
+/* The keys of a bucket's shards, in a shard kind's key table. */
+#define DATASET_SHARDS_REMOTE_KEYS                                                                    \
+  {"endpoint", DATASET_KEY_PLACE}, {"region", DATASET_KEY_PLACE}, {"profile", DATASET_KEY_PLACE},         \
+      {"credentials_file", DATASET_KEY_PLACE}
+
 /* A shard kind's table entry past its name, keys and load. */
 #define DATASET_SHARDS_OPS                                                                              \
-  .read = dataset_shards_read, .sample_name = dataset_shards_name, .ready = dataset_shards_ready,       \
+  .read = dataset_shards_read, .prefetch = dataset_shards_prefetch, .sample_name = dataset_shards_name, .ready = dataset_shards_ready,       \
   .wait = dataset_shards_wait, .index_skipped = dataset_shards_skipped, .fingerprint = dataset_shards_fingerprint, \
   .free = dataset_shards_free
 

@@ -58,6 +58,6 @@ static int kind_tar_load(dataset *d, const dataset_keys *k, const logger *log, c
 }
 
 static const dataset_key_spec kind_tar_keys[] = {
-    {"label_ext", DATASET_KEY_VALUE}, {"label_offset", DATASET_KEY_VALUE}, {"cache_dir", DATASET_KEY_PLACE}, {NULL, 0}};
+    {"label_ext", DATASET_KEY_VALUE}, {"label_offset", DATASET_KEY_VALUE}, {"cache_dir", DATASET_KEY_PLACE}, DATASET_SHARDS_REMOTE_KEYS, {NULL, 0}};
 
 const dataset_kind kind_tar = {.name = "tar", .keys = kind_tar_keys, .load = kind_tar_load, DATASET_SHARDS_OPS};

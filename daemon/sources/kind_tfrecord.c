@@ -69,7 +69,7 @@ static int kind_tfrecord_load(dataset *d, const dataset_keys *k, const logger *l
 
 static const dataset_key_spec kind_tfrecord_keys[] = {
     {"image_key", DATASET_KEY_VALUE},    {"label_key", DATASET_KEY_VALUE}, {"label_offset", DATASET_KEY_VALUE},
-    {"features_key", DATASET_KEY_VALUE}, {"cache_dir", DATASET_KEY_PLACE}, {NULL, 0}};
+    {"features_key", DATASET_KEY_VALUE}, {"cache_dir", DATASET_KEY_PLACE}, DATASET_SHARDS_REMOTE_KEYS, {NULL, 0}};
 
 const dataset_kind kind_tfrecord = {.name = "tfrecord", .keys = kind_tfrecord_keys, .load = kind_tfrecord_load,
                                      DATASET_SHARDS_OPS};

@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "bfeed_types.h"
+#include "storage_brace.h"
 
 /* Every backend, one storage_*.c file each and one line here; plain paths
  * go to the first. */
 #define STORAGE_BACKENDS \
-  X(storage_local)
+  X(storage_local) X(storage_s3) X(storage_gs) X(storage_http) X(storage_https)
 #define X(b) extern const storage_backend b;
 STORAGE_BACKENDS
 #undef X
@@ -118,6 +119,10 @@ int storage_pread_grow(const storage_file *f, uint64_t off, size_t n, uint8_t **
   return storage_pread_all(f, *buf, n, off, err, errlen);
 }
 
+void storage_prefetch(const storage_file *f, uint64_t off, uint64_t n) {
+  if (f->backend && f->backend->prefetch) f->backend->prefetch(f, off, n);
+}
+
 void storage_close(storage_file *f) {
   if (f && f->backend) f->backend->close(f);
   if (f) memset(f, 0, sizeof *f);
@@ -195,9 +200,38 @@ int storage_list(const char *dir, storage_entry_fn fn, void *ctx, char *err, siz
   return b ? b->list(dir, fn, ctx, err, errlen) : BFEED_EDATASET;
 }
 
-int storage_glob(const char *pattern, strlist *out, char *err, size_t errlen) {
+static int storage_glob_one(const char *pattern, strlist *out, char *err, size_t errlen) {
   const storage_backend *b = storage_backend_of(pattern, err, errlen);
   return b ? b->glob(pattern, out, err, errlen) : BFEED_EDATASET;
+}
+
+static int storage_glob_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int storage_glob(const char *pattern, strlist *out, char *err, size_t errlen) {
+  if (!strchr(pattern, '{')) return storage_glob_one(pattern, out, err, errlen);
+  strlist names = {0};
+  int rc = storage_brace_expand(pattern, &names, err, errlen);
+  size_t before = out->n;
+  for (size_t i = 0; rc == 0 && i < names.n; i++) {
+    const char *p = names.v[i];
+    size_t had = out->n;
+    rc = storage_glob_one(p, out, err, errlen);
+    /* What braces name is a list of files, not a pattern: one missing is
+     * an error, not a shard fewer. */
+    if (rc == 0 && out->n == had && p[strcspn(p, "*?[")] == 0)
+      rc = BFEED_EDATASET, snprintf(err, errlen, "%s: no such file (named by the braces of %s)", p, pattern);
+  }
+  strlist_free(&names);
+  if (rc < 0) return rc;
+  /* Sorted by name, each once, as a glob gives them. */
+  qsort(out->v + before, out->n - before, sizeof *out->v, storage_glob_cmp);
+  size_t k = before;
+  for (size_t i = before; i < out->n; i++) {
+    if (k > before && strcmp(out->v[k - 1], out->v[i]) == 0) free(out->v[i]);
+    else out->v[k++] = out->v[i];
+  }
+  out->n = k;
+  return 0;
 }
 
 int storage_map(const char *path, uint64_t max_size, storage_mapping *m, char *err, size_t errlen) {

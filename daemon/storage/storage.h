@@ -111,6 +111,8 @@ typedef struct storage_backend {
   int (*open)(const char *path, storage_file *f, char *err, size_t errlen);
   /* Up to n bytes at off; fewer (*got) only at the end of the file. */
   int (*pread)(const storage_file *f, void *buf, size_t n, uint64_t off, size_t *got, char *err, size_t errlen);
+  /* A hint: bytes [off, off + n) will be read soon (NULL: no use). */
+  void (*prefetch)(const storage_file *f, uint64_t off, uint64_t n);
   void (*close)(storage_file *f);
   int (*stat)(const char *path, storage_info *out, char *err, size_t errlen);
   int (*list)(const char *dir, storage_entry_fn fn, void *ctx, char *err, size_t errlen);
@@ -148,6 +150,9 @@ int storage_pread_all(const storage_file *f, void *buf, size_t n, uint64_t off, 
  * storage_pread_all's failure. */
 int storage_pread_grow(const storage_file *f, uint64_t off, size_t n, uint8_t **buf, size_t *cap, char *err,
                        size_t errlen);
+/* Bytes [off, off + n) of f will be read soon: a remote backend starts
+ * fetching them (a batch's samples, announced before the first is read). */
+void storage_prefetch(const storage_file *f, uint64_t off, uint64_t n);
 /* Close f if it is open (a zeroed storage_file is not). */
 void storage_close(storage_file *f);
 
@@ -190,5 +195,28 @@ char *storage_resolve(const char *dir, const char *path, size_t len);
 /* The folder holding path: "." for a bare name, "/" for "/name"; NULL
  * when out of memory. */
 char *storage_parent(const char *path);
+
+/* The remote backends (s3://, gs://, http(s)://; storage_remote.c) */
+
+/* Their cache and requests (before datasets load; a reload may call it
+ * again): blocks in cache_dir (NULL: memory only) up to max_bytes (0: 256
+ * MiB), `parallel` read-ahead threads, each try of a request at most
+ * timeout_ms, `retries` more tries. 0, or BFEED_EDATASET (the folder). */
+int storage_setup_remote(const char *cache_dir, uint64_t max_bytes, int parallel, long timeout_ms, int retries,
+                         char *err, size_t errlen);
+/* A dataset's settings for the bucket of path (s3:// or gs://; other
+ * paths: nothing to do): remote_site.h says what each NULL falls back to.
+ * The bucket's objects use them from here on. `where` gets the endpoint
+ * and where the keys came from (never a key), for the log. */
+int storage_configure(const char *path, const char *endpoint, const char *region, const char *profile,
+                      const char *credentials_file, char *where, size_t wherelen, char *err, size_t errlen);
+/* What the remote backends did, process-wide, for stats and /metrics. */
+typedef struct storage_remote_counts {
+  uint64_t requests, retries, failures, bytes_fetched, in_flight;
+  uint64_t cache_hits, cache_misses, cache_disk_hits, prefetched, cache_bytes_memory, cache_bytes_disk, evictions;
+} storage_remote_counts;
+void storage_remote_counts_get(storage_remote_counts *out);
+/* Stop their threads and free what they hold (at exit). */
+void storage_remote_shutdown(void);
 
 #endif
