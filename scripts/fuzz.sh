@@ -9,7 +9,7 @@ set -eu
 cd "$(dirname "$0")/.."
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-"fuzz_proto fuzz_open fuzz_freader fuzz_image fuzz_wordvec fuzz_wordvec_cache fuzz_wordvec_npy fuzz_wordvec_text fuzz_shards fuzz_pack"}
+targets=${*:-"fuzz_proto fuzz_open fuzz_freader fuzz_image fuzz_wordvec fuzz_wordvec_cache fuzz_wordvec_npy fuzz_wordvec_text fuzz_shards fuzz_pack fuzz_remote_list"}
 # -Wno-unknown-warning-option: clang does not know the gcc-only
 # -Wno-format-truncation that the top-level CMakeLists.txt adds.
 CC=clang cmake -S . -B build-fuzz -DBFEED_FUZZ=ON -DBFEED_SANITIZE=ON \
@@ -21,6 +21,7 @@ for t in $targets; do
   case $t in
     fuzz_proto|fuzz_open|fuzz_freader) seeds=tests/fuzz/corpus; max=4096 ;;
     fuzz_image) seeds=tests/fuzz/corpus_image; max=65536 ;;
+    fuzz_remote_list) seeds=tests/fuzz/corpus_remote_list; max=16384 ;;
     *) seeds=; max=8192 ;; # seeds built in (wordvec), or none
   esac
   mkdir -p "build-fuzz/corpus/$t"

@@ -3,7 +3,8 @@
  *
  * Prints the daemon's counters (daemon, per dataset, per open stream) as
  * aligned text, or with --json one JSON object:
- * {"daemon": {...}, "datasets": {"name": {...}}, "streams": {"id": {...}}}.
+ * {"daemon": {...}, "remote": {...}, "datasets": {"name": {...}}, "streams": {"id": {...}}}
+ * ("remote": the object-store and HTTP backends' counters, {} until used).
  *
  * An address naming several daemons (a list, or a name resolving to
  * several) prints each daemon's report under its endpoint, then the sum of
@@ -23,25 +24,27 @@ static int cmd_stats_takes_value(const char *name, void *ctx) {
 }
 
 static void cmd_stats_print_json(const bfeed_stat_group *g, size_t n) {
-  static const char *const kinds[] = {"daemon", "dataset", "stream"};
-  static const char *const keys[] = {"daemon", "datasets", "streams"};
+  /* The daemon's and its remote storage's counters are one group each. */
+  static const char *const kinds[] = {"daemon", "remote", "dataset", "stream"};
+  static const char *const keys[] = {"daemon", "remote", "datasets", "streams"};
   printf("{");
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 4; k++) {
+    int flat = k < 2;
     printf("%s\"%s\": {", k ? ", " : "", keys[k]);
     int first = 1;
     for (size_t i = 0; i < n; i++) {
       if (strcmp(g[i].kind, kinds[k]) != 0) continue;
-      if (k > 0) {
+      if (!flat) {
         printf("%s", first ? "" : ", ");
         cli_json_str(stdout, g[i].id);
         printf(": {");
       }
       for (size_t c = 0; c < g[i].ncounters; c++) {
-        printf("%s", c || (k == 0 && !first) ? ", " : "");
+        printf("%s", c || (flat && !first) ? ", " : "");
         cli_json_str(stdout, g[i].counters[c].name);
         printf(": %llu", (unsigned long long)g[i].counters[c].value);
       }
-      if (k > 0) printf("}");
+      if (!flat) printf("}");
       first = 0;
     }
     printf("}");
@@ -126,7 +129,8 @@ static const char stats_usage[] =
     "Prints the daemon's counters: the daemon's, each dataset's and each open stream's.\n"
     "Several daemons (a list, or a name resolving to several): each under its endpoint,\n"
     "then the total of their daemon counters.\n"
-    "  --json                  one JSON object: {\"daemon\": {...}, \"datasets\": {...}, \"streams\": {...}}\n";
+    "  --json                  one JSON object: {\"daemon\": {...}, \"remote\": {...}, \"datasets\": {...},\n"
+    "                          \"streams\": {...}}\n";
 
 int cmd_stats(int argc, char **argv) {
   cli_args a = {.argc = argc, .argv = argv};

@@ -371,7 +371,12 @@ static void *remote_cache_thread(void *arg) {
 int remote_cache_setup(const remote_cache_cfg *cfg, char *err, size_t errlen) {
   char *dir = NULL;
   if (cfg->dir) {
-    if (mkdir(cfg->dir, 0755) != 0 && errno != EEXIST)
+    /* The folder and those above it, as `mkdir -p` makes them. */
+    char path[4096];
+    snprintf(path, sizeof path, "%s", cfg->dir);
+    for (char *p = path + 1; *p; p++)
+      if (*p == '/') *p = 0, mkdir(path, 0755), *p = '/';
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
       return snprintf(err, errlen, "remote cache folder %s: %s", cfg->dir, strerror(errno)), BFEED_EDATASET;
     if (!(dir = strdup(cfg->dir))) return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   }

@@ -179,11 +179,16 @@ static int remote_http_setup(CURL *h, remote_http_try *t, const remote_http_opts
     curl_easy_setopt(h, CURLOPT_AWS_SIGV4, sig);
     curl_easy_setopt(h, CURLOPT_USERNAME, a->access_key);
     curl_easy_setopt(h, CURLOPT_PASSWORD, a->secret_key);
+    /* S3 wants the payload's hash, and libcurl 7.88 does not send it:
+     * the SHA-256 of no body (every request here is a GET or a HEAD). */
+    struct curl_slist *n = curl_slist_append(
+        *hdrs, "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    if (!n) return BFEED_ENOMEM;
+    *hdrs = n;
     if (a->token[0]) {
       char tok[sizeof a->token + 32];
       snprintf(tok, sizeof tok, "x-amz-security-token: %s", a->token);
-      struct curl_slist *n = curl_slist_append(*hdrs, tok);
-      if (!n) return BFEED_ENOMEM;
+      if (!(n = curl_slist_append(*hdrs, tok))) return BFEED_ENOMEM;
       *hdrs = n;
     }
   }

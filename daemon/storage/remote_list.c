@@ -425,8 +425,8 @@ static int remote_list_run(remote_list_state *s, const char *xml, size_t len) {
     enum XML_Error e = XML_GetErrorCode(s->xp);
     s->rc = e == XML_ERROR_NO_MEMORY ? BFEED_ENOMEM : BFEED_EIO;
     if (s->err && s->errlen)
-      snprintf(s->err, s->errlen, "%s: line %lu: %s", REMOTE_LIST_WHERE, (unsigned long)XML_GetCurrentLineNumber(s->xp),
-               XML_ErrorString(e));
+      snprintf(s->err, s->errlen, "%s: line %lu: %s", REMOTE_LIST_WHERE,
+               (unsigned long)XML_GetCurrentLineNumber(s->xp), XML_ErrorString(e));
   }
   XML_ParserFree(s->xp);
   s->xp = NULL;
@@ -438,7 +438,9 @@ static int remote_list_run(remote_list_state *s, const char *xml, size_t len) {
 }
 
 static int remote_list_hexval(char c) {
-  return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
 /* Decode a name S3 sent with EncodingType url, in place: %XX, '+' a space
@@ -477,16 +479,17 @@ int remote_list_parse(const char *xml, size_t len, remote_list_page *page, char 
   /* Without a token a truncated listing could not go on: its other pages
    * would be lost without a word. */
   if (rc == 0 && page->is_truncated && (!page->next_token || !page->next_token[0]))
-    rc = errtext_set(err, errlen, BFEED_EIO, REMOTE_LIST_WHERE, ": IsTruncated is true but there is no NextContinuationToken");
+    rc = errtext_set(err, errlen, BFEED_EIO, REMOTE_LIST_WHERE,
+                     ": IsTruncated is true but there is no NextContinuationToken");
   /* After the whole document: EncodingType may come after the names. */
   for (size_t i = 0; rc == 0 && page->url_encoded && i < page->n_entries; i++)
     if (remote_list_unescape(page->entries[i].key) < 0)
-      rc = errtext_set(err, errlen, BFEED_EIO, REMOTE_LIST_WHERE, ": object \"%s\": a bad %%-escape in a url-encoded key",
-                       page->entries[i].key);
+      rc = errtext_set(err, errlen, BFEED_EIO, REMOTE_LIST_WHERE,
+                       ": object \"%s\": a bad %%-escape in a url-encoded key", page->entries[i].key);
   for (size_t i = 0; rc == 0 && page->url_encoded && i < page->prefixes.n; i++)
     if (remote_list_unescape(page->prefixes.v[i]) < 0)
-      rc = errtext_set(err, errlen, BFEED_EIO, REMOTE_LIST_WHERE, ": prefix \"%s\": a bad %%-escape in a url-encoded prefix",
-                       page->prefixes.v[i]);
+      rc = errtext_set(err, errlen, BFEED_EIO, REMOTE_LIST_WHERE,
+                       ": prefix \"%s\": a bad %%-escape in a url-encoded prefix", page->prefixes.v[i]);
   if (rc < 0) remote_list_page_free(page);
   return rc;
 }

@@ -24,6 +24,7 @@
 #include <xxhash.h>
 
 #include "bfeed_types.h"
+#include "clock.h"
 #include "remote_cache.h"
 #include "remote_list.h"
 #include "remote_site.h"
@@ -31,6 +32,10 @@
 
 #define STORAGE_REMOTE_LIST_MAX (16u << 20) /* one page of a listing */
 #define STORAGE_REMOTE_TABLE 4096u
+/* How long what the table says of an object stands before a read asks the
+ * server again: a changed object is seen within this time even where all
+ * its blocks are cached. */
+#define STORAGE_REMOTE_RECHECK_NS (10ull * 1000000000ull)
 
 /* A bucket's site: its settings may change on a reload; objects keep the
  * slot, and each request reads the slot's current site. Sites are freed
@@ -47,6 +52,7 @@ typedef struct storage_remote_obj {
   char *path; /* as named: s3://bucket/key, https://host/path */
   char *url;  /* as fetched */
   const struct storage_remote_slot *slot; /* its bucket's, or NULL (http) */
+  uint64_t seen_ns; /* atomic: when a listing or HEAD last said what it is */
   struct storage_remote_obj *next;
 } storage_remote_obj;
 
@@ -201,6 +207,7 @@ static storage_remote_obj *storage_remote_put(const char *path, const char *url,
   o->o.what = o->path;
   o->o.auth = auth;
   o->slot = slot;
+  o->seen_ns = clock_now_ns();
   o->o.size = size;
   o->o.mtime_s = mtime_s;
   snprintf(o->o.etag, sizeof o->o.etag, "%s", etag ? etag : "");
@@ -228,7 +235,16 @@ static storage_remote_obj *storage_remote_lookup(const char *path, int *missing,
   pthread_mutex_lock(&sr.mu);
   storage_remote_obj *o = storage_remote_find(path);
   pthread_mutex_unlock(&sr.mu);
-  if (o && !__atomic_load_n(&o->o.changed, __ATOMIC_RELAXED)) return o;
+  storage_remote_obj *known = NULL;
+  if (o && !__atomic_load_n(&o->o.changed, __ATOMIC_RELAXED)) {
+    /* Asked again once in a while (one caller asks, the others go on with
+     * what is known): blocks already cached would never meet If-Match. */
+    uint64_t now = clock_now_ns(), seen = __atomic_load_n(&o->seen_ns, __ATOMIC_RELAXED);
+    if (now - seen < STORAGE_REMOTE_RECHECK_NS ||
+        !__atomic_compare_exchange_n(&o->seen_ns, &seen, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+      return o;
+    known = o;
+  }
   storage_remote_name n;
   if ((*rc = storage_remote_parse(path, &n, err, errlen)) < 0) return NULL;
   const remote_auth *auth;
@@ -241,10 +257,13 @@ static storage_remote_obj *storage_remote_lookup(const char *path, int *missing,
   if (*rc == 0 && r.size == UINT64_MAX)
     *rc = BFEED_EDATASET, snprintf(err, errlen, "%s: the server gives no Content-Length", path);
   if (*rc < 0) {
+    free(url);
     *missing = r.status == 404;
-    if (r.status == 404) snprintf(err, errlen, "%s: no such object (HTTP 404)", path);
-    return free(url), NULL;
+    if (r.status == 404) return snprintf(err, errlen, "%s: no such object (HTTP 404)", path), NULL;
+    /* A failure of the moment says nothing of an object known. */
+    return known && *rc == BFEED_EIO ? (*rc = 0, known) : NULL;
   }
+  if (known && known->o.size == r.size && strcmp(known->o.etag, r.etag) == 0) return free(url), known;
   o = storage_remote_put(path, url, auth, slot, r.size, r.etag, r.mtime_s);
   free(url);
   if (!o) *rc = BFEED_ENOMEM, snprintf(err, errlen, "out of memory");
