@@ -232,7 +232,7 @@ static int dataset_shards_glob(dataset_shards *s, const char *pattern, char *err
   strlist all = {0};
   char why[512];
   int rc = storage_glob(pattern, &all, why, sizeof why);
-  if (rc < 0) return snprintf(err, errlen, "dataset %s: %s", s->d->name, why), rc;
+  if (rc < 0) return strlist_free(&all), snprintf(err, errlen, "dataset %s: %s", s->d->name, why), rc;
   if (all.n == 0) return snprintf(err, errlen, "dataset %s: '%s' matches no file", s->d->name, pattern), BFEED_EDATASET;
   s->files = calloc(all.n, sizeof *s->files);
   for (size_t i = 0; s->files && i < all.n; i++) {

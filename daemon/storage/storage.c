@@ -222,9 +222,14 @@ int storage_glob(const char *pattern, strlist *out, char *err, size_t errlen) {
       rc = BFEED_EDATASET, snprintf(err, errlen, "%s: no such file (named by the braces of %s)", p, pattern);
   }
   strlist_free(&names);
-  if (rc < 0) return rc;
+  if (rc < 0) {
+    /* Nothing of a failed expansion is kept. */
+    for (size_t i = before; i < out->n; i++) free(out->v[i]);
+    out->n = before;
+    return rc;
+  }
   /* Sorted by name, each once, as a glob gives them. */
-  qsort(out->v + before, out->n - before, sizeof *out->v, storage_glob_cmp);
+  if (out->n > before) qsort(out->v + before, out->n - before, sizeof *out->v, storage_glob_cmp);
   size_t k = before;
   for (size_t i = before; i < out->n; i++) {
     if (k > before && strcmp(out->v[k - 1], out->v[i]) == 0) free(out->v[i]);

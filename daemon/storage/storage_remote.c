@@ -439,7 +439,7 @@ static int storage_remote_glob(const char *pattern, strlist *out, char *err, siz
   rc = storage_remote_walk(&n, prefix, 0, pattern, storage_remote_glob_one, &g, err, errlen);
   free(prefix);
   if (rc == BFEED_ENOMEM) snprintf(err, errlen, "out of memory");
-  if (rc == 0) qsort(out->v + before, out->n - before, sizeof *out->v, storage_remote_cmp);
+  if (rc == 0 && out->n > before) qsort(out->v + before, out->n - before, sizeof *out->v, storage_remote_cmp);
   return rc;
 }
 
