@@ -97,32 +97,15 @@ static void ds_hist(wbuf *w, server *s, const char *name, const char *text, size
   }
 }
 
-/* The remote backends' counters (storage.h), daemon-wide. */
+/* The remote backends' counters (storage.h), daemon-wide, by stats.c's table. */
 static void metrics_remote(wbuf *w) {
   storage_remote_counts c;
   storage_remote_counts_get(&c);
-#define M(field, name, type, text) {offsetof(storage_remote_counts, field), name, type, text}
-  static const struct {
-    size_t off;
-    const char *name, *type, *text;
-  } rows[] = {
-      M(requests, "bfeed_remote_requests_total", "counter", "Requests to object stores and HTTP servers (tries)."),
-      M(retries, "bfeed_remote_retries_total", "counter", "Tries after a failure of the moment (5xx, reset, timeout)."),
-      M(failures, "bfeed_remote_failures_total", "counter", "Requests that failed after their last try."),
-      M(bytes_fetched, "bfeed_remote_bytes_fetched_total", "counter", "Body bytes received from remote storage."),
-      M(in_flight, "bfeed_remote_requests_in_flight", "gauge", "Remote requests running now."),
-      M(cache_hits, "bfeed_remote_cache_hits_total", "counter", "Block reads served from memory."),
-      M(cache_disk_hits, "bfeed_remote_cache_disk_hits_total", "counter", "Block reads served from the cache folder."),
-      M(cache_misses, "bfeed_remote_cache_misses_total", "counter", "Block reads that waited for a fetch."),
-      M(prefetched, "bfeed_remote_prefetched_total", "counter", "Blocks fetched ahead of their reads."),
-      M(cache_bytes_memory, "bfeed_remote_cache_memory_bytes", "gauge", "Remote blocks held in memory."),
-      M(cache_bytes_disk, "bfeed_remote_cache_disk_bytes", "gauge", "Remote blocks kept in the cache folder."),
-      M(evictions, "bfeed_remote_cache_evictions_total", "counter", "Blocks dropped from memory for newer ones."),
-  };
-#undef M
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-    help(w, rows[i].name, rows[i].type, rows[i].text);
-    printfw(w, "%s %llu\n", rows[i].name, (unsigned long long)*(const uint64_t *)((const char *)&c + rows[i].off));
+  for (size_t i = 0; i < stats_remote_nrows; i++) {
+    const stats_remote_row *row = &stats_remote_rows[i];
+    const char *suffix = strcmp(row->type, "counter") == 0 ? "_total" : "";
+    printfw(w, "# HELP %s%s %s\n# TYPE %s%s %s\n", row->metric, suffix, row->help, row->metric, suffix, row->type);
+    printfw(w, "%s%s %llu\n", row->metric, suffix, (unsigned long long)*(const uint64_t *)((const char *)&c + row->off));
   }
 }
 

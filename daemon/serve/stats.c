@@ -1,6 +1,7 @@
 /* stats.c -- see stats.h */
 #include "stats.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,24 +44,32 @@ static uint64_t stats_cpu_us(void) {
          (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+#define R(field, name, type, help) {offsetof(storage_remote_counts, field), name, "bfeed_remote_" name, type, help}
+const stats_remote_row stats_remote_rows[] = {
+    R(requests, "requests", "counter", "Requests to object stores and HTTP servers (tries)."),
+    R(retries, "retries", "counter", "Tries after a failure of the moment (5xx, reset, timeout)."),
+    R(failures, "failures", "counter", "Requests that failed after their last try."),
+    R(bytes_fetched, "bytes_fetched", "counter", "Body bytes received from remote storage."),
+    R(in_flight, "in_flight", "gauge", "Remote requests running now."),
+    R(cache_hits, "cache_hits", "counter", "Block reads served from memory."),
+    R(cache_disk_hits, "cache_disk_hits", "counter", "Block reads served from the cache folder."),
+    R(cache_misses, "cache_misses", "counter", "Block reads that waited for a fetch."),
+    R(prefetched, "prefetched", "counter", "Blocks fetched ahead of their reads."),
+    R(cache_bytes_memory, "cache_memory_bytes", "gauge", "Remote blocks held in memory."),
+    R(cache_bytes_disk, "cache_disk_bytes", "gauge", "Remote blocks kept in the cache folder."),
+    R(evictions, "cache_evictions", "counter", "Blocks dropped from memory for newer ones."),
+};
+#undef R
+const size_t stats_remote_nrows = sizeof stats_remote_rows / sizeof stats_remote_rows[0];
+
 /* The remote backends' group, once they have been used. */
 static void stats_remote(report_writer *r) {
   storage_remote_counts c;
   storage_remote_counts_get(&c);
   if (c.requests == 0) return;
   report_group_begin(r, "remote", "storage");
-  report_counter_put(r, "requests", c.requests);
-  report_counter_put(r, "retries", c.retries);
-  report_counter_put(r, "failures", c.failures);
-  report_counter_put(r, "bytes_fetched", c.bytes_fetched);
-  report_counter_put(r, "in_flight", c.in_flight);
-  report_counter_put(r, "cache_hits", c.cache_hits);
-  report_counter_put(r, "cache_disk_hits", c.cache_disk_hits);
-  report_counter_put(r, "cache_misses", c.cache_misses);
-  report_counter_put(r, "prefetched", c.prefetched);
-  report_counter_put(r, "cache_memory_bytes", c.cache_bytes_memory);
-  report_counter_put(r, "cache_disk_bytes", c.cache_bytes_disk);
-  report_counter_put(r, "cache_evictions", c.evictions);
+  for (size_t i = 0; i < stats_remote_nrows; i++)
+    report_counter_put(r, stats_remote_rows[i].name, *(const uint64_t *)((const char *)&c + stats_remote_rows[i].off));
 }
 
 void stats_report(server *s, wbuf *w) {

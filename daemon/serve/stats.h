@@ -10,6 +10,7 @@
 #ifndef BFEED_STATS_H
 #define BFEED_STATS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "hist.h"
@@ -33,5 +34,14 @@ void stats_free(struct server *s);
 /* Write the daemon-wide report (see proto/report.h): a "daemon" group, one
  * "dataset" group per dataset, one "stream" group per open stream. */
 void stats_report(struct server *s, wbuf *w);
+
+/* The remote storage's counters (storage.h's storage_remote_counts), each
+ * as `bfeed stats` (group "remote") and /metrics name it. */
+typedef struct stats_remote_row {
+  size_t off; /* in storage_remote_counts */
+  const char *name, *metric, *type, *help;
+} stats_remote_row;
+extern const stats_remote_row stats_remote_rows[];
+extern const size_t stats_remote_nrows;
 
 #endif

@@ -112,10 +112,10 @@ import urllib.error
 import urllib.request
 
 try:  # as part of a package, or with this folder on sys.path
-    from .remote_proxies import FaultProxy, SigV4Proxy
+    from .remote_proxies import FaultProxy, Managed, SigV4Proxy
     from .sigv4_verify import SigV4Error, verify_sigv4
 except ImportError:
-    from remote_proxies import FaultProxy, SigV4Proxy
+    from remote_proxies import FaultProxy, Managed, SigV4Proxy
     from sigv4_verify import SigV4Error, verify_sigv4
 
 __all__ = ["S3rver", "Nginx", "SigV4Proxy", "FaultProxy", "SigV4Error", "verify_sigv4",
@@ -170,19 +170,9 @@ def _log_tail(path, n=2000):
         return ""
 
 
-class _Service:
-    """start/stop/with for the child-process servers; a failed start is
-    cleaned up by stop() before the error propagates."""
-
-    def __enter__(self):
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc):
-        self.stop()
+class _Service(Managed):
+    """The child-process servers: spawned on a free port, stopped with
+    their temp dir (`with` from Managed)."""
 
     def _spawn(self, argv, name, ready_path):
         """Start argv on a free port (argv is a function of the port), up to

@@ -80,6 +80,21 @@ def http_get(port, target, headers=None, method="GET"):
         conn.close()
 
 
+def get_broken(port, target):
+    """GET target, reading the body to its end or its break: (response,
+    the exception that cut it or None)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", target)
+    resp = conn.getresponse()
+    err = None
+    try:
+        resp.read()
+    except (ConnectionResetError, http.client.IncompleteRead) as e:
+        err = e
+    conn.close()
+    return resp, err
+
+
 def curl(url, secret=SK, headers=(), sha256=EMPTY_SHA256, args=()):
     """A GET signed by curl's --aws-sigv4 (libcurl's signer): (status, body).
     sha256=None sends no x-amz-content-sha256 (curl 7.88 adds none)."""
@@ -265,28 +280,13 @@ def check_faults(web, data):
         fp.reset_next(1)
         st, _, body = http_get(fp.port, "/dir/a.bin", method="HEAD")
         check("HEAD is not hit by a queued fault (match='data')", st == 200 and fp.pending == 1, st)
-        conn = http.client.HTTPConnection("127.0.0.1", fp.port, timeout=10)
-        conn.request("GET", "/dir/a.bin")
-        resp = conn.getresponse()
-        try:
-            resp.read()
-            err = None
-        except (ConnectionResetError, http.client.IncompleteRead) as e:
-            err = e
-        conn.close()
+        resp, err = get_broken(fp.port, "/dir/a.bin")
         check("reset_next: 200 + headers, then %r" % type(err).__name__,
               resp.status == 200 and err is not None, err)
 
         fp.truncate_next(1, after_bytes=1000)
-        conn = http.client.HTTPConnection("127.0.0.1", fp.port, timeout=10)
-        conn.request("GET", "/dir/a.bin")
-        resp = conn.getresponse()
-        try:
-            resp.read()
-            err = None
-        except http.client.IncompleteRead as e:
-            err = e
-        conn.close()
+        resp, err = get_broken(fp.port, "/dir/a.bin")
+        check("truncate_next: a clean close, not a reset", isinstance(err, http.client.IncompleteRead), err)
         check("truncate_next(after_bytes=1000): full Content-Length, IncompleteRead after 1000",
               err is not None and len(err.partial) == 1000
               and int(resp.getheader("Content-Length")) == len(f), err)

@@ -40,6 +40,21 @@ HOP_HEADERS = frozenset((
 # Relay plumbing shared by both proxies
 # --------------------------------------------------------------------------
 
+class Managed:
+    """`with` for anything with start() and stop(): a failed start is
+    cleaned up by stop() before the error propagates."""
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
 class _Server(ThreadingHTTPServer):
     """A threaded server that remembers its client sockets, so that stop()
     can end idle keep-alive connections instead of leaving threads behind."""
@@ -239,7 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.close()
 
 
-class _Relay:
+class _Relay(Managed):
     """Start/stop and counting shared by the proxies. `upstream` is an
     http://host:port endpoint; `requests` counts requests by method."""
 
@@ -274,16 +289,6 @@ class _Relay:
             self._server.server_close()
             self._thread.join(5)
             self._server = self._thread = None
-
-    def __enter__(self):
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc):
-        self.stop()
 
     @property
     def port(self):
