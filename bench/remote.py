@@ -167,17 +167,23 @@ def main():
                         s2 = r.remote()
                     finally:
                         r.stop()
-                    hits = s2.get("cache_hits", 0)
-                    looked = hits + s2.get("cache_misses", 0) + s2.get("cache_disk_hits", 0)
+                    # A block read is a hit when this epoch fetched nothing
+                    # for it: reads less the blocks fetched (by the reader
+                    # or ahead of it), over both epochs.
+                    def reads(st):
+                        return st.get("cache_hits", 0) + st.get("cache_misses", 0) + st.get("cache_disk_hits", 0)
+
+                    def fetched(st):
+                        return st.get("cache_misses", 0) + st.get("prefetched", 0)
                     res = results[name]
                     res["cold"].append(cold)
                     res["warm"].append(warm)
-                    res["hit"].append(hits / looked if looked else float("nan"))
+                    res["hit"].append(1 - fetched(s2) / reads(s2) if reads(s2) else float("nan"))
                     res["helper_cpu"].append(c1 - c0)
-                    print("round %d %-6s cold %7.1f/s  warm %7.1f/s  cache hit rate over 2 epochs %.3f "
-                          "(epoch 1: %s misses, %s prefetched)  servers' CPU in the cold epoch %.1f s" %
-                          (rnd + 1, name, cold, warm, res["hit"][-1], s1.get("cache_misses", "-"),
-                           s1.get("prefetched", "-"), c1 - c0), flush=True)
+                    print("round %d %-6s cold %7.1f/s  warm %7.1f/s  block reads %s, fetched %s (epoch 1) + %s "
+                          "(epoch 2): hit rate over 2 epochs %.3f; servers' CPU in the cold epoch %.1f s" %
+                          (rnd + 1, name, cold, warm, reads(s2) if s2 else "-", fetched(s1) if s1 else "-",
+                           fetched(s2) - fetched(s1) if s2 else "-", res["hit"][-1], c1 - c0), flush=True)
             avg, top = load()
             print("load average after: %s" % avg)
             base = {k: statistics.median(results["local"][k]) for k in ("cold", "warm")}

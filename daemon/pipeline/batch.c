@@ -227,6 +227,9 @@ static void scratch_count(size_t was, size_t now) {
   else if (was > now) __atomic_sub_fetch(&batch_scratch_total, was - now, __ATOMIC_RELAXED);
 }
 
+/* Batches past a job's own whose samples it announces (dataset_prefetch). */
+#define BATCH_PREFETCH_AHEAD 2
+
 static int grow(void *buf, size_t *cap, size_t need) {
   void **b = buf;
   if (need <= *cap) return 0;
@@ -315,10 +318,14 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
     snprintf(job->err, sizeof job->err, "out of memory for a batch of %u samples", B);
     return job->rc;
   }
-  /* Remote shards: every sample's bytes are asked for before the first
-   * is read, so the requests overlap (read-ahead along the epoch's order). */
-  for (uint32_t i = 0; i < B && dataset_has_images(s->ds); i++)
-    dataset_prefetch(s->ds, job->order->idx[(job->first + i) % job->order->n]);
+  /* Remote shards: every sample's bytes, this batch's and the next
+   * ones', are asked for before the first is read, so the requests overlap
+   * and the next batch's are under way while this one decodes (read-ahead
+   * along the epoch's order; blocks already held or coming are not asked
+   * again). */
+  uint64_t ahead = (uint64_t)B * (1 + BATCH_PREFETCH_AHEAD);
+  for (uint64_t p = job->first; dataset_has_images(s->ds) && p < job->first + ahead && p < job->order->n; p++)
+    dataset_prefetch(s->ds, job->order->idx[p]);
   for (uint32_t i = 0; i < B; i++) {
     if (!dataset_has_images(s->ds)) {
       w->sel[i] = job->order->idx[job->first + i];

@@ -279,27 +279,36 @@ def data_gets(faults):
 
 
 def test_cache_dir(bfeedd, bfeed, tmp, shards, faults, nbatches):
-    """Blocks and indexes kept in cache_dir serve a restarted daemon."""
+    """Blocks and indexes kept in cache_dir serve a restarted daemon; a
+    damaged block file is dropped and fetched again."""
     env = base_env(faults.endpoint)
     cache = os.path.join(tmp, "cache")
+    blocks_dir = os.path.join(cache, "remote")
     daemon = {"cache_dir": cache, "cache_max_bytes": "16M"}
     ds = ["local_tf=tfrecord:%s/tfrecord/train-*" % shards, "s3_tf=tfrecord:s3://%s/tfrecord/train-*" % BUCKET]
-    for run in ("cold", "warm"):
+    for run in ("cold", "warm", "damaged", "warm again"):
+        if run == "damaged":
+            for f in os.listdir(blocks_dir):
+                with open(os.path.join(blocks_dir, f), "r+b") as b:
+                    b.seek(os.path.getsize(b.name) // 2)
+                    x = b.read(1)
+                    b.seek(-1, 1)
+                    b.write(bytes([x[0] ^ 0x40]))
         before = data_gets(faults)
-        dmn = start(bfeedd, tmp, "cache-" + run, ds, {}, env, daemon)
+        dmn = start(bfeedd, tmp, "cache-" + run.replace(" ", "-"), ds, {}, env, daemon)
         try:
             ready(bfeed, dmn, "s3_tf")
             compare(bfeed, tmp, dmn, [("local_tf", "s3_tf")], nbatches, modes=("train",), what=" (%s cache)" % run)
             fetched = data_gets(faults) - before
-            if run == "warm":
-                check("reused from" in dmn.log(), "the warm daemon reuses the shard indexes from cache_dir")
-                check(fetched == 0, "the warm daemon fetched no shard bytes (%d GETs)" % fetched)
+            if run.startswith("warm"):
+                check("reused from" in dmn.log(), "the %s daemon reuses the shard indexes from cache_dir" % run)
+                check(fetched == 0, "the %s daemon fetched no shard bytes (%d GETs)" % (run, fetched))
             else:
-                check(fetched > 0, "the cold daemon fetched the shards (%d GETs)" % fetched)
+                check(fetched > 0, "the %s daemon fetched the shards (%d GETs)" % (run, fetched))
         finally:
             check(dmn.stop() is None, "the daemon stops (%s)" % run)
-    blocks = [f for f in os.listdir(os.path.join(cache, "remote")) if f.endswith(".blk")]
-    total = sum(os.path.getsize(os.path.join(cache, "remote", f)) for f in blocks)
+    blocks = [f for f in os.listdir(blocks_dir) if f.endswith(".blk")]
+    total = sum(os.path.getsize(os.path.join(blocks_dir, f)) for f in blocks)
     check(blocks and total <= 16 << 20, "the cache folder holds %d blocks, %d bytes, under 16M" % (len(blocks), total))
 
 

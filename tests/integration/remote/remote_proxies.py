@@ -59,6 +59,10 @@ class _Server(ThreadingHTTPServer):
     """A threaded server that remembers its client sockets, so that stop()
     can end idle keep-alive connections instead of leaving threads behind."""
     daemon_threads = True
+    # socketserver's backlog of 5 drops the SYNs of a client opening more
+    # connections at once (bfeedd's read-ahead opens 8 and more), which
+    # the kernel sends again a second later: a stall that is the proxy's.
+    request_queue_size = 128
 
     def __init__(self, owner):
         self.owner = owner
