@@ -407,8 +407,7 @@ typedef struct storage_remote_globbing {
 static int storage_remote_glob_one(void *ctx, const storage_remote_name *n, const remote_auth *auth,
                                    const remote_list_entry *e, const char *common) {
   storage_remote_globbing *g = ctx;
-  (void)common;
-  if (!e || fnmatch(g->pattern, e->key, FNM_PATHNAME | FNM_PERIOD) != 0) return 0;
+  if (common || fnmatch(g->pattern, e->key, FNM_PATHNAME | FNM_PERIOD) != 0) return 0;
   char *path = NULL;
   if (!storage_remote_listed(n, auth, e, &path)) return BFEED_ENOMEM;
   return strlist_push(g->out, path) < 0 ? BFEED_ENOMEM : 0;
@@ -454,15 +453,15 @@ static int storage_remote_list_one(void *ctx, const storage_remote_name *n, cons
   storage_remote_listing *l = ctx;
   storage_info info = {0};
   char name[1100];
-  if (e) {
+  if (common) {
+    info.type = STORAGE_DIR;
+    size_t k = strlen(common);
+    snprintf(name, sizeof name, "%.*s", (int)(k > l->skip + 1 ? k - l->skip - 1 : 0), common + l->skip);
+  } else {
     storage_remote_obj *o = storage_remote_listed(n, auth, e, NULL);
     if (!o) return BFEED_ENOMEM;
     storage_remote_info(&o->o, &info);
     snprintf(name, sizeof name, "%s", e->key + l->skip);
-  } else {
-    info.type = STORAGE_DIR;
-    size_t k = strlen(common);
-    snprintf(name, sizeof name, "%.*s", (int)(k > l->skip + 1 ? k - l->skip - 1 : 0), common + l->skip);
   }
   if (!name[0]) return 0; /* the folder's own marker object */
   return l->fn(l->ctx, name, &info, NULL);

@@ -20,9 +20,9 @@ Range; and a proxy in front of both that injects faults
   it, the dataset is reloaded, and serves the new shard's samples.
 - cache_dir: a restarted daemon reads its blocks and indexes from the
   folder (no GET of a shard), and the folder stays under cache_max_bytes.
-- Three daemons on one bucket behind one stream (--connect A,B,C), one
-  killed with SIGKILL mid-epoch: the stream's batches are those of one
-  daemon on local disk, each once.
+- Three daemons on one bucket behind one stream (--connect A,B,C), sharing
+  one cache_dir, one killed with SIGKILL mid-epoch: the stream's batches
+  are those of one daemon on local disk, each once.
 
 usage: remote_fetch_oracle.py BFEEDD BFEED SHARD_WRITER_DIR FIXTURE_DIR [IMAGENET_DIR]
 """
@@ -317,7 +317,9 @@ def test_fanout(bfeedd, bfeed, tmp, shards, faults):
     env = base_env(faults.endpoint)
     stream_hash = os.path.join(os.path.dirname(bfeed), "stream_hash")
     ref = start(bfeedd, tmp, "fan-ref", ["d=tar:%s/tar/shard-*.tar" % shards], {}, env)
-    members = [start(bfeedd, tmp, "fan-%d" % k, ["d=tar:s3://%s/tar/shard-*.tar" % BUCKET], {}, env)
+    # The three share one cache folder, as daemons on one host would.
+    shared = {"cache_dir": os.path.join(tmp, "fan-cache")}
+    members = [start(bfeedd, tmp, "fan-%d" % k, ["d=tar:s3://%s/tar/shard-*.tar" % BUCKET], {}, env, shared)
                for k in range(3)]
     try:
         for d in [ref] + members:
