@@ -75,10 +75,13 @@ static size_t remote_http_header(char *line, size_t size, size_t n, void *arg) {
   char *v = colon + 1;
   while (*v == ' ' || *v == '\t') v++;
   if (strcasecmp(h, "etag") == 0) {
-    if (strncmp(v, "W/", 2) == 0) v += 2;
+    /* A weak ETag keeps its W/: If-Match compares strongly and would
+     * refuse every read, so those objects are not read with it. */
+    int weak = strncmp(v, "W/", 2) == 0;
+    if (weak) v += 2;
     size_t vl = strlen(v);
     if (vl >= 2 && v[0] == '"' && v[vl - 1] == '"') v++, vl -= 2;
-    snprintf(t->resp->etag, sizeof t->resp->etag, "%.*s", (int)vl, v);
+    snprintf(t->resp->etag, sizeof t->resp->etag, "%s%.*s", weak ? "W/" : "", (int)vl, v);
   } else if (strcasecmp(h, "content-range") == 0) {
     const char *slash = strchr(v, '/');
     if (slash && slash[1] != '*') t->resp->size = strtoull(slash + 1, NULL, 10);
@@ -167,7 +170,7 @@ static int remote_http_setup(CURL *h, remote_http_try *t, const remote_http_opts
     curl_easy_setopt(h, CURLOPT_RANGE, line);
   }
   *hdrs = NULL;
-  if (q->if_match && q->if_match[0]) {
+  if (q->if_match && q->if_match[0] && strncmp(q->if_match, "W/", 2) != 0) {
     char im[200];
     snprintf(im, sizeof im, "If-Match: \"%s\"", q->if_match);
     if (!(*hdrs = curl_slist_append(*hdrs, im))) return BFEED_ENOMEM;

@@ -49,7 +49,7 @@ typedef struct remote_http_req {
   const char *what; /* what messages call it ("s3://bucket/key"): never a secret */
   int head;         /* HEAD; else GET */
   uint64_t off, len;      /* with len > 0: Range bytes=off..off+len-1 */
-  const char *if_match;   /* an ETag the object must still have (412 otherwise), or NULL */
+  const char *if_match;   /* an ETag the object must still have (412 otherwise), or NULL; a weak one is not sent */
   const remote_auth *auth; /* NULL: unsigned */
   /* The body goes into buf[cap] (a range), or into *gbuf grown up to max
    * bytes (a listing, a whole object); a body over its room fails. */
@@ -63,7 +63,7 @@ typedef struct remote_http_resp {
   long status;
   size_t got;    /* body bytes kept */
   uint64_t size; /* the object's whole size: from Content-Range, else Content-Length; UINT64_MAX unknown */
-  char etag[128]; /* as sent, quotes removed; "" when none */
+  char etag[128]; /* as sent, quotes removed ("W/" kept on a weak one); "" when none */
   int64_t mtime_s; /* Last-Modified, or 0 */
   int tries;
   char code[64];  /* the server's error Code on a 4xx ("NoSuchKey"), or "" */

@@ -263,7 +263,10 @@ static storage_remote_obj *storage_remote_lookup(const char *path, int *missing,
     /* A failure of the moment says nothing of an object known. */
     return known && *rc == BFEED_EIO ? (*rc = 0, known) : NULL;
   }
-  if (known && known->o.size == r.size && strcmp(known->o.etag, r.etag) == 0) return free(url), known;
+  /* Unchanged: the same size, ETag and time (a server without ETags is
+   * judged by the other two). */
+  if (known && known->o.size == r.size && strcmp(known->o.etag, r.etag) == 0 && known->o.mtime_s == r.mtime_s)
+    return free(url), known;
   o = storage_remote_put(path, url, auth, slot, r.size, r.etag, r.mtime_s);
   free(url);
   if (!o) *rc = BFEED_ENOMEM, snprintf(err, errlen, "out of memory");
@@ -280,8 +283,10 @@ static void storage_remote_info(const remote_object *o, storage_info *out) {
   out->size = o->size;
   out->mtime_s = o->mtime_s;
   out->stamp = storage_remote_stamp(o);
-  /* The fingerprint's: the ETag (equal for every reader of the object). */
-  snprintf(out->version, sizeof out->version, "%s", o->etag[0] ? o->etag : "-");
+  /* The fingerprint's: the ETag (equal for every reader of the object),
+   * or for a server without ETags the size, as for a local file. */
+  if (o->etag[0]) snprintf(out->version, sizeof out->version, "%s", o->etag);
+  else snprintf(out->version, sizeof out->version, "%llu", (unsigned long long)o->size);
 }
 
 /* ------------------------------------------------------------------ */

@@ -18,6 +18,9 @@ Range; and a proxy in front of both that injects faults
   fails naming the URL, and serves again once the server is back.
 - A shard replaced in the bucket while served: the stream fails naming
   it, the dataset is reloaded, and serves the new shard's samples.
+- A web server with weak ETags (a little server of the test's own): the
+  same bytes, no If-Match sent (it compares strongly: every read would
+  be refused).
 - cache_dir: a restarted daemon reads its blocks and indexes from the
   folder (no GET of a shard), and the folder stays under cache_max_bytes.
 - Three daemons on one bucket behind one stream (--connect A,B,C), sharing
@@ -312,6 +315,87 @@ def test_cache_dir(bfeedd, bfeed, tmp, shards, faults, nbatches):
     check(blocks and total <= 16 << 20, "the cache folder holds %d blocks, %d bytes, under 16M" % (len(blocks), total))
 
 
+class WeakServer:
+    """A plain HTTP server of its own kind: ranged GETs and HEADs of a
+    folder's files with a weak ETag (W/"..."), as servers that compress or
+    generate content send, and no Last-Modified. If-Match compares strongly,
+    so a reader that sent it would be refused every read (412)."""
+
+    def __init__(self, root):
+        import http.server
+        import threading
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_HEAD(self):
+                self.do_GET(body=False)
+
+            def do_GET(self, body=True):
+                path = os.path.join(root, self.path.lstrip("/"))
+                if not os.path.isfile(path):
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    return self.end_headers()
+                if self.headers.get("If-Match"):
+                    # RFC 9110: If-Match compares strongly; a weak ETag
+                    # never matches.
+                    outer.if_match += 1
+                    self.send_response(412)
+                    self.send_header("Content-Length", "0")
+                    return self.end_headers()
+                data = open(path, "rb").read()
+                start, end, status = 0, len(data) - 1, 200
+                rng = self.headers.get("Range", "")
+                if rng.startswith("bytes="):
+                    a, b = rng[6:].split("-")
+                    start, end, status = int(a), min(int(b), len(data) - 1), 206
+                self.send_response(status)
+                self.send_header("ETag", 'W/"%x-%x"' % (len(data), int(os.path.getmtime(path))))
+                self.send_header("Content-Length", str(end - start + 1))
+                if status == 206:
+                    self.send_header("Content-Range", "bytes %d-%d/%d" % (start, end, len(data)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(data[start:end + 1])
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 128  # bfeedd's read-ahead connects many at once
+
+        self.if_match = 0
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.base_url = "http://127.0.0.1:%d" % self.server.server_address[1]
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_weak_etag(bfeedd, bfeed, tmp, shards, faults, nbatches):
+    """A server with weak ETags serves the same bytes (no If-Match sent)."""
+    ntar = len([f for f in os.listdir(os.path.join(shards, "tar")) if f.endswith(".tar")])
+    with WeakServer(shards) as weak:
+        ds = ["local_tar=tar:%s/tar/shard-*.tar" % shards,
+              "weak_tar=tar:%s/tar/shard-{000..%03d}.tar" % (weak.base_url, ntar - 1)]
+        dmn = start(bfeedd, tmp, "weak", ds, {}, base_env(faults.endpoint))
+        try:
+            ready(bfeed, dmn, "weak_tar")
+            compare(bfeed, tmp, dmn, [("local_tar", "weak_tar")], nbatches, what=" (weak ETags)")
+            check(weak.if_match == 0, "no If-Match is sent with a weak ETag (%d sent)" % weak.if_match)
+        finally:
+            check(dmn.stop() is None, "the daemon stops")
+
+
 def test_fanout(bfeedd, bfeed, tmp, shards, faults):
     """Three daemons on one bucket behind one stream; one killed."""
     env = base_env(faults.endpoint)
@@ -367,7 +451,7 @@ def main():
                 files["%s/%s" % (sub, f)] = os.path.join(shards, sub, f)
         with s3_stack(os.path.join(tmp, "s3"), AK, SK) as (s3, sig, faults), Nginx(shards) as web:
             upload(sig.endpoint, BUCKET, files, AK, SK)
-            only = os.environ.get("BFEED_REMOTE_ONLY", "identity,faults,cache,changed,fanout").split(",")
+            only = os.environ.get("BFEED_REMOTE_ONLY", "identity,faults,cache,changed,weak,fanout").split(",")
             if "identity" in only:
                 test_identity(bfeedd, bfeed, tmp, shards, faults, web, nbatches)
             if "faults" in only:
@@ -376,6 +460,8 @@ def main():
                 test_cache_dir(bfeedd, bfeed, tmp, shards, faults, nbatches)
             if "changed" in only:
                 test_changed(bfeedd, bfeed, tmp, shards, sig, faults, nbatches)
+            if "weak" in only:
+                test_weak_etag(bfeedd, bfeed, tmp, shards, faults, nbatches)
             if "fanout" in only:
                 test_fanout(bfeedd, bfeed, tmp, shards, faults)
     finally:
