@@ -266,9 +266,14 @@ static int remote_cache_load(remote_object *o, int64_t no, uint8_t **data, size_
   }
   if (code < 0) {
     free(b);
-    if (r.status == 412) {
+    if (r.status == 412 || r.status == 404) {
+      /* Replaced, or gone: what was listed is no more (storage_remote.c
+       * asks again and storage_open_same then sees it). */
       __atomic_store_n(&o->changed, 1, __ATOMIC_RELAXED);
-      snprintf(err, errlen, "%s changed since the dataset was loaded (ETag \"%s\" then)", o->what, o->etag);
+      if (r.status == 412)
+        snprintf(err, errlen, "%s changed since the dataset was loaded (ETag \"%s\" then)", o->what, o->etag);
+      else
+        snprintf(err, errlen, "%s is gone since the dataset was loaded (HTTP 404)", o->what);
     }
     return code;
   }

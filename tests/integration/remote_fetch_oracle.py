@@ -18,6 +18,8 @@ Range; and a proxy in front of both that injects faults
   fails naming the URL, and serves again once the server is back.
 - A shard replaced in the bucket while served: the stream fails naming
   it, the dataset is reloaded, and serves the new shard's samples.
+- A shard deleted from the bucket while served: the stream fails naming
+  it, the dataset reloads with the shards left.
 - A web server with weak ETags (a little server of the test's own): the
   same bytes, no If-Match sent (it compares strongly: every read would
   be refused).
@@ -276,6 +278,45 @@ def test_changed(bfeedd, bfeed, tmp, shards, sig, faults, nbatches):
         check(dmn.stop() is None, "the daemon stops")
 
 
+def test_deleted(bfeedd, bfeed, tmp, shards, sig, faults):
+    """A shard deleted from the bucket while served, its blocks not yet
+    fetched: the stream fails naming it, and the dataset reloads with the
+    shards that are left (never skipping its samples one by one)."""
+    from remote_env import s3_client
+    env = base_env(faults.endpoint)
+    src = sorted(f for f in os.listdir(os.path.join(shards, "tar")) if f.endswith(".tar"))
+    upload(sig.endpoint, BUCKET, {"gone/%s" % f: os.path.join(shards, "tar", f) for f in src}, AK, SK)
+    idx = os.path.join(tmp, "gone-indexes")
+    os.makedirs(idx, exist_ok=True)
+    sections = {"g": {"cache_dir": idx}}
+    spec = ["g=tar:s3://%s/gone/shard-*.tar" % BUCKET]
+    first = start(bfeedd, tmp, "gone-index", spec, sections, env)  # builds the indexes
+    ready(bfeed, first, "g")
+    check(first.stop() is None, "the indexing daemon stops")
+    dmn = start(bfeedd, tmp, "gone", spec, sections, env)  # indexes reused: no block read yet
+    try:
+        ready(bfeed, dmn, "g")
+        c = s3_client(sig.endpoint, AK, SK)
+        for f in src[1:]:
+            c.delete_object(Bucket=BUCKET, Key="gone/" + f)
+        c.close()
+        errs = []
+        for k in range(4):
+            got, err = fetch(bfeed, dmn.addr, "g", os.path.join(tmp, "f", "g%d" % k), k)
+            errs.append(err)
+            if got is None:
+                break
+        check(got is None and "gone since the dataset was loaded" in err and "s3://%s/gone/shard-" % BUCKET in err,
+              "a stream over a deleted shard fails naming it: %s" % err.strip())
+        check("skipping" not in dmn.log(), "no sample of the deleted shard is skipped as a bad one")
+        wait_for(lambda: "reloaded after its files changed" in dmn.log(), 30, "the dataset reloaded")
+        ready(bfeed, dmn, "g")
+        got, err = fetch(bfeed, dmn.addr, "g", os.path.join(tmp, "f", "g-after"), 0, mode="eval")
+        check(got is not None, "after the reload it serves the shard that is left: %s" % err)
+    finally:
+        check(dmn.stop() is None, "the daemon stops")
+
+
 def data_gets(faults):
     """GETs of object bytes the proxy has seen (listings left out)."""
     return sum(1 for h in faults.history if h[0] == "GET" and "list-type" not in h[1])
@@ -451,7 +492,7 @@ def main():
                 files["%s/%s" % (sub, f)] = os.path.join(shards, sub, f)
         with s3_stack(os.path.join(tmp, "s3"), AK, SK) as (s3, sig, faults), Nginx(shards) as web:
             upload(sig.endpoint, BUCKET, files, AK, SK)
-            only = os.environ.get("BFEED_REMOTE_ONLY", "identity,faults,cache,changed,weak,fanout").split(",")
+            only = os.environ.get("BFEED_REMOTE_ONLY", "identity,faults,cache,changed,deleted,weak,fanout").split(",")
             if "identity" in only:
                 test_identity(bfeedd, bfeed, tmp, shards, faults, web, nbatches)
             if "faults" in only:
@@ -460,6 +501,8 @@ def main():
                 test_cache_dir(bfeedd, bfeed, tmp, shards, faults, nbatches)
             if "changed" in only:
                 test_changed(bfeedd, bfeed, tmp, shards, sig, faults, nbatches)
+            if "deleted" in only:
+                test_deleted(bfeedd, bfeed, tmp, shards, sig, faults)
             if "weak" in only:
                 test_weak_etag(bfeedd, bfeed, tmp, shards, faults, nbatches)
             if "fanout" in only:
