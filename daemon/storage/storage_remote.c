@@ -94,22 +94,37 @@ static int storage_remote_parse(const char *path, storage_remote_name *n, char *
   return 0;
 }
 
-/* The slot of a bucket (made with the environment's settings if no
- * dataset configured it). sr.mu held. */
-static storage_remote_slot *storage_remote_slot_of(const storage_remote_name *n, char *err, size_t errlen,
-                                                   int *rc) {
+/* The slot of a bucket, or NULL. sr.mu held. */
+static storage_remote_slot *storage_remote_slot_find(const storage_remote_name *n) {
   for (storage_remote_slot *s = sr.slots; s; s = s->next)
     if (strcmp(s->scheme, n->scheme) == 0 && strcmp(s->bucket, n->bucket) == 0) return s;
+  return NULL;
+}
+
+/* A new slot for n's bucket holding site (taken), or NULL when out of
+ * memory (site freed). sr.mu held. */
+static storage_remote_slot *storage_remote_slot_add(const storage_remote_name *n, remote_site *site) {
   storage_remote_slot *s = calloc(1, sizeof *s);
-  remote_site *site = malloc(sizeof *site);
-  remote_site_cfg none = {0};
-  if (!s || !site) return free(s), free(site), *rc = BFEED_ENOMEM, snprintf(err, errlen, "out of memory"), NULL;
-  if ((*rc = remote_site_resolve(n->scheme, n->bucket, &none, site, err, errlen)) < 0) return free(s), free(site), NULL;
+  if (!s) return free(site), NULL;
   snprintf(s->scheme, sizeof s->scheme, "%s", n->scheme);
   snprintf(s->bucket, sizeof s->bucket, "%s", n->bucket);
   s->site = site;
   s->next = sr.slots;
   sr.slots = s;
+  return s;
+}
+
+/* The slot of a bucket, made with the environment's settings if no
+ * dataset configured it. sr.mu held. */
+static storage_remote_slot *storage_remote_slot_of(const storage_remote_name *n, char *err, size_t errlen,
+                                                   int *rc) {
+  storage_remote_slot *s = storage_remote_slot_find(n);
+  if (s) return s;
+  remote_site *site = malloc(sizeof *site);
+  remote_site_cfg none = {0};
+  if (!site) return *rc = BFEED_ENOMEM, snprintf(err, errlen, "out of memory"), NULL;
+  if ((*rc = remote_site_resolve(n->scheme, n->bucket, &none, site, err, errlen)) < 0) return free(site), NULL;
+  if (!(s = storage_remote_slot_add(n, site))) *rc = BFEED_ENOMEM, snprintf(err, errlen, "out of memory");
   return s;
 }
 
@@ -139,8 +154,10 @@ int storage_configure(const char *path, const char *endpoint, const char *region
   if ((rc = remote_site_resolve(n.scheme, n.bucket, &cfg, site, err, errlen)) < 0) return free(site), rc;
   if (where) snprintf(where, wherelen, "%s (keys: %s)", site->base, site->where);
   pthread_mutex_lock(&sr.mu);
-  storage_remote_slot *s = storage_remote_slot_of(&n, err, errlen, &rc);
-  if (s) {
+  storage_remote_slot *s = storage_remote_slot_find(&n);
+  if (!s) {
+    s = storage_remote_slot_add(&n, site);
+  } else {
     storage_remote_retire_site(s->site);
     __atomic_store_n(&s->site, site, __ATOMIC_RELEASE);
     /* The bucket's objects sign with the new keys from here on. */
@@ -148,11 +165,9 @@ int storage_configure(const char *path, const char *endpoint, const char *region
     for (size_t i = 0; i < STORAGE_REMOTE_TABLE; i++)
       for (storage_remote_obj *o = sr.table[i]; o; o = o->next)
         if (o->slot == s) __atomic_store_n(&o->o.auth, auth, __ATOMIC_RELEASE);
-  } else {
-    free(site);
   }
   pthread_mutex_unlock(&sr.mu);
-  return s ? 0 : rc;
+  return s ? 0 : (snprintf(err, errlen, "out of memory"), BFEED_ENOMEM);
 }
 
 /* The URL to fetch for path, and its slot's keys. */

@@ -371,9 +371,12 @@ static void test_idle_shm_streams(void **state) {
                 (unsigned long long)v[0], (unsigned long long)v[1], n0, full, cooled, (unsigned long long)held);
   assert_int_equal(v[1], v[0]);
   /* Under a sanitizer batches are slow enough that a stream may turn idle
-   * before it has filled its slots, and have none to give back. */
+   * before it has filled its slots, and have none to give back; with a
+   * single full ring the reader's room may then come from the part-filled
+   * ones alone (the TSan pass had 1 full, 0 cooled), so there a cooled
+   * ring is required once two are full. */
   assert_true(full >= 2 || MEM_SLOW);
-  assert_true(cooled >= 1 || !full);
+  assert_true(cooled >= 1 || !full || (MEM_SLOW && full < 2));
   assert_true(held <= (256ull << 20) + 2 * slot);
   bfeed_stream_close(st);
 
