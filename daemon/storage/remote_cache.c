@@ -422,17 +422,8 @@ void remote_cache_shutdown(void) {
 }
 
 void remote_cache_object_init(remote_object *o) {
-  XXH64_state_t *s = XXH64_createState();
-  uint64_t id = 0;
-  if (s) {
-    XXH64_reset(s, 0);
-    XXH64_update(s, o->url, strlen(o->url) + 1);
-    XXH64_update(s, o->etag, strlen(o->etag) + 1);
-    XXH64_update(s, &o->size, sizeof o->size);
-    id = XXH64_digest(s);
-    XXH64_freeState(s);
-  }
-  o->id = id;
+  /* Each hash seeds the next: url, then ETag, under the size. */
+  o->id = XXH64(o->etag, strlen(o->etag), XXH64(o->url, strlen(o->url), o->size));
   o->last_block = -2;
   o->changed = 0;
 }
