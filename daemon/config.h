@@ -35,6 +35,7 @@ typedef struct config {
   int max_clients;
   int max_streams;
   int max_window;
+  int share_horizon; /* batches (share.h); 0: twice the stream's window */
   uint64_t max_memory; /* bytes of finished batches held at once */
   uint64_t max_pixels; /* images with more are skipped; 0 = no limit */
   uint64_t max_decode_memory; /* what one image decode may take (decode_mem.h); 0 = no limit */

@@ -206,6 +206,7 @@ static int limits_of(const config *cfg, server_limits *l, char *err, size_t errl
   *l = (server_limits){.max_clients = cfg->max_clients,
                        .max_streams = cfg->max_streams,
                        .max_window = (uint32_t)cfg->max_window,
+                       .share_horizon = (uint32_t)cfg->share_horizon,
                        .max_memory = cfg->max_memory,
                        .max_pixels = cfg->max_pixels,
                        .handshake_timeout_ms = (uint64_t)cfg->handshake_timeout * 1000,

@@ -102,6 +102,11 @@ typedef enum { BFEED_TRANSPORT_SOCKET = 0, BFEED_TRANSPORT_SHM = 1 } bfeed_trans
  * not exact: README "Eval decoding"). */
 typedef enum { BFEED_EVAL_DECODE_EXACT = 0, BFEED_EVAL_DECODE_FAST = 1 } bfeed_eval_decode;
 
+/* Whether a stream takes batches the daemon built for another stream that
+ * wants the same bytes (ON, default), or has its own built (OFF: a job
+ * that must measure its own cost). Either way the bytes are the same. */
+typedef enum { BFEED_SHARE_ON = 0, BFEED_SHARE_OFF = 1 } bfeed_share;
+
 typedef enum { BFEED_SELECT_ALL = 0, BFEED_SELECT_RESIDUE = 1, BFEED_SELECT_ON_DEMAND = 2 } bfeed_select;
 
 /* What a stream serves. Always start from bfeed_stream_opts_init(), which
@@ -150,7 +155,8 @@ typedef struct bfeed_stream_opts {
   float crop_scale[2];   /* TRAIN: RandomResizedCrop's scale range, the crop's share of the
                             image's area, 0 < lo <= hi <= 1 ({0.08, 1}) */
   bfeed_eval_decode eval_decode; /* EVAL: EXACT (default) or FAST, JPEGs at reduced scale */
-  uint32_t reserved[22]; /* zero (bfeed_stream_opts_init): room for options to come */
+  bfeed_share share;     /* ON (default): batches built once for every identical stream; OFF */
+  uint32_t reserved[21]; /* zero (bfeed_stream_opts_init): room for options to come */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

@@ -63,6 +63,9 @@ typedef struct frame_header {
 
 /* Checksum of a payload (XXH3-64, seed 0). */
 uint64_t frame_checksum(const void *payload, size_t len);
+/* The same of a payload in two pieces, a then b (a shared batch's own head
+ * before another stream's data). */
+uint64_t frame_checksum2(const void *a, size_t alen, const void *b, size_t blen);
 
 /* Fill h for a payload: version 1, flags 0, checksum computed. */
 void frame_header_init(frame_header *h, int type, uint32_t stream, const void *payload,

@@ -41,6 +41,7 @@ static const opts_choices opts_shuffles = {"shuffle setting", 3, 3, (const char 
 static const opts_choices opts_pools = {"pooling", 2, 2, (const char *const[]){"none", "mean"}};
 static const opts_choices opts_selects = {"select", 3, 0, (const char *const[]){"all", "residue", "on-demand"}};
 static const opts_choices opts_eval_decodes = {"eval decoding", 2, 2, (const char *const[]){"exact", "fast"}};
+static const opts_choices opts_shares = {"sharing", 2, 2, (const char *const[]){"on", "off"}};
 static const opts_choices opts_transports = {"transport", 2, 0, (const char *const[]){"socket", "shm"}};
 
 /* What the columns of opts.def become, by type. */

@@ -13,6 +13,7 @@
 #include "codec.h"
 #include "frame.h"
 #include "fwriter.h"
+#include "batch_copy.h"
 #include "image_decode.h"
 #include "msg.h"
 #include "names.h"
@@ -424,6 +425,7 @@ static void batch_build_shm(batch_job *job, batch_worker *w, batch_layout *L) {
   }
   job->frame = fw.w;
   job->raw_bytes = m->raw_size;
+  job->head = *m;
 }
 
 void batch_build(batch_job *job, batch_worker *w) {
@@ -433,6 +435,10 @@ void batch_build(batch_job *job, batch_worker *w) {
   uint32_t B = job->count;
   batch_layout L;
   wbuf_init_fixed(&job->frame, NULL, 0);
+  if (job->src) {
+    batch_copy_build(job);
+    goto done;
+  }
   if (!job->order && !(job->order = epoch_cache_get(job->orders, job->epoch))) {
     job->rc = BFEED_ENOMEM;
     snprintf(job->err, sizeof job->err, "out of memory for the order of epoch %llu", (unsigned long long)job->epoch);
@@ -500,6 +506,8 @@ void batch_build(batch_job *job, batch_worker *w) {
   }
   job->frame = fw.w;
   job->raw_bytes = m->raw_size;
+  job->head = *m;
+  job->data_off = head;
 done:
   job->busy_ns = clock_now_ns() - t0;
 }
@@ -519,6 +527,7 @@ void batch_worker_free(batch_worker *w) {
 
 void batch_job_free(batch_job *job) {
   if (!job) return;
+  if (job->unref) job->unref(job->unref_arg);
   bufcache_put(job->buffers, job->buf, job->buf_cap);
   epoch_order_unref(job->order);
   free(job);

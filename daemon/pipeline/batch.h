@@ -28,6 +28,7 @@
 #include "dataset.h"
 #include "epoch.h"
 #include "log.h"
+#include "msg.h"
 #include "sample.h"
 #include "tlv.h"
 
@@ -83,8 +84,19 @@ typedef struct batch_job {
   uint8_t *shm_slot;     /* NULL, or the ring slot the raw tensors go to: job->frame is then a BATCH_SHM */
   uint64_t shm_slot_size;
   uint32_t shm_index;    /* the slot's number in its ring */
+  /* A copy (serve/share.c): src, a finished job of the daemon's, built once
+   * for every stream that wants batch (epoch, index) at these bytes. This
+   * job makes only its own frame of it (batch_copy.h), and src lives while
+   * this job does (unref). */
+  const struct batch_job *src;
+  int shared;            /* 1 if src was asked for by another stream first (stream.c counts it) */
   /* output */
-  wbuf frame;            /* the complete BATCH frame, inside buf (fixed: buf owns it) */
+  wbuf frame;            /* the complete BATCH frame, inside buf (fixed: buf owns it); a socket
+                            copy's frame is its header (and head), its data src's: tail */
+  const uint8_t *tail;   /* NULL, or bytes sent right after frame, owned by src */
+  size_t tail_len;
+  msg_batch head;        /* what the frame's head says (a copy re-encodes it with its own seq) */
+  size_t data_off;       /* where frame's data starts, after header and head */
   uint8_t *buf;          /* the pooled buffer holding it */
   size_t buf_cap;
   int rc;                /* 0, or BFEED_E* with err */
@@ -95,6 +107,9 @@ typedef struct batch_job {
   bufcache *buffers;      /* where frame's buffer goes back; outlives streams */
   /* owned by whoever queues the job */
   void *owner;
+  void (*done)(struct batch_job *job);  /* back on the loop thread (server.c calls it) */
+  void (*unref)(void *arg);             /* batch_job_free calls it, if set (a copy lets go of src) */
+  void *unref_arg;
   struct batch_job *next;
 } batch_job;
 

@@ -139,6 +139,16 @@ void workers_submit(workers *w, batch_job *job) {
   pthread_mutex_unlock(&w->mu);
 }
 
+void workers_submit_first(workers *w, batch_job *job) {
+  pthread_mutex_lock(&w->mu);
+  job->next = w->head;
+  w->head = job;
+  if (!w->tail) w->tail = job;
+  w->queued++;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
 batch_job *workers_cancel(workers *w, void *owner) {
   batch_job *out = NULL, **pp;
   pthread_mutex_lock(&w->mu);

@@ -29,6 +29,9 @@ int workers_start(workers **out, int n, uv_loop_t *loop, workers_done_cb done, v
                   size_t errlen);
 /* Queue a job (loop thread only). */
 void workers_submit(workers *w, batch_job *job);
+/* Queue a job before every waiting one: a copy of a shared batch
+ * (batch_copy.h), which takes a moment, not a batch's decoding. */
+void workers_submit_first(workers *w, batch_job *job);
 /* Remove the queued, not yet started jobs of owner and return them as a
  * list (linked by ->next) for the caller to free. Running jobs still
  * complete through the callback. */

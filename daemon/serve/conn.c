@@ -34,6 +34,7 @@ typedef struct write_req {
   size_t len;
   batch_job *job;
   size_t cost;    /* what it holds: a batch's whole pooled buffer, else len */
+  size_t shared;  /* a shared batch's bytes sent after it (batch_copy.h), counted once by share.c */
   flow_stream *fs; /* a batch's stream's flow, for the report; NULL for other frames */
   uv_pipe_t *fd_handle; /* the descriptor sent with the frame (conn_send_frame_fd), closed once written */
 } write_req;
@@ -59,14 +60,14 @@ static void conn_on_write(uv_write_t *req, int status) {
   write_req *w = (write_req *)req;
   conn *c = w->c;
   flow_stream *fs = w->fs;
-  uint64_t cost = w->cost;
+  uint64_t cost = w->cost, shared = w->shared;
   c->write_queue -= w->cost;
   if (!w->job) c->control_queue -= w->cost;
   if (w->job) batch_job_free(w->job);
   else free(w->buf);
   if (w->fd_handle) uv_close((uv_handle_t *)w->fd_handle, (uv_close_cb)free);
   free(w);
-  flow_written(c->s->flow, fs, cost); /* the stream may send and schedule more; waiting streams wake */
+  flow_written(c->s->flow, fs, cost, shared); /* the stream may send and schedule more; waiting streams wake */
   if (status < 0 && status != UV_ECANCELED) {
     log_debug(c->s->log, "client %u: write failed: %s", c->id, uv_strerror(status));
     conn_doom(c);
@@ -92,10 +93,14 @@ static void conn_queue(conn *c, wbuf *frame, batch_job *job, flow_stream *fs, uv
   w->buf = frame->data;
   w->len = frame->len;
   w->cost = job ? job->buf_cap : frame->len;
+  w->shared = job && job->tail ? job->tail_len : 0;
   w->fs = job ? fs : NULL;
   if (!job) wbuf_init(frame); /* the request owns the bytes now */
-  uv_buf_t b = uv_buf_init((char *)w->buf, (unsigned)w->len);
-  int rc = uv_write2(&w->req, &c->h.stream, &b, 1, (uv_stream_t *)fd_handle, conn_on_write);
+  /* A shared batch's frame is the stream's header (and head) before the
+   * shared bytes (batch_copy.h), which the job holds until it is written. */
+  uv_buf_t b[2] = {uv_buf_init((char *)w->buf, (unsigned)w->len),
+                   uv_buf_init(job && job->tail ? (char *)job->tail : NULL, job && job->tail ? (unsigned)job->tail_len : 0)};
+  int rc = uv_write2(&w->req, &c->h.stream, b, job && job->tail ? 2 : 1, (uv_stream_t *)fd_handle, conn_on_write);
   if (rc < 0) {
     if (job) batch_job_free(job);
     else free(w->buf);
@@ -106,7 +111,7 @@ static void conn_queue(conn *c, wbuf *frame, batch_job *job, flow_stream *fs, uv
   }
   c->write_queue += w->cost;
   if (!job) c->control_queue += w->cost;
-  flow_queued(c->s->flow, w->fs, w->cost);
+  flow_queued(c->s->flow, w->fs, w->cost, w->shared);
 }
 
 void conn_send_frame(conn *c, wbuf *frame) { conn_queue(c, frame, NULL, NULL, NULL); }

@@ -95,7 +95,8 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   ds_stats *stats = stats_for(s, ds->name);
   if (!stats) return conn_send_error(c, id, BFEED_ENOMEM, "out of memory");
   stream *st;
-  rc = stream_open(&st, c, s->flow, id, ds, &m.opts, s->workers, s->buffers, stats, s->log, &ok, err, sizeof err);
+  rc = stream_open(&st, c, s->flow, id, ds, &m.opts, s->workers, s->buffers, s->share, stats, s->log, &ok, err,
+                   sizeof err);
   if (rc < 0) return conn_send_error(c, id, rc, "%s", err);
   stream_set_max_pixels(st, s->limits.max_pixels);
   ok.fingerprint = fingerprint_stream(ds->fingerprint, &m.opts, s->limits.max_pixels);

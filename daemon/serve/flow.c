@@ -31,7 +31,9 @@ struct flow_stream {
   uint64_t sent;        /* batches handed to the connection: the next to send */
   uint64_t acked;       /* batches the client has consumed */
   uint64_t frame_bytes; /* a batch's buffer: estimated at open, then the largest so far */
-  uint64_t queued;      /* bytes of its batches in the socket's write queue */
+  uint64_t queued;      /* bytes of its batches in the socket's write queue: their own buffers */
+  uint64_t queued_all;  /* the same with the shared batches' bytes they send (counted once, in flow_cache) */
+  uint64_t batch_bytes; /* a whole batch on the wire, its shared bytes too: the largest so far */
   uint64_t frames;      /* those batches: conn.c holds fs for each until it reports it written */
   uint32_t slots;       /* of its shared-memory ring; 0: none */
   uint64_t slot_busy;   /* bit i: slot i holds a batch scheduled, sent or held by the caller */
@@ -53,6 +55,7 @@ struct flow {
   int blocked;                /* a stream was refused memory and waits for bytes to be freed */
   uint64_t (*now)(void);      /* the monotonic clock, in ns (a test's own) */
   uint64_t dropped_idle;      /* batches freed from idle streams, in all */
+  flow_cache cache;           /* shared batches (all NULL: none) */
 };
 
 static uint64_t flow_clock(void) { return clock_now_ns(); }
@@ -67,6 +70,8 @@ flow *flow_new(const uint64_t *max_memory, bufcache *buffers) {
 }
 
 void flow_set_clock(flow *f, uint64_t (*now_ns)(void)) { f->now = now_ns ? now_ns : flow_clock; }
+
+void flow_set_cache(flow *f, const flow_cache *c) { f->cache = *c; }
 
 static void flow_discard(flow_stream *fs) {
   if (fs->prev) fs->prev->next = fs->next;
@@ -129,16 +134,20 @@ static void flow_consumed(flow_stream *fs, uint64_t consumed) {
 /* ------------------------------------------------------------------ */
 /* The daemon's memory                                                 */
 
-/* What a stream counts against its share: batches scheduled and not yet
- * sent, and its batches the socket has not taken. A client that does not
- * read keeps its bytes and is the one that waits. */
+/* What a stream holds itself: batches scheduled and not yet sent, and its
+ * batches the socket has not taken. A client that does not read keeps its
+ * bytes and is the one that waits. */
+static uint64_t flow_own(const flow_stream *fs) { return (fs->scheduled - fs->sent) * fs->frame_bytes + fs->queued; }
+
+/* What it counts against its share: its own, and its part of the batches
+ * built once for it and the streams that want the same. */
 static uint64_t flow_holding(const flow_stream *fs) {
-  return (fs->scheduled - fs->sent) * fs->frame_bytes + fs->queued;
+  return flow_own(fs) + (fs->owner && fs->ops->charged ? fs->ops->charged(fs->owner) : 0);
 }
 
 uint64_t flow_held(const flow *f) {
   uint64_t held = (f->buffers ? bufcache_idle_bytes(f->buffers) : 0) + decode_mem_held() + batch_scratch_bytes() +
-                  shm_ring_bytes() + f->queued;
+                  shm_ring_bytes() + f->queued + (f->cache.held ? f->cache.held(f->cache.arg) : 0);
   for (const flow_stream *fs = f->streams; fs; fs = fs->next)
     if (fs->owner) held += (fs->scheduled - fs->sent) * fs->frame_bytes;
   return held;
@@ -173,9 +182,12 @@ static int flow_fits(const flow *f, uint64_t bytes, uint64_t holding) {
 static int flow_shed(flow_stream *fs, uint64_t keep);
 static int flow_cool(flow_stream *fs);
 
-/* Give the buffer cache's free buffers back to the system: 1 if there were any. */
+/* Give the buffer cache's free buffers back to the system, and the shared
+ * batches kept only for streams that may want them later: 1 if there were
+ * any. */
 static int flow_trim(flow *f) {
-  if (!f->buffers || bufcache_idle_bytes(f->buffers) == 0) return 0;
+  int any = f->cache.trim && f->cache.trim(f->cache.arg);
+  if (!f->buffers || bufcache_idle_bytes(f->buffers) == 0) return any;
   bufcache_trim(f->buffers, 1);
   return 1;
 }
@@ -231,9 +243,9 @@ int flow_make_room(flow *f, uint64_t bytes) {
 
 /* 1 if `bytes` more fit for a stream holding `holding` (always, with no
  * limit, and for a stream holding nothing); 0 marks a stream waiting. */
-static int flow_memory_allows(flow *f, uint64_t bytes, uint64_t holding) {
+static int flow_memory_allows(flow *f, uint64_t bytes, uint64_t own, uint64_t holding) {
   uint64_t max = *f->max_memory;
-  if (max == 0 || holding == 0 || flow_fits(f, bytes, holding)) return 1;
+  if (max == 0 || own == 0 || flow_fits(f, bytes, holding)) return 1;
   if (holding + bytes <= flow_share(f) && flow_reclaim(f, bytes, holding)) return 1;
   f->blocked = 1;
   return 0;
@@ -262,7 +274,7 @@ flow_stream *flow_open(flow *f, uint32_t window, uint64_t frame_bytes, uint32_t 
   fs->ops = ops;
   fs->owner = owner;
   fs->window = window;
-  fs->frame_bytes = frame_bytes;
+  fs->frame_bytes = fs->batch_bytes = frame_bytes;
   fs->slots = slots < MSG_SHM_MAX_SLOTS ? slots : MSG_SHM_MAX_SLOTS;
   fs->since_ns = f->now();
   fs->next = f->streams;
@@ -292,12 +304,12 @@ uint64_t flow_acked(const flow_stream *fs) { return fs->acked; }
  * on the way. (Making nothing at all would stall a client that holds
  * batches it cannot consume yet and asks for others: a fan-out client
  * reordering members' batches.) */
-int flow_may_schedule(flow_stream *fs, uint64_t end) {
-  uint64_t holding = flow_holding(fs);
+int flow_may_schedule(flow_stream *fs, uint64_t end, uint64_t extra) {
+  uint64_t own = flow_own(fs);
   if (fs->scheduled >= end || fs->scheduled >= fs->acked + fs->window) return 0;
-  if (flow_idle(fs, fs->f->now()) && (holding || (fs->slots && fs->scheduled >= fs->acked + FLOW_RING_AHEAD)))
+  if (flow_idle(fs, fs->f->now()) && (own || (fs->slots && fs->scheduled >= fs->acked + FLOW_RING_AHEAD)))
     return 0;
-  return flow_memory_allows(fs->f, fs->frame_bytes, holding);
+  return flow_memory_allows(fs->f, fs->frame_bytes + extra, own, flow_holding(fs));
 }
 
 /* The busy slot holding batch seq, or -1. */
@@ -348,7 +360,7 @@ static int flow_cool(flow_stream *fs) {
 
 static int flow_shed(flow_stream *fs, uint64_t keep) {
   int n = 0;
-  while (flow_holding(fs) > keep && fs->scheduled > fs->sent && fs->ops->drop(fs->owner, fs->scheduled - 1)) {
+  while (flow_own(fs) > keep && fs->scheduled > fs->sent && fs->ops->drop(fs->owner, fs->scheduled - 1)) {
     int slot = flow_slot_of(fs, --fs->scheduled); /* made again, byte for byte, when its turn comes */
     if (slot >= 0) fs->slot_busy &= ~(1ull << slot);
     n++;
@@ -356,8 +368,9 @@ static int flow_shed(flow_stream *fs, uint64_t keep) {
   return n;
 }
 
-void flow_built(flow_stream *fs, uint64_t bytes) {
+void flow_built(flow_stream *fs, uint64_t bytes, uint64_t shared) {
   if (bytes > fs->frame_bytes) fs->frame_bytes = bytes;
+  if (bytes + shared > fs->batch_bytes) fs->batch_bytes = bytes + shared;
 }
 
 /* Two batches waiting in the write queue: the client is not reading, and
@@ -368,7 +381,7 @@ void flow_built(flow_stream *fs, uint64_t bytes) {
  * reading is held until it reads (flow_cool reaches only the others). */
 int flow_may_send(const flow_stream *fs) {
   if (fs->sent >= fs->acked + FLOW_RING_AHEAD && flow_slot_of(fs, fs->sent) >= 0) return 0;
-  return fs->queued < 2 * fs->frame_bytes;
+  return fs->queued_all < 2 * fs->batch_bytes;
 }
 
 /* The client has a batch to take from now on, if it had none. */
@@ -399,18 +412,20 @@ int flow_release(flow_stream *fs, uint64_t seq, char *err, size_t errlen) {
 /* ------------------------------------------------------------------ */
 /* conn.c's reports                                                    */
 
-void flow_queued(flow *f, flow_stream *fs, uint64_t bytes) {
+void flow_queued(flow *f, flow_stream *fs, uint64_t bytes, uint64_t shared) {
   f->queued += bytes;
   if (fs) {
     fs->queued += bytes;
+    fs->queued_all += bytes + shared;
     fs->frames++;
   }
 }
 
-void flow_written(flow *f, flow_stream *fs, uint64_t bytes) {
+void flow_written(flow *f, flow_stream *fs, uint64_t bytes, uint64_t shared) {
   f->queued -= bytes < f->queued ? bytes : f->queued;
   if (fs) {
     fs->queued -= bytes < fs->queued ? bytes : fs->queued;
+    fs->queued_all -= bytes + shared < fs->queued_all ? bytes + shared : fs->queued_all;
     fs->frames--;
     if (fs->owner) fs->ops->resume(fs->owner);
     else if (fs->frames == 0) flow_discard(fs);

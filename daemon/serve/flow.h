@@ -44,6 +44,8 @@
  *
  * Held bytes: batches scheduled and not yet sent (estimated per stream:
  * its largest batch so far, or the largest it can make before its first),
+ * the batches built once for several streams (flow_cache: each once; a
+ * stream sharing them counts its part against its share, flow_ops.charged),
  * every byte queued on a socket (a batch's whole cached buffer, replies
  * too), the workers' buffers and the decodes in progress, the rings less
  * their cold slots, and the free buffers the buffer cache keeps.
@@ -77,7 +79,18 @@ typedef struct flow_ops {
    * take it again before slot i is written. */
   uint64_t (*slot_cool)(void *owner, uint32_t slot);
   void (*slot_warm)(void *owner, uint32_t slot);
+  /* Bytes of batches built for several streams that the stream is charged
+   * for beside its own (share.h: its part of its class's); NULL: none. */
+  uint64_t (*charged)(void *owner);
 } flow_ops;
+
+/* Batches held once for several streams (share.h): their bytes, counted in
+ * held, and how to free those only kept for later (1 if any went). */
+typedef struct flow_cache {
+  uint64_t (*held)(void *arg);
+  int (*trim)(void *arg);
+  void *arg;
+} flow_cache;
 
 /* The daemon's flow control. *max_memory (0: no limit) is read at every
  * decision, so a reload that changes it takes effect at once; buffers is
@@ -86,6 +99,9 @@ typedef struct flow_ops {
 flow *flow_new(const uint64_t *max_memory, bufcache *buffers);
 /* After the loop has finished (NULL: nothing). */
 void flow_free(flow *f);
+/* The shared batches' table (copied; held and trimmed with the buffer
+ * cache's free buffers, before any stream's batch is shed). */
+void flow_set_cache(flow *f, const flow_cache *c);
 /* Bytes held now (see above): the daemon's memory_held_bytes. */
 uint64_t flow_held(const flow *f);
 /* 1 if `bytes` more, held for as long as a stream lives (a shared-memory
@@ -134,15 +150,17 @@ int flow_is_idle(const flow_stream *fs);
 uint64_t flow_dropped_idle(const flow_stream *fs);
 
 /* 1 if the next batch may be scheduled now: it is before `end` (the
- * stream's batches in all), inside the window, and memory allows. A 0 for
- * memory means wait: flow_ops.resume comes once bytes are freed. */
-int flow_may_schedule(flow_stream *fs, uint64_t end);
+ * stream's batches in all), inside the window, and memory allows its
+ * buffer and `extra` bytes more (a shared batch it would start building).
+ * A 0 for memory means wait: flow_ops.resume comes once bytes are freed. */
+int flow_may_schedule(flow_stream *fs, uint64_t end, uint64_t extra);
 /* The next batch is scheduled: its seq. *slot gets the ring slot it is
  * made in, or -1 (no ring, or every slot held): then it goes over the
  * socket. */
 uint64_t flow_schedule(flow_stream *fs, int *slot);
-/* A batch of the stream was made in a cached buffer of `bytes`. */
-void flow_built(flow_stream *fs, uint64_t bytes);
+/* A batch of the stream was made in a cached buffer of `bytes`, and sends
+ * `shared` bytes of a batch built for several streams beside it. */
+void flow_built(flow_stream *fs, uint64_t bytes, uint64_t shared);
 /* 1 if the client keeps up: a finished batch may go to the socket now. */
 int flow_may_send(const flow_stream *fs);
 /* Batch flow_sent(fs) goes to the connection now. */
@@ -155,9 +173,11 @@ int flow_ack(flow_stream *fs, uint64_t consumed, char *err, size_t errlen);
 int flow_release(flow_stream *fs, uint64_t seq, char *err, size_t errlen);
 
 /* conn.c's reports: a frame holding `bytes` was queued on a socket, and
- * later written (or dropped with its connection). fs: the stream whose
+ * later written (or dropped with its connection); `shared`: the bytes of a
+ * shared batch sent after it, counted once elsewhere (flow_cache) but
+ * against the two batches a stream may have queued. fs: the stream whose
  * batch it is, NULL for replies and control frames. */
-void flow_queued(flow *f, flow_stream *fs, uint64_t bytes);
-void flow_written(flow *f, flow_stream *fs, uint64_t bytes);
+void flow_queued(flow *f, flow_stream *fs, uint64_t bytes, uint64_t shared);
+void flow_written(flow *f, flow_stream *fs, uint64_t bytes, uint64_t shared);
 
 #endif

@@ -66,6 +66,8 @@ static uint64_t f_batches(const ds_stats *d) { return d->batches; }
 static uint64_t f_raw(const ds_stats *d) { return d->raw_bytes; }
 static uint64_t f_wire(const ds_stats *d) { return d->wire_bytes; }
 static uint64_t f_skipped(const ds_stats *d) { return d->skipped; }
+static uint64_t f_shared(const ds_stats *d) { return d->shared; }
+static uint64_t f_saved(const ds_stats *d) { return d->bytes_saved; }
 
 static void ds_counter(wbuf *w, server *s, const char *name, const char *text, ds_field f) {
   help(w, name, "counter", text);
@@ -140,6 +142,13 @@ void metrics_render(server *s, wbuf *w) {
   ds_counter(w, s, "bfeed_raw_bytes_total", "Tensor bytes sent before compression.", f_raw);
   ds_counter(w, s, "bfeed_wire_bytes_total", "Bytes of batch frames sent.", f_wire);
   ds_counter(w, s, "bfeed_skipped_files_total", "Samples replaced because their file did not decode.", f_skipped);
+  ds_counter(w, s, "bfeed_batches_shared_total", "Batches sent that were built for another stream first (share.h).",
+             f_shared);
+  ds_counter(w, s, "bfeed_share_bytes_saved_total", "Tensor bytes of those batches: building not done again.", f_saved);
+  help(w, "bfeed_share_builds_total", "counter", "Batches built once for every stream that wants the same bytes.");
+  printfw(w, "bfeed_share_builds_total %llu\n", (unsigned long long)share_builds(s->share));
+  help(w, "bfeed_share_held_bytes", "gauge", "Bytes of shared batches alive now, each counted once.");
+  printfw(w, "bfeed_share_held_bytes %llu\n", (unsigned long long)share_held(s->share));
   help(w, "bfeed_worker_busy_seconds_total", "counter", "Worker time spent building batches, per dataset.");
   for (ds_stats *d = s->stats; d; d = d->next) {
     printfw(w, "bfeed_worker_busy_seconds_total{dataset=\"");

@@ -9,10 +9,14 @@
 #include "listen.h"
 #include "stream.h"
 
+/* A stream's job, or a shared batch's build (share.c): each says where it goes back. */
 static void on_job_done(batch_job *job, void *arg) {
   (void)arg;
-  stream_job_done(job);
+  job->done(job);
 }
+
+static uint64_t server_share_held(void *arg) { return share_held(arg); }
+static int server_share_trim(void *arg) { return share_trim(arg); }
 
 int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset **datasets,
                 size_t ndatasets, const server_limits *limits, char *err, size_t errlen) {
@@ -26,7 +30,12 @@ int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dat
   /* Enough for every stream's window to cycle without allocating. */
   if (!(s->buffers = bufcache_new(32)) || !(s->flow = flow_new(&s->limits.max_memory, s->buffers)))
     return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
-  return workers_start(&s->workers, nworkers, loop, on_job_done, s, err, errlen);
+  int rc = workers_start(&s->workers, nworkers, loop, on_job_done, s, err, errlen);
+  if (rc < 0) return rc;
+  if (!(s->share = share_new(s->workers, &s->limits.share_horizon)))
+    return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
+  flow_set_cache(s->flow, &(flow_cache){.held = server_share_held, .trim = server_share_trim, .arg = s->share});
+  return 0;
 }
 
 dataset *server_find_dataset(server *s, const char *name) {
@@ -41,6 +50,7 @@ void server_shutdown(server *s) {
   listen_close_all(s);
   /* A last word to each client; the connection closes once it is out. */
   for (conn *c = s->conns; c; c = c->next) conn_fail(c, BFEED_ESHUTDOWN, "bfeedd is shutting down");
+  share_stop(s->share);
   if (s->workers) s->workers_stuck = workers_stop(s->workers, s->limits.shutdown_timeout_ms, s->log);
   s->workers = NULL;
 }
@@ -67,6 +77,8 @@ void server_set_datasets(server *s, dataset **ds, size_t n) {
 }
 
 void server_free(server *s) {
+  if (!s->workers_stuck) share_free(s->share); /* a stuck worker may still be building one */
+  s->share = NULL;
   server_set_datasets(s, NULL, 0);
   flow_free(s->flow);
   s->flow = NULL;

@@ -21,6 +21,7 @@
 #include "msg.h"
 #include "stats.h"
 #include "tlv.h"
+#include "share.h"
 #include "workers.h"
 
 typedef struct server_limits {
@@ -32,6 +33,7 @@ typedef struct server_limits {
   uint64_t handshake_timeout_ms; /* from accept to HELLO; 0 = none */
   uint64_t idle_timeout_ms;      /* silence allowed without a stream; 0 = none */
   uint64_t shutdown_timeout_ms;  /* how long a shutdown waits for a worker's batch (server_shutdown) */
+  uint32_t share_horizon;        /* batches a shared one is kept ahead of a stream that will want it; 0 = 2 x window */
   char auth_token[MSG_TOKEN_MAX]; /* what TCP clients must show in HELLO; "" = nothing */
   int socket_mode;                /* of the Unix sockets listen.c creates */
   const char *socket_group;       /* their group, or NULL (the config's string) */
@@ -47,6 +49,7 @@ typedef struct server {
   workers *workers;
   bufcache *buffers;
   flow *flow;         /* flow control for every stream: window, max_memory (flow.h) */
+  share *share;       /* batches built once for the streams that want the same bytes (share.h) */
   dataset **datasets; /* the server holds a reference to each */
   size_t ndatasets;
   server_limits limits;

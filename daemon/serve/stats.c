@@ -97,6 +97,13 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "buffer_pool_bytes", s->buffers ? bufcache_idle_bytes(s->buffers) : 0);
   report_counter_put(&r, "decode_memory_bytes", decode_mem_held());
   report_counter_put(&r, "worker_scratch_bytes", batch_scratch_bytes());
+  uint64_t shared = 0, saved = 0;
+  for (ds_stats *d = s->stats; d; d = d->next) shared += d->shared, saved += d->bytes_saved;
+  report_counter_put(&r, "share_builds", share_builds(s->share));
+  report_counter_put(&r, "batches_shared", shared);
+  report_counter_put(&r, "share_bytes_saved", saved);
+  report_counter_put(&r, "share_held_bytes", share_held(s->share));
+  report_counter_put(&r, "share_batches_held", share_batches_held(s->share));
   stats_remote(&r);
   for (ds_stats *d = s->stats; d; d = d->next) {
     report_group_begin(&r, "dataset", d->name);
@@ -107,6 +114,8 @@ void stats_report(server *s, wbuf *w) {
     report_counter_put(&r, "wire_bytes", d->wire_bytes);
     report_counter_put(&r, "skipped", d->skipped);
     report_counter_put(&r, "worker_busy_us", d->busy_ns / 1000);
+    report_counter_put(&r, "batches_shared", d->shared);
+    report_counter_put(&r, "bytes_saved", d->bytes_saved);
     dataset *ds = server_find_dataset(s, d->name);
     if (ds && (dataset_has_features(ds) || dataset_has_text(ds))) /* NaN or infinite values, served as they are */
       report_counter_put(&r, "nonfinite_values", ds->nonfinite);

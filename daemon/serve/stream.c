@@ -9,6 +9,8 @@
 #include "batch_text.h"
 #include "shm_ring.h"
 #include "select.h"
+#include "share.h"
+#include "fingerprint.h"
 #include "opts.h"
 
 #define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
@@ -37,10 +39,18 @@ struct stream {
   int ring_sent;     /* SHM_RING is queued */
   int ring_wanted;   /* shared memory asked for, the ring not made yet: tried again (stream_late_ring) */
   uint64_t ring_tried_ns; /* when it was last tried */
+  share *sh;         /* the daemon's shared batches, NULL with share=off */
+  share_member *member; /* its place among the streams that want the same bytes (from stream_start) */
   /* counters */
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
   uint64_t kernel_copy_bytes, shm_batches; /* batch bytes through the socket; batches through the ring */
+  uint64_t built, shared, bytes_saved;     /* its batches built for it, taken from another's, their raw bytes */
 };
+
+/* The buffer of a frame whose tensors are elsewhere (a ring slot, a shared
+ * batch): header, head and tensor table at most. */
+#define STREAM_HEAD_BYTES \
+  (FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4)
 
 uint32_t stream_id(const stream *st) { return st->id; }
 
@@ -77,7 +87,7 @@ static void stream_open_ring(stream *st, uint64_t *frame_bytes) {
     return;
   }
   /* A batch's pooled buffer holds only its BATCH_SHM frame now. */
-  *frame_bytes = FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4;
+  *frame_bytes = STREAM_HEAD_BYTES;
 }
 
 /* SHM_RING goes out once, before the first batch made in the ring. */
@@ -141,8 +151,8 @@ static void stream_free(stream *st) {
 }
 
 int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const bfeed_stream_opts *opts,
-                workers *wk, bufcache *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err,
-                size_t errlen) {
+                workers *wk, bufcache *buffers, share *sh, ds_stats *stats, const logger *log, msg_open_ok *info,
+                char *err, size_t errlen) {
   bfeed_stream_opts shm_opts = *opts, *o = &shm_opts;
   int shm = o->transport == BFEED_TRANSPORT_SHM && !conn_is_tcp(c);
   if (shm) o->codec = BFEED_CODEC_NONE;
@@ -189,6 +199,8 @@ int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const 
   st->shard_samples = n;
   st->bpe = bpe;
   st->fl = f;
+  /* Sharing, a batch's own buffer is its header and head: the data is the shared batch's. */
+  if ((st->sh = o->share == BFEED_SHARE_OFF ? NULL : sh)) frame_bytes = STREAM_HEAD_BYTES;
   if (shm) stream_open_ring(st, &frame_bytes);
   st->flow = flow_open(f, o->window, frame_bytes, st->ring ? shm_ring_slots(st->ring) : 0, &stream_flow_ops, st);
   if (!st->flow) {
@@ -215,9 +227,11 @@ static void fail(stream *st, int code, const char *msg) {
  * slot flow picks; when the caller still holds every slot's batch (it may
  * keep batches as long as it likes), the batch travels over the socket
  * instead, so holding batches never stalls the stream. */
+static uint64_t stream_extra(const stream *st);
 static void pump(stream *st) {
-  if (st->ring_wanted && st->conn && !st->failed && flow_may_schedule(st->flow, st->end_seq)) stream_late_ring(st);
-  while (st->conn && !st->failed && flow_may_schedule(st->flow, st->end_seq)) {
+  if (st->ring_wanted && st->conn && !st->failed && flow_may_schedule(st->flow, st->end_seq, stream_extra(st)))
+    stream_late_ring(st);
+  while (st->conn && !st->failed && flow_may_schedule(st->flow, st->end_seq, stream_extra(st))) {
     batch_job *job = calloc(1, sizeof *job);
     if (!job) {
       fail(st, BFEED_ENOMEM, "out of memory scheduling a batch");
@@ -234,6 +248,7 @@ static void pump(stream *st) {
     uint64_t left = st->shard_samples - job->first;
     job->count = left < st->spec.opts.batch ? (uint32_t)left : st->spec.opts.batch;
     job->owner = st;
+    job->done = stream_job_done;
     if (slot >= 0) {
       job->shm_index = (uint32_t)slot;
       job->shm_slot = shm_ring_slot(st->ring, (uint32_t)slot);
@@ -241,8 +256,18 @@ static void pump(stream *st) {
     }
     st->inflight++;
     st->submitted_ns[seq % READY_SLOTS] = uv_hrtime();
-    workers_submit(st->workers, job);
+    if (st->member) share_submit(st->member, job);
+    else workers_submit(st->workers, job);
   }
+}
+
+/* What scheduling the next batch adds beside its own buffer: the build of
+ * a shared batch that does not exist yet. */
+static uint64_t stream_extra(const stream *st) {
+  uint64_t seq = flow_scheduled(st->flow), epoch, index;
+  if (!st->member || seq >= st->end_seq) return 0;
+  select_at(&st->sel, seq, &epoch, &index);
+  return share_cost(st->member, epoch, index);
 }
 
 /* Send the finished batches in order while flow says the client keeps
@@ -256,14 +281,18 @@ static void deliver(stream *st) {
     st->samples += job->count;
     st->batches++;
     st->raw_bytes += job->raw_bytes;
-    st->wire_bytes += job->frame.len;
+    st->wire_bytes += job->frame.len + job->tail_len;
+    if (job->shared) st->shared++, st->bytes_saved += job->raw_bytes;
+    else st->built++;
     if (job->shm_slot) st->shm_batches++;
-    else st->kernel_copy_bytes += job->frame.len;
+    else st->kernel_copy_bytes += job->frame.len + job->tail_len;
     ds_stats *d = st->stats;
     d->samples += job->count;
     d->batches++;
     d->raw_bytes += job->raw_bytes;
-    d->wire_bytes += job->frame.len;
+    d->wire_bytes += job->frame.len + job->tail_len;
+    d->shared += job->shared;
+    d->bytes_saved += job->shared ? job->raw_bytes : 0;
     hist_observe(&d->batch_latency, (double)(uv_hrtime() - st->submitted_ns[seq % READY_SLOTS]) * 1e-9);
     flow_send(st->flow);
     conn_send_batch(st->conn, job, st->flow);
@@ -284,6 +313,11 @@ static void deliver(stream *st) {
 /* deliver() too: a stream with nothing to serve (resumed at the end of its
  * last epoch) ends at once. */
 void stream_start(stream *st) {
+  /* Joined here, not at open: max_pixels, which changes bytes, is set in between. */
+  if (st->sh)
+    st->member = share_join(st->sh, &st->spec, fingerprint_stream(st->spec.ds->fingerprint, &st->spec.opts,
+                                                                  st->spec.sample.max_pixels),
+                            st->bpe, st->spec.opts.window, st->sel.mod, st);
   stream_send_ring(st); /* right after OPEN_OK, before any batch */
   pump(st);
   deliver(st);
@@ -309,11 +343,16 @@ static int stream_on_drop(void *owner, uint64_t seq) {
 
 static uint64_t stream_on_slot_cool(void *owner, uint32_t slot) { return shm_ring_cool(((stream *)owner)->ring, slot); }
 static void stream_on_slot_warm(void *owner, uint32_t slot) { shm_ring_warm(((stream *)owner)->ring, slot); }
+static uint64_t stream_on_charged(void *owner) {
+  stream *st = owner;
+  return st->member ? share_charged(st->member) : 0;
+}
 
 static const flow_ops stream_flow_ops = {.resume = stream_on_resume,
                                          .drop = stream_on_drop,
                                          .slot_cool = stream_on_slot_cool,
-                                         .slot_warm = stream_on_slot_warm};
+                                         .slot_warm = stream_on_slot_warm,
+                                         .charged = stream_on_charged};
 
 /* The window moves: the ring batches made and waiting to be announced
  * go out, and what the window lets in is scheduled, before the releases
@@ -338,21 +377,29 @@ void stream_request(stream *st, const msg_request *m) {
   pump(st);
 }
 
+/* A copy of a shared batch counts the build's time for the stream that
+ * asked first, and nothing of it for the others. */
+static void stream_count_job(stream *st, const batch_job *job) {
+  uint64_t busy = job->busy_ns + (job->src && !job->shared ? job->src->busy_ns : 0);
+  st->skipped += job->skipped;
+  st->busy_ns += busy;
+  st->stats->skipped += job->skipped;
+  st->stats->busy_ns += busy;
+  if (job->rc == 0 && job->count && !job->shared)
+    hist_observe(&st->stats->sample_time, (double)busy * 1e-9 / job->count);
+}
+
 void stream_job_done(batch_job *job) {
   stream *st = job->owner;
   st->inflight--;
-  st->skipped += job->skipped;
-  st->busy_ns += job->busy_ns;
-  st->stats->skipped += job->skipped;
-  st->stats->busy_ns += job->busy_ns;
-  if (job->count) hist_observe(&st->stats->sample_time, (double)job->busy_ns * 1e-9 / job->count);
+  stream_count_job(st, job);
   if (!st->conn || st->failed) {
     batch_job_free(job);
   } else if (job->rc < 0) {
     fail(st, job->rc, job->err);
     batch_job_free(job);
   } else {
-    flow_built(st->flow, job->buf_cap);
+    flow_built(st->flow, job->buf_cap, job->tail_len);
     st->ready[job->seq % READY_SLOTS] = job;
     deliver(st);
     pump(st);
@@ -360,17 +407,22 @@ void stream_job_done(batch_job *job) {
   if (!st->conn && st->inflight == 0) stream_free(st);
 }
 
-void stream_close(stream *st) {
-  st->conn = NULL;
-  flow_close(st->flow); /* its batches still queued on the socket are counted until written */
-  st->flow = NULL;
-  batch_job *j = workers_cancel(st->workers, st);
+static void stream_free_jobs(stream *st, batch_job *j) {
   while (j) {
     batch_job *next = j->next;
     st->inflight--;
     batch_job_free(j);
     j = next;
   }
+}
+
+void stream_close(stream *st) {
+  st->conn = NULL;
+  flow_close(st->flow); /* its batches still queued on the socket are counted until written */
+  st->flow = NULL;
+  stream_free_jobs(st, share_leave(st->member)); /* those waiting for a shared batch's build */
+  st->member = NULL;
+  stream_free_jobs(st, workers_cancel(st->workers, st));
   if (st->inflight == 0) stream_free(st);
 }
 
@@ -395,6 +447,10 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"shm_batches", st->shm_batches},
       {"idle", (uint64_t)flow_is_idle(st->flow)},
       {"batches_dropped_idle", flow_dropped_idle(st->flow)},
+      {"batches_built", st->built},
+      {"batches_shared", st->shared},
+      {"bytes_saved", st->bytes_saved},
+      {"share", st->member != NULL},
       {"requested", st->sel.requested}, /* on-demand streams only: the last entry */
   };
   size_t n = 0, count = sizeof v / sizeof v[0] - (st->sel.kind != BFEED_SELECT_ON_DEMAND);

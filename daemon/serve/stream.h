@@ -22,16 +22,18 @@
 #include "flow.h"
 #include "msg.h"
 #include "stats.h"
+#include "share.h"
 #include "workers.h"
 
 typedef struct stream stream;
 
 /* Validate options and open *out on connection c under the daemon's flow
- * control f, filling what OPEN_OK tells the client. 0, or a negative
+ * control f, filling what OPEN_OK tells the client. sh: the daemon's
+ * shared batches (share.h), taken unless the stream says share=off. 0, or a negative
  * BFEED_E* code with a message for the client in err. */
 int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const bfeed_stream_opts *o,
-                workers *wk, bufcache *buffers, ds_stats *stats, const logger *log, msg_open_ok *info, char *err,
-                size_t errlen);
+                workers *wk, bufcache *buffers, share *sh, ds_stats *stats, const logger *log, msg_open_ok *info,
+                char *err, size_t errlen);
 uint32_t stream_id(const stream *st);
 /* The daemon's max_pixels for this stream's images (0: none), fixed at
  * open: set before stream_start; a reload changes later streams only. */

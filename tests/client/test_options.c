@@ -101,14 +101,14 @@ static void test_refusals_name_option_and_value(void **state) {
 static void test_names_and_size(void **state) {
   const char *want[] = {"batch", "size", "mode", "layout", "normalize", "seed", "epoch", "start-batch", "shard",
                         "codec", "window", "shuffle", "keep-partial", "epochs", "pool", "max-len", "fixed-len",
-                        "bucket", "select", "crop-scale", "eval-decode", NULL};
+                        "bucket", "select", "crop-scale", "eval-decode", "share", NULL};
   for (int i = 0; want[i]; i++) {
     assert_non_null(bfeed_stream_opt_name(i));
     assert_string_equal(bfeed_stream_opt_name(i), want[i]);
     assert_int_equal(bfeed_stream_opt_takes_value(want[i]), strcmp(want[i], "keep-partial") != 0 &&
                                                                strcmp(want[i], "fixed-len") != 0);
   }
-  assert_null(bfeed_stream_opt_name(21));
+  assert_null(bfeed_stream_opt_name(22));
   assert_null(bfeed_stream_opt_name(-1));
   assert_int_equal(bfeed_stream_opt_takes_value("nope"), -1);
   assert_int_equal(bfeed_stream_opts_size(), sizeof(bfeed_stream_opts));

@@ -89,13 +89,13 @@ static void fake_open(fake *k, flow *f, bufcache *pool, uint32_t window, uint32_
  * batch's are of its position. */
 static int fake_fill_to(fake *k, uint64_t end) {
   int n = 0, slot;
-  while (flow_may_schedule(k->fs, end)) {
+  while (flow_may_schedule(k->fs, end, 0)) {
     uint64_t seq = flow_schedule(k->fs, &slot);
     uint8_t *b = bufcache_get(k->pool, MIB, &k->made_cap[seq % FAKE_MAX]);
     assert_non_null(b);
     memset(b, (int)(seq * 7 + 1), MIB);
     k->made[seq % FAKE_MAX] = b;
-    flow_built(k->fs, k->made_cap[seq % FAKE_MAX]);
+    flow_built(k->fs, k->made_cap[seq % FAKE_MAX], 0);
     n++;
   }
   return n;
@@ -111,7 +111,7 @@ static int fake_send(fake *k) {
   k->queued_cap[seq % FAKE_MAX] = k->made_cap[seq % FAKE_MAX];
   k->made[seq % FAKE_MAX] = NULL;
   flow_send(k->fs);
-  flow_queued(k->f, k->fs, k->queued_cap[seq % FAKE_MAX]);
+  flow_queued(k->f, k->fs, k->queued_cap[seq % FAKE_MAX], 0);
   return 1;
 }
 
@@ -121,7 +121,7 @@ static void fake_write(fake *k, flow_stream *fs) {
   size_t cap = k->queued_cap[seq % FAKE_MAX];
   bufcache_put(k->pool, k->queued[seq % FAKE_MAX], cap);
   k->queued[seq % FAKE_MAX] = NULL;
-  flow_written(k->f, fs, cap);
+  flow_written(k->f, fs, cap, 0);
 }
 
 /* The daemon's side for a test: the limit, a pool, the flow, its fakes. */
@@ -174,7 +174,7 @@ static void test_window_and_acks(void **state) {
   char err[128];
   assert_int_equal(fake_fill(k), 3);
   assert_int_equal(flow_scheduled(k->fs), 3);
-  assert_false(flow_may_schedule(k->fs, UINT64_MAX));
+  assert_false(flow_may_schedule(k->fs, UINT64_MAX, 0));
   assert_int_equal(flow_ack(k->fs, 1, err, sizeof err), BFEED_EPROTO); /* nothing sent yet */
   assert_string_equal(err, "ACK of 1 batches, more than were sent");
   assert_true(fake_send(k));
@@ -184,10 +184,10 @@ static void test_window_and_acks(void **state) {
   assert_int_equal(fake_fill(k), 1); /* seq 3 < consumed 1 + window 3 */
   assert_int_equal(flow_ack(k->fs, 0, err, sizeof err), 0); /* an older ACK moves nothing back */
   assert_int_equal(flow_acked(k->fs), 1);
-  assert_false(flow_may_schedule(k->fs, UINT64_MAX));
+  assert_false(flow_may_schedule(k->fs, UINT64_MAX, 0));
   assert_int_equal(flow_ack(k->fs, 2, err, sizeof err), 0);
-  assert_false(flow_may_schedule(k->fs, 4)); /* the stream's end */
-  assert_true(flow_may_schedule(k->fs, 5));
+  assert_false(flow_may_schedule(k->fs, 4, 0)); /* the stream's end */
+  assert_true(flow_may_schedule(k->fs, 5, 0));
   rig_free(r);
 }
 
@@ -373,7 +373,7 @@ static void test_idle_stream_gives_way(void **state) {
   assert_int_equal(flow_dropped_idle(a->fs), 6);
   assert_int_equal(flow_dropped_idle_total(r->f), 6);
   assert_int_equal(flow_scheduled(a->fs), 2);
-  assert_false(flow_may_schedule(a->fs, UINT64_MAX)); /* idle, and holding its queued batches */
+  assert_false(flow_may_schedule(a->fs, UINT64_MAX, 0)); /* idle, and holding its queued batches */
   assert_int_equal(flow_held(r->f), 8 * MIB);
   /* a's client reads: it is no longer idle, and makes batch 2 again. */
   char err[128];
@@ -489,7 +489,7 @@ static void test_idle_ring_cools(void **state) {
   assert_int_equal(a->dropped, 4);
   assert_int_equal(a->cooled, 6); /* 8 slots, 2 sent */
   assert_int_equal(a->cold, 0xfc);
-  assert_false(flow_may_schedule(a->fs, UINT64_MAX)); /* idle, holding nothing, but two sent: none could go */
+  assert_false(flow_may_schedule(a->fs, UINT64_MAX, 0)); /* idle, holding nothing, but two sent: none could go */
   assert_int_equal(flow_make_room(r->f, 7 * MIB), 1);
   assert_int_equal(a->cooled, 6); /* nothing twice */
   /* Its client reads again: a cold slot is warmed, room allowing. */

@@ -10,7 +10,8 @@
  * read again they get the same bytes as a stream that never stopped; on
  * shared memory too, where an idle stream's free slots give their pages
  * back (the kernel's smaps says so); and a ring that did not fit at OPEN
- * comes later, the bytes unchanged.
+ * comes later, the bytes unchanged; sixteen non-readers that share their
+ * batches are bounded the same way.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,7 @@ static void test_non_readers(void **state) {
   long rss0 = itest_daemon_rss_kib(d);
   bfeed_stream_opts o;
   mem_opts(&o, 16);
+  o.share = BFEED_SHARE_OFF; /* each its own batches: sharing ones are test_sharing_non_readers' */
   int idle[MEM_IDLE];
   for (int i = 0; i < MEM_IDLE; i++) idle[i] = suite_raw_open(d->unix_addr, &o);
   mem_probe p = {.c = suite_connect(d->unix_addr)};
@@ -180,6 +182,58 @@ static void mem_raw_read(int fd, uint8_t **payloads, uint32_t *lens) {
 
 /* Eight raw clients open deep windows of big batches and stop reading;
  * once the daemon calls them idle, a reader opens beside them. */
+/* Sixteen streams that want the same bytes (share.h), at four positions,
+ * none reading: the batches they share count once, the daemon holds at
+ * most the limit plus one batch per stream, a reader beside them is served
+ * to the end, and once they are gone no shared batch is left. */
+#define MEM_SHARING 16
+static void test_sharing_non_readers(void **state) {
+  suite *s = *state;
+  itest_daemon *d = mem_start(s, "sharing", "64M");
+  bfeed_stream_opts o;
+  mem_opts(&o, 16);
+  int idle[MEM_SHARING];
+  for (int i = 0; i < MEM_SHARING; i++) {
+    o.batch_index = (uint64_t)(i % 4);
+    idle[i] = suite_raw_open(d->unix_addr, &o);
+  }
+  mem_probe p = {.c = suite_connect(d->unix_addr)};
+  assert_true(itest_poll(mem_settled, &p, 30000, 50) > 0);
+  uint64_t held = itest_report_counter(p.g, p.n, "daemon", "", "memory_held_bytes");
+  uint64_t shared = itest_report_counter(p.g, p.n, "daemon", "", "batches_shared");
+  uint64_t share_held = itest_report_counter(p.g, p.n, "daemon", "", "share_held_bytes");
+  uint64_t frame = 16ull * 3 * 128 * 128 * 2;
+  print_message("%d sharing non-readers: %llu bytes held (limit %llu), %llu of them shared batches; %llu batches "
+                "taken from another's build\n", MEM_SHARING, (unsigned long long)held, (unsigned long long)MEM_LIMIT,
+                (unsigned long long)share_held, (unsigned long long)shared);
+  if (held > MEM_LIMIT + MEM_SHARING * 2 * frame)
+    fail_msg("%llu bytes held over a %llu limit", (unsigned long long)held, MEM_LIMIT);
+  assert_true(shared > 0 && shared != UINT64_MAX);
+  assert_true(share_held <= held);
+
+  bfeed_stream_opts r;
+  mem_opts(&r, 4);
+  r.epochs = 1;
+  itest_run run = {0};
+  suite_fetch(d->unix_addr, "demo", &r, 0, &run);
+  assert_int_equal(run.n, s->demo.n / 16);
+  for (size_t i = 0; i < run.n; i++) assert_int_equal(run.b[i].index, i);
+  itest_run_free(&run);
+
+  for (int i = 0; i < MEM_SHARING; i++) close(idle[i]);
+  int gone = 0;
+  for (int t = 0; t < 100 && !gone; t++) {
+    itest_sleep_ms(100);
+    mem_snapshot(&p);
+    gone = itest_report_counter(p.g, p.n, "daemon", "", "share_batches_held") == 0 &&
+           itest_report_counter(p.g, p.n, "daemon", "", "share_held_bytes") == 0;
+  }
+  assert_true(gone);
+  bfeed_daemon_stats_free(p.g, p.n);
+  bfeed_close(p.c);
+  suite_stop(d);
+}
+
 static void test_idle_streams_give_way(void **state) {
   itest_daemon *d = mem_start(*state, "idle", "256M");
   bfeed_stream_opts o;
@@ -393,5 +447,6 @@ static void test_idle_shm_streams(void **state) {
   suite_stop(d);
 }
 
-SUITE_MAIN_KILLING("memory", SUITE_KILLING(test_non_readers), SUITE_KILLING(test_idle_streams_give_way),
+SUITE_MAIN_KILLING("memory", SUITE_KILLING(test_non_readers), SUITE_KILLING(test_sharing_non_readers),
+                   SUITE_KILLING(test_idle_streams_give_way),
                    SUITE_KILLING(test_late_ring), SUITE_KILLING(test_idle_shm_streams))

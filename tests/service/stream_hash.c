@@ -5,15 +5,23 @@
  * stream's counters, "quit" closes. The first batches come with
  * --first N (default 0).
  *
- *   stream_hash ADDR DATASET [--batch N] [--size S] [--window W] [--seed S]
- *               [--mode train|eval] [--first N]
+ *   stream_hash ADDR DATASET [--first N] [--shm 0|1] [--sleep-ms MS] [--OPTION VALUE ...]
+ *
+ * Every --OPTION VALUE but those is a stream option by name
+ * (bfeed_stream_opts_set: --batch, --size, --seed, --share off, ...);
+ * --shm 0 keeps a Unix socket's batches off shared memory (libbfeed's
+ * default is a ring), --sleep-ms waits that long after
+ * each batch (a slow trainer).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <xxhash.h>
 
 #include "bfeed.h"
+
+static long sleep_ms; /* after each batch */
 
 static int take(bfeed_stream *s, long n) {
   for (long i = 0; i < n; i++) {
@@ -36,6 +44,7 @@ static int take(bfeed_stream *s, long n) {
     fflush(stdout);
     XXH64_freeState(h);
     bfeed_batch_release(b);
+    if (sleep_ms) nanosleep(&(struct timespec){sleep_ms / 1000, sleep_ms % 1000 * 1000000}, NULL);
   }
   return 0;
 }
@@ -45,20 +54,26 @@ int main(int argc, char **argv) {
   bfeed_stream_opts o;
   bfeed_stream_opts_init(&o);
   long first = 0;
-  for (int i = 3; i + 1 < argc; i += 2) {
-    const char *k = argv[i], *v = argv[i + 1];
-    if (!strcmp(k, "--batch")) o.batch = (uint32_t)atoi(v);
-    else if (!strcmp(k, "--size")) o.size = (uint32_t)atoi(v);
-    else if (!strcmp(k, "--window")) o.window = (uint32_t)atoi(v);
-    else if (!strcmp(k, "--seed")) o.seed = strtoull(v, NULL, 10);
-    else if (!strcmp(k, "--mode")) o.mode = strcmp(v, "eval") ? BFEED_MODE_TRAIN : BFEED_MODE_EVAL;
-    else if (!strcmp(k, "--first")) first = atol(v);
-    else return fprintf(stderr, "stream_hash: unknown option %s\n", k), 2;
+  bfeed_connect_opts co;
+  bfeed_connect_opts_init(&co);
+  bfeed_error err;
+  for (int i = 3; i < argc; i += 2) {
+    const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!v || strncmp(k, "--", 2)) {
+      return fprintf(stderr, "stream_hash: %s needs a value\n", k), 2;
+    } else if (!strcmp(k, "--shm")) {
+      co.shm = atoi(v);
+    } else if (!strcmp(k, "--first")) {
+      first = atol(v);
+    } else if (!strcmp(k, "--sleep-ms")) {
+      sleep_ms = atol(v);
+    } else if (bfeed_stream_opts_set(&o, k + 2, v, &err) < 0) {
+      return fprintf(stderr, "stream_hash: %s\n", err.message), 2;
+    }
   }
   bfeed_client *c;
   bfeed_stream *s;
-  bfeed_error err;
-  if (bfeed_connect(argv[1], &c, &err) < 0 || bfeed_stream_open(c, argv[2], &o, &s, &err) < 0) {
+  if (bfeed_connect2(argv[1], &co, &c, &err) < 0 || bfeed_stream_open(c, argv[2], &o, &s, &err) < 0) {
     printf("error %d %s\n", err.code, err.message);
     return 1;
   }
@@ -71,9 +86,9 @@ int main(int argc, char **argv) {
     if (sscanf(line, "next %ld", &n) == 1) {
       rc = take(s, n);
     } else if (!strncmp(line, "stats", 5)) {
-      bfeed_counter ctr[32];
+      bfeed_counter ctr[64];
       size_t k;
-      if (bfeed_stream_stats(s, ctr, 32, &k, &err) < 0) {
+      if (bfeed_stream_stats(s, ctr, 64, &k, &err) < 0) {
         printf("error %d %s\n", err.code, err.message);
         rc = -1;
       }

@@ -1,0 +1,76 @@
+/*
+ * share.h -- each batch built once for every stream that wants the same bytes (sweeps, ensembles, repeated eval).
+ * Called by stream.c (join, cost, submit, leave), server.c (make, stop, free), stats.c and metrics.c (counts),
+ * and flow.c through the hooks server.c gives it (bytes held, trim).
+ *
+ * A batch is a pure function of (dataset, the options that change bytes,
+ * seed, epoch, index): streams on the same loaded dataset with the same
+ * fingerprint (fingerprint.h: every bytes-changing option, the daemon's
+ * max_pixels) and the same codec are one class, and batch (epoch, index)
+ * of a class is built once, by a job of the class's own (its spec and
+ * epoch orders, so that no stream's close cancels it). Each stream asking
+ * for it gets a copy job (batch_copy.h: its own frame over the socket, or
+ * a copy into its ring slot), queued before the builds, so every stream
+ * still gets its own complete stream, in order, byte for byte.
+ *
+ * What is kept: a batch is held while a job uses it (being built, copied,
+ * queued on a socket, waiting to be sent), and after that while a stream
+ * of its class will want it soon: its next batch is at most `horizon` of
+ * its own batches before it (share_new's horizon; 0: twice the stream's
+ * window). A stream further behind finds nothing and has its own built; a
+ * fast one never waits for a slow one. Bytes of batches held count once
+ * (share_held, in flow.c's held); what is kept only for later goes first
+ * when memory is short (share_trim).
+ *
+ * Loop thread only.
+ */
+#ifndef BFEED_SHARE_H
+#define BFEED_SHARE_H
+
+#include <stdint.h>
+
+#include "batch.h"
+#include "workers.h"
+
+typedef struct share share;
+typedef struct share_member share_member;
+
+/* The daemon's table; *horizon is read at every decision (a reload changes
+ * it in place). NULL out of memory. */
+share *share_new(workers *wk, const uint32_t *horizon);
+/* The workers are stopping: nothing more is submitted (a job asked for
+ * fails with BFEED_ESHUTDOWN). */
+void share_stop(share *sh);
+/* After the workers have stopped and every stream has closed (NULL: nothing). */
+void share_free(share *sh);
+/* Bytes of the shared batches alive now, each once. */
+uint64_t share_held(const share *sh);
+/* Free the batches kept only for streams that may want them later; 1 if any went. */
+int share_trim(share *sh);
+/* Batches built for classes in all, and those alive now. */
+uint64_t share_builds(const share *sh);
+uint64_t share_batches_held(const share *sh);
+
+/* A stream starts: its class (spec's dataset, fingerprint, codec) found or
+ * made. bpe: batches per epoch; window, stride: how many batches it keeps
+ * in flight, and how far apart its batches are (select residue: the
+ * modulus; else 1), which make its horizon. owner: the stream, its jobs'.
+ * NULL out of memory (the stream then builds its own). */
+share_member *share_join(share *sh, const batch_spec *spec, uint64_t fingerprint, uint64_t bpe, uint32_t window,
+                         uint64_t stride, void *owner);
+/* The stream closes: its jobs waiting for a build are returned (linked by
+ * ->next) for the caller to free; the member is gone. */
+batch_job *share_leave(share_member *m);
+/* Bytes scheduling batch (epoch, index) would add to the daemon's: 0 when
+ * it is built or being built, else what its build may take. */
+uint64_t share_cost(const share_member *m, uint64_t epoch, uint64_t index);
+/* Serve job (the stream's: epoch, index, seq, count and slot set; its
+ * `done` is called on the loop when its frame is made, as for a build):
+ * from the batch if it exists, else from a build started now.
+ * job->shared says which. */
+void share_submit(share_member *m, batch_job *job);
+/* The stream's part of its class's shared bytes (held / streams of the
+ * class), what flow counts against its share of max_memory. */
+uint64_t share_charged(const share_member *m);
+
+#endif
