@@ -278,6 +278,11 @@ static void deliver(stream *st) {
          (job = st->ready[flow_sent(st->flow) % READY_SLOTS]) != NULL) {
     uint64_t seq = flow_sent(st->flow);
     st->ready[seq % READY_SLOTS] = NULL;
+    if (job->rc < 0) {
+      fail(st, job->rc, job->err);
+      batch_job_free(job);
+      return;
+    }
     st->samples += job->count;
     st->batches++;
     st->raw_bytes += job->raw_bytes;
@@ -395,11 +400,11 @@ void stream_job_done(batch_job *job) {
   stream_count_job(st, job);
   if (!st->conn || st->failed) {
     batch_job_free(job);
-  } else if (job->rc < 0) {
-    fail(st, job->rc, job->err);
-    batch_job_free(job);
   } else {
-    flow_built(st->flow, job->buf_cap, job->tail_len);
+    /* A failed batch waits its turn too: the batches before it reach the
+     * client first, whichever finished first (a shared batch's copy comes
+     * after its build, and a later build may fail before it). */
+    if (job->rc == 0) flow_built(st->flow, job->buf_cap, job->tail_len);
     st->ready[job->seq % READY_SLOTS] = job;
     deliver(st);
     pump(st);

@@ -53,9 +53,9 @@ static int faults_hello_ok(void *arg) {
 /* ------------------------------------------------------------------ */
 /* A send that fails inside the sender (defects 1 and 2)               */
 
-/* conn.c's write_req: a uv_write_t and seven pointer-sized fields. The shim
+/* conn.c's write_req: a uv_write_t and eight pointer-sized fields. The shim
  * fails one calloc of exactly this size; the log line proves it did. */
-#define FAULTS_WRITE_REQ_SIZE (sizeof(uv_write_t) + 7 * sizeof(void *))
+#define FAULTS_WRITE_REQ_SIZE (sizeof(uv_write_t) + 8 * sizeof(void *))
 
 enum { FAULT_OPEN_OK, FAULT_BATCH, FAULT_CONN_ERROR };
 

@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Identical streams sharing their batches (issue 20): 1, 2, 4 and 8 train
+streams of one dataset with the same options and seed, each its own
+`bfeed bench` process started together; then 4 with different seeds, and
+4 identical ones with share=off (what every job cost before sharing).
+
+For each case: the aggregate samples/s (all samples delivered / wall time
+from the first start to the last exit), its ratio to one job's rate, and
+the daemon's CPU time per 1000 samples delivered (/proc utime + stime).
+Rounds alternate the cases (ABCD, BCDA, ...); medians are quoted. Run it
+alone: it prints the load average and the busiest processes first.
+
+    bench/share.py BUILD_BIN DATASET_DIR [--rounds 3] [--epochs 6] [--batch 20]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime, stime
+
+
+def quiet_report():
+    print("load average: %s" % open("/proc/loadavg").read().strip())
+    top = subprocess.run(["ps", "-eo", "pcpu,pid,comm", "--sort=-pcpu"], capture_output=True, text=True).stdout
+    print("busiest processes:\n" + "\n".join(top.splitlines()[:6]))
+
+
+def run_case(binp, addr, n, opts_of, epochs, batch, dpid):
+    """n bfeed bench processes at once; (samples/s aggregate, daemon CPU s per 1000 samples)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    t0, c0 = time.monotonic(), cpu_ticks(dpid)
+    procs = [subprocess.Popen([os.path.join(binp, "bfeed"), "bench", "--connect", addr, "--dataset", "imagenet",
+                               "--batch", str(batch), "--epochs", str(epochs), "--json"] + opts_of(k),
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for k in range(n)]
+    samples = 0
+    for p in procs:
+        out, _ = p.communicate(timeout=900)
+        if p.returncode != 0:
+            raise RuntimeError("bfeed bench exited %d" % p.returncode)
+        samples += json.loads(out)["samples"]
+    wall, cpu = time.monotonic() - t0, (cpu_ticks(dpid) - c0) / hz
+    return samples / wall, cpu * 1000 / samples
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bin")
+    ap.add_argument("dataset")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=6)
+    ap.add_argument("--batch", type=int, default=20)
+    ap.add_argument("--workers", type=int, default=2)
+    a = ap.parse_args()
+    quiet_report()
+    tmp = tempfile.mkdtemp(prefix="bfeed-share-bench-")
+    addr = "unix:" + os.path.join(tmp, "d.sock")
+    log = open(os.path.join(tmp, "bfeedd.log"), "wb")
+    d = subprocess.Popen([os.path.join(a.bin, "bfeedd"), "--listen", addr, "--workers", str(a.workers),
+                          "--dataset", "imagenet=" + a.dataset], stdout=log, stderr=log)
+    time.sleep(1.0)
+    same = lambda k: ["--seed", "1"]  # noqa: E731
+    cases = [("1 job", 1, same), ("2 identical", 2, same), ("4 identical", 4, same), ("8 identical", 8, same),
+             ("4, seeds 1..4", 4, lambda k: ["--seed", str(k + 1)]),
+             ("4 identical, share=off", 4, lambda k: ["--seed", "1", "--share", "off"])]
+    res = {name: [] for name, _, _ in cases}
+    try:
+        run_case(a.bin, addr, 1, same, 1, a.batch, d.pid)  # warm the page cache
+        for r in range(a.rounds):
+            order = cases[r % len(cases):] + cases[:r % len(cases)]
+            for name, n, opts_of in order:
+                res[name].append(run_case(a.bin, addr, n, opts_of, a.epochs, a.batch, d.pid))
+                print("round %d  %-24s %8.1f samples/s  %.3f daemon CPU s / 1000 samples" %
+                      ((r + 1, name) + res[name][-1]), flush=True)
+    finally:
+        d.terminate()
+        d.wait()
+    one = statistics.median(x[0] for x in res["1 job"])
+    print("\nmedians over %d rounds (each job %d epochs, batches of %d; %d workers):" %
+          (a.rounds, a.epochs, a.batch, a.workers))
+    print("%-24s %12s %10s %22s" % ("case", "samples/s", "x 1 job", "daemon CPU s/1000"))
+    for name, _, _ in cases:
+        rate = statistics.median(x[0] for x in res[name])
+        cpu = statistics.median(x[1] for x in res[name])
+        print("%-24s %12.1f %10.2f %22.3f" % (name, rate, rate / one, cpu))
+    quiet_report()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
