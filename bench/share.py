@@ -34,13 +34,14 @@ def quiet_report():
     print("busiest processes:\n" + "\n".join(top.splitlines()[:6]))
 
 
-def run_case(binp, addr, n, opts_of, epochs, batch, dpid):
+def run_case(binp, addr, n, opts_of, epochs, batch, dpid, env=None):
     """n bfeed bench processes at once; (samples/s aggregate, daemon CPU s per 1000 samples)."""
     hz = os.sysconf("SC_CLK_TCK")
     t0, c0 = time.monotonic(), cpu_ticks(dpid)
     procs = [subprocess.Popen([os.path.join(binp, "bfeed"), "bench", "--connect", addr, "--dataset", "imagenet",
                                "--batch", str(batch), "--epochs", str(epochs), "--json"] + opts_of(k),
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) for k in range(n)]
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              env=dict(os.environ, **(env or {}))) for k in range(n)]
     samples = 0
     for p in procs:
         out, _ = p.communicate(timeout=900)
@@ -68,16 +69,21 @@ def main():
                           "--dataset", "imagenet=" + a.dataset], stdout=log, stderr=log)
     time.sleep(1.0)
     same = lambda k: ["--seed", "1"]  # noqa: E731
-    cases = [("1 job", 1, same), ("2 identical", 2, same), ("4 identical", 4, same), ("8 identical", 8, same),
-             ("4, seeds 1..4", 4, lambda k: ["--seed", str(k + 1)]),
-             ("4 identical, share=off", 4, lambda k: ["--seed", "1", "--share", "off"])]
-    res = {name: [] for name, _, _ in cases}
+    # Shared memory (libbfeed's default on a Unix socket): each stream gets
+    # a copy of a shared batch in its ring. Over the socket (BFEED_SHM=0)
+    # the daemon copies nothing itself: the kernel does, into each socket.
+    sock = {"BFEED_SHM": "0"}
+    cases = [("1 job", 1, same, None), ("2 identical", 2, same, None), ("4 identical", 4, same, None),
+             ("8 identical", 8, same, None), ("4, seeds 1..4", 4, lambda k: ["--seed", str(k + 1)], None),
+             ("4 identical, share=off", 4, lambda k: ["--seed", "1", "--share", "off"], None),
+             ("1 job, socket", 1, same, sock), ("8 identical, socket", 8, same, sock)]
+    res = {name: [] for name, _, _, _ in cases}
     try:
         run_case(a.bin, addr, 1, same, 1, a.batch, d.pid)  # warm the page cache
         for r in range(a.rounds):
             order = cases[r % len(cases):] + cases[:r % len(cases)]
-            for name, n, opts_of in order:
-                res[name].append(run_case(a.bin, addr, n, opts_of, a.epochs, a.batch, d.pid))
+            for name, n, opts_of, env in order:
+                res[name].append(run_case(a.bin, addr, n, opts_of, a.epochs, a.batch, d.pid, env))
                 print("round %d  %-24s %8.1f samples/s  %.3f daemon CPU s / 1000 samples" %
                       ((r + 1, name) + res[name][-1]), flush=True)
     finally:
@@ -87,7 +93,7 @@ def main():
     print("\nmedians over %d rounds (each job %d epochs, batches of %d; %d workers):" %
           (a.rounds, a.epochs, a.batch, a.workers))
     print("%-24s %12s %10s %22s" % ("case", "samples/s", "x 1 job", "daemon CPU s/1000"))
-    for name, _, _ in cases:
+    for name, _, _, _ in cases:
         rate = statistics.median(x[0] for x in res[name])
         cpu = statistics.median(x[1] for x in res[name])
         print("%-24s %12.1f %10.2f %22.3f" % (name, rate, rate / one, cpu))
