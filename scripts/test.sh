@@ -53,7 +53,7 @@ cmake -S . -B build-tsan -DBFEED_TSAN=ON >/dev/null
 cmake --build build-tsan -j"$(nproc)"
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 history_size=4" \
   ctest --output-on-failure --timeout 900 \
-  -R '^(test_epoch_cache|test_stream|test_shm|test_hostile|test_flow|test_daemon_life|test_faults|test_memory|test_access|test_text_integration|integration_fetch_oracle|service_reload|load_short|remote_fetch_oracle)$')
+  -R '^(test_epoch_cache|test_stream|test_shm|test_hostile|test_flow|test_daemon_life|test_faults|test_memory|test_access|test_text_integration|integration_fetch_oracle|service_reload|load_short|remote_fetch_oracle|share_oracle_identity|share_oracle_reload)$')
 leftovers "thread sanitizer"
 if command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke run (build-fuzz)"
