@@ -107,7 +107,20 @@ typedef enum { BFEED_EVAL_DECODE_EXACT = 0, BFEED_EVAL_DECODE_FAST = 1 } bfeed_e
  * that must measure its own cost). Either way the bytes are the same. */
 typedef enum { BFEED_SHARE_ON = 0, BFEED_SHARE_OFF = 1 } bfeed_share;
 
-typedef enum { BFEED_SELECT_ALL = 0, BFEED_SELECT_RESIDUE = 1, BFEED_SELECT_ON_DEMAND = 2 } bfeed_select;
+/* STRIDE: every select_mod-th batch from the stream's start (epoch,
+ * batch_index) on, whatever the epoch's length (DataLoader workers of one
+ * reader: worker w of W opens at start + w with stride W). */
+typedef enum {
+  BFEED_SELECT_ALL = 0,
+  BFEED_SELECT_RESIDUE = 1,
+  BFEED_SELECT_ON_DEMAND = 2,
+  BFEED_SELECT_STRIDE = 3
+} bfeed_select;
+
+/* How an eval shard ends (PROTOCOL.md "Equal-length evaluation"): NONE, its
+ * own samples only; MASK, every shard padded to the same number of whole
+ * batches, the padding marked 0 in a `valid` tensor (u8 [B]). */
+typedef enum { BFEED_EVAL_PAD_NONE = 0, BFEED_EVAL_PAD_MASK = 1 } bfeed_eval_pad;
 
 /* What a stream serves. Always start from bfeed_stream_opts_init(), which
  * sets the defaults noted below, then change what you need. */
@@ -143,8 +156,8 @@ typedef struct bfeed_stream_opts {
                             sample length, 0..65536, 0 = off (0) */
   /* Subsets of the stream's batches, for several daemons behind one stream;
    * the bytes of each batch do not change. */
-  bfeed_select select;   /* ALL (default), RESIDUE or ON_DEMAND */
-  uint64_t select_mod;   /* RESIDUE: >= 1 (1) */
+  bfeed_select select;   /* ALL (default), RESIDUE, ON_DEMAND or STRIDE */
+  uint64_t select_mod;   /* RESIDUE, STRIDE: >= 1 (1) */
   uint64_t select_rem;   /* RESIDUE: < select_mod (0) */
   /* Set by libbfeed from bfeed_connect_opts.shm on Unix sockets; the bytes
    * of each batch do not change. */
@@ -156,7 +169,10 @@ typedef struct bfeed_stream_opts {
                             image's area, 0 < lo <= hi <= 1 ({0.08, 1}) */
   bfeed_eval_decode eval_decode; /* EVAL: EXACT (default) or FAST, JPEGs at reduced scale */
   bfeed_share share;     /* ON (default): batches built once for every identical stream; OFF */
-  uint32_t reserved[21]; /* zero (bfeed_stream_opts_init): room for options to come */
+  bfeed_eval_pad eval_pad; /* EVAL: NONE (default) or MASK, equal-length shards with `valid` */
+  uint64_t start_sample; /* the first epoch begins after this many samples of its order,
+                            consumed before (elastic resume; needs epochs = 1), 0 */
+  uint32_t reserved[18]; /* zero (bfeed_stream_opts_init): room for options to come */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

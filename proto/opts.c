@@ -39,9 +39,11 @@ static const opts_choices opts_layouts = {"layout", 2, 2, (const char *const[]){
 static const opts_choices opts_norms = {"normalization", 3, 2, (const char *const[]){"imagenet", "none", "custom"}};
 static const opts_choices opts_shuffles = {"shuffle setting", 3, 3, (const char *const[]){"auto", "on", "off"}};
 static const opts_choices opts_pools = {"pooling", 2, 2, (const char *const[]){"none", "mean"}};
-static const opts_choices opts_selects = {"select", 3, 0, (const char *const[]){"all", "residue", "on-demand"}};
+static const opts_choices opts_selects = {"select", 4, 0,
+                                          (const char *const[]){"all", "residue", "on-demand", "stride"}};
 static const opts_choices opts_eval_decodes = {"eval decoding", 2, 2, (const char *const[]){"exact", "fast"}};
 static const opts_choices opts_shares = {"sharing", 2, 2, (const char *const[]){"on", "off"}};
+static const opts_choices opts_eval_pads = {"eval padding", 2, 2, (const char *const[]){"none", "mask"}};
 static const opts_choices opts_transports = {"transport", 2, 0, (const char *const[]){"socket", "shm"}};
 
 /* What the columns of opts.def become, by type. */
@@ -223,15 +225,21 @@ static void opts_codec_format(const bfeed_stream_opts *o, char *buf, size_t cap)
 
 static void opts_codec_metavar(char *buf, size_t cap) { codec_list("|", "[:L]", buf, cap); }
 
-/* all, on-demand, residue:R/M (the batches whose global number is R mod M). */
+/* all, on-demand, residue:R/M (the batches whose global number is R mod
+ * M), stride:M (every M-th from the start). */
 static int opts_select_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
-  unsigned long long rem, mod;
+  unsigned long long rem = 0, mod;
+  char extra;
   if (strcmp(value, "all") == 0) return o->select = BFEED_SELECT_ALL, o->select_mod = 1, o->select_rem = 0, 0;
   if (strcmp(value, "on-demand") == 0) return o->select = BFEED_SELECT_ON_DEMAND, 0;
-  if (strncmp(value, "residue:", 8) != 0 || opts_ratio(value + 8, &rem, &mod) < 0)
-    return snprintf(err, errlen, "select %s: expected all, on-demand or residue:R/M with 0 <= R < M", value),
+  int stride = strncmp(value, "stride:", 7) == 0;
+  if (stride ? strchr(value, '-') || sscanf(value + 7, "%llu%c", &mod, &extra) != 1 || mod < 1
+             : strncmp(value, "residue:", 8) != 0 || opts_ratio(value + 8, &rem, &mod) < 0)
+    return snprintf(err, errlen,
+                    "select %s: expected all, on-demand, residue:R/M with 0 <= R < M, or stride:M with M >= 1",
+                    value),
            BFEED_EINVAL;
-  o->select = BFEED_SELECT_RESIDUE;
+  o->select = stride ? BFEED_SELECT_STRIDE : BFEED_SELECT_RESIDUE;
   o->select_mod = mod;
   o->select_rem = rem;
   return 0;

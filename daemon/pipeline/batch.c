@@ -64,10 +64,11 @@ static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
 
 /* The tensors of a batch of B samples (T tokens per text sample), in the
  * order every kind shares: image, tokens or pooled, length, features,
- * label, index. Each starts at a multiple of 64 bytes. */
+ * label, index, and with eval_pad mask valid. Each starts at a multiple of
+ * 64 bytes. */
 typedef struct batch_layout {
   msg_batch m;
-  msg_tensor *image, *tokens, *pooled, *length, *features, *label, *index;
+  msg_tensor *image, *tokens, *pooled, *length, *features, *label, *index, *valid;
 } batch_layout;
 
 static msg_tensor *add_tensor(msg_batch *m, const char *name, int dtype, int ndim, const uint64_t *shape) {
@@ -108,6 +109,7 @@ static void layout(const batch_spec *s, uint32_t B, uint32_t T, batch_layout *L)
   }
   if (ds->labels) L->label = add_tensor(m, "label", BFEED_DTYPE_I32, 1, (uint64_t[]){B});
   L->index = add_tensor(m, "index", BFEED_DTYPE_I64, 1, (uint64_t[]){B});
+  if (o->eval_pad == BFEED_EVAL_PAD_MASK) L->valid = add_tensor(m, "valid", BFEED_DTYPE_U8, 1, (uint64_t[]){B});
 }
 
 /* Frame bytes besides the raw tensors: header, batch fields, descriptors. */
@@ -324,6 +326,9 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
    * and the next batch's are under way while this one decodes (read-ahead
    * along the epoch's order; blocks already held or coming are not asked
    * again). */
+  /* The shard's samples come before its padding (eval_pad mask). */
+  uint32_t real = job->order->real;
+  w->valid_n = job->first >= real ? 0 : real - job->first < B ? (uint32_t)(real - job->first) : B;
   uint64_t ahead = (uint64_t)B * (1 + BATCH_PREFETCH_AHEAD);
   for (uint64_t p = job->first; dataset_has_images(s->ds) && p < job->first + ahead && p < job->order->n; p++)
     dataset_prefetch(s->ds, job->order->idx[p]);
@@ -380,6 +385,8 @@ static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uin
   if (L->label)
     for (uint32_t i = 0; i < B; i++) wire_put32(AT(L->label) + 4 * i, (uint32_t)s->ds->labels[sel[i]]);
   for (uint32_t i = 0; i < B; i++) wire_put64(AT(L->index) + 8 * i, (uint64_t)sel[i]);
+  if (L->valid)
+    for (uint32_t i = 0; i < B; i++) AT(L->valid)[i] = i < w->valid_n;
   return 0;
 #undef AT
 }

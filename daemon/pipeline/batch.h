@@ -119,6 +119,7 @@ typedef struct batch_worker {
   uint8_t *file, *rgb, *raw; /* rgb: one image per sample of the batch */
   size_t file_cap, rgb_cap, raw_cap;
   uint32_t *sel;             /* the batch's dataset indices */
+  uint32_t valid_n;          /* how many of them are samples, not padding (eval_pad mask) */
   size_t sel_cap;
   uint8_t *flip;             /* per image: still to be mirrored (codec none, zstd) */
   size_t flip_cap;

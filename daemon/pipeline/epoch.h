@@ -6,7 +6,10 @@
 #define BFEED_EPOCH_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "bfeed_types.h"
 
 struct batch_spec;
 
@@ -15,15 +18,25 @@ struct batch_spec;
 typedef struct epoch_order {
   int refs;        /* atomic */
   uint64_t epoch;
-  uint32_t n;      /* samples of this shard in the epoch */
+  uint32_t n;      /* positions of this shard in the epoch */
+  uint32_t real;   /* those that are samples (n, but for eval_pad mask's padding at the end) */
   uint32_t idx[];  /* dataset index at each position */
 } epoch_order;
 
-/* Samples per epoch in shard (index, count): floor(n / count), so that all
- * shards are equally long, as synchronous data-parallel training needs. */
-uint64_t epoch_shard_size(uint64_t nsamples, uint32_t shard_count);
-/* Position p of the shard is position p * count + index of the epoch's
- * (shuffled or dataset) order. With length bucketing (text, opts.bucket =
+/* Positions per epoch in shard (index, count) of the order's positions
+ * from start_sample on (R of them): floor(R / count), so that all shards
+ * are equally long, as synchronous data-parallel training needs; with
+ * eval_pad mask, ceil(R / count) rounded up to whole batches, the
+ * positions past a shard's own samples being padding. */
+uint64_t epoch_shard_size(const bfeed_stream_opts *o, uint64_t nsamples);
+/* Whether start_sample and eval_pad make sense for a dataset of nsamples
+ * (text: a text dataset, where bucket applies): 0, or BFEED_EINVAL with
+ * the reason in err. */
+int epoch_check(const bfeed_stream_opts *o, const char *name, uint64_t nsamples, int text, char *err,
+                size_t errlen);
+/* Position p of the shard is position start_sample + p * count + index of
+ * the epoch's (shuffled or dataset) order (modulo the dataset's size for
+ * padding). With length bucketing (text, opts.bucket =
  * K) each run of K batches' positions is then sorted by sample length and,
  * when shuffling, its whole batches are permuted (batch_text_bucket). NULL when
  * out of memory. */

@@ -13,10 +13,11 @@ int select_init(select_plan *p, const bfeed_stream_opts *o, uint64_t bpe, uint64
     return p->ring ? 0 : BFEED_ENOMEM;
   }
   uint64_t rem = 0;
-  if (o->select == BFEED_SELECT_RESIDUE) p->mod = o->select_mod, rem = o->select_rem;
+  if (o->select == BFEED_SELECT_RESIDUE || o->select == BFEED_SELECT_STRIDE) p->mod = o->select_mod;
+  if (o->select == BFEED_SELECT_RESIDUE) rem = o->select_rem;
   select_u128 start = (select_u128)start_epoch * bpe + start_batch;
-  /* The first g >= start with g mod `mod` == rem. */
-  p->g0 = start + ((select_u128)rem + p->mod - start % p->mod) % p->mod;
+  /* The first g >= start with g mod `mod` == rem; a stride starts at start. */
+  p->g0 = o->select == BFEED_SELECT_STRIDE ? start : start + ((select_u128)rem + p->mod - start % p->mod) % p->mod;
   *end_seq = UINT64_MAX;
   if (o->epochs) {
     /* The range ends where epoch (OPEN's epoch + epochs) begins; a start

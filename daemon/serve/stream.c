@@ -159,8 +159,9 @@ int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const 
   o->transport = shm ? BFEED_TRANSPORT_SHM : BFEED_TRANSPORT_SOCKET;
   int rc = msg_opts_check(o, err, errlen);
   if (rc == 0) rc = batch_spec_check(ds, o, err, errlen);
+  if (rc == 0) rc = epoch_check(o, ds->name, ds->nsamples, dataset_has_text(ds), err, errlen);
   if (rc < 0) return rc;
-  uint64_t n = epoch_shard_size(ds->nsamples, o->shard_count);
+  uint64_t n = epoch_shard_size(o, ds->nsamples);
   uint64_t bpe = o->keep_partial ? (n + o->batch - 1) / o->batch : n / o->batch;
   if (bpe == 0)
     return snprintf(err, errlen, "dataset %s has %zu samples, %llu per shard of %u: not enough for one batch of %u%s",

@@ -39,7 +39,8 @@ static const struct {
     {"normalize", "none"}, {"seed", "18446744073709551615"}, {"epoch", "7"}, {"start_batch", "12"},
     {"shard", "2/5"},    {"codec", "zstd:9"},   {"window", "64"},         {"shuffle", "off"},
     {"keep-partial", NULL}, {"epochs", "3"},    {"pool", "mean"},         {"max_len", "1048576"},
-    {"fixed_len", "true"}, {"bucket", "4"},     {"select", "residue:2/3"},
+    {"fixed_len", "true"}, {"bucket", "4"},     {"select", "residue:2/3"}, {"eval-pad", "mask"},
+    {"start_sample", "18446744073709551615"},
 };
 
 static void test_every_option_reaches_its_field(void **state) {
@@ -58,6 +59,7 @@ static void test_every_option_reaches_its_field(void **state) {
   want.window = 64, want.shuffle = BFEED_SHUFFLE_OFF, want.keep_partial = 1, want.epochs = 3;
   want.pool = BFEED_POOL_MEAN, want.max_len = 1u << 20, want.fixed_len = 1, want.bucket = 4;
   want.select = BFEED_SELECT_RESIDUE, want.select_mod = 3, want.select_rem = 2;
+  want.eval_pad = BFEED_EVAL_PAD_MASK, want.start_sample = UINT64_MAX;
   assert_memory_equal(&o, &want, sizeof o);
   set_ok(&o, "keep_partial", "0");
   set_ok(&o, "codec", "zstd");
@@ -69,6 +71,8 @@ static void test_every_option_reaches_its_field(void **state) {
   assert_int_equal(o.codec, BFEED_CODEC_AUTO);
   set_ok(&o, "select", "on-demand");
   assert_int_equal(o.select, BFEED_SELECT_ON_DEMAND);
+  set_ok(&o, "select", "stride:4");
+  assert_true(o.select == BFEED_SELECT_STRIDE && o.select_mod == 4 && o.select_rem == 0);
   set_ok(&o, "select", "all");
   assert_true(o.select == BFEED_SELECT_ALL && o.select_mod == 1 && o.select_rem == 0);
 }
@@ -90,10 +94,13 @@ static void test_refusals_name_option_and_value(void **state) {
   set_bad("keep_partial", "yes", "keep-partial yes: expected 1 or 0");
   set_bad("batch", NULL, "batch needs a value");
   set_bad("bogus", "1", "unknown stream option 'bogus'");
-  set_bad("select", "residue:3/3", "select residue:3/3: expected all, on-demand or residue:R/M");
+  set_bad("select", "residue:3/3", "select residue:3/3: expected all, on-demand, residue:R/M");
   set_bad("select", "residue:-1/3", "select residue:-1/3");
   set_bad("select", "residue:1/0", "select residue:1/0");
   set_bad("select", "some", "select some");
+  set_bad("select", "stride:0", "select stride:0");
+  set_bad("select", "stride:-1", "select stride:-1");
+  set_bad("select", "stride:2x", "select stride:2x");
   set_bad("start__batch", "1", "unknown stream option");
   assert_int_equal(bfeed_stream_opts_set(&(bfeed_stream_opts){0}, "bogus", "1", NULL), BFEED_EINVAL);
 }
@@ -101,14 +108,15 @@ static void test_refusals_name_option_and_value(void **state) {
 static void test_names_and_size(void **state) {
   const char *want[] = {"batch", "size", "mode", "layout", "normalize", "seed", "epoch", "start-batch", "shard",
                         "codec", "window", "shuffle", "keep-partial", "epochs", "pool", "max-len", "fixed-len",
-                        "bucket", "select", "crop-scale", "eval-decode", "share", NULL};
+                        "bucket", "select", "crop-scale", "eval-decode", "share", "eval-pad", "start-sample",
+                        NULL};
   for (int i = 0; want[i]; i++) {
     assert_non_null(bfeed_stream_opt_name(i));
     assert_string_equal(bfeed_stream_opt_name(i), want[i]);
     assert_int_equal(bfeed_stream_opt_takes_value(want[i]), strcmp(want[i], "keep-partial") != 0 &&
                                                                strcmp(want[i], "fixed-len") != 0);
   }
-  assert_null(bfeed_stream_opt_name(22));
+  assert_null(bfeed_stream_opt_name(24));
   assert_null(bfeed_stream_opt_name(-1));
   assert_int_equal(bfeed_stream_opt_takes_value("nope"), -1);
   assert_int_equal(bfeed_stream_opts_size(), sizeof(bfeed_stream_opts));

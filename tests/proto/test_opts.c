@@ -70,6 +70,9 @@ static void test_opts_random(bfeed_stream_opts *o, uint64_t *s) {
     o->crop_scale[1] = o->crop_scale[0] + (1.0f - o->crop_scale[0]) * (float)(test_opts_rand(s) % 100) / 100.0f;
   }
   o->eval_decode = (bfeed_eval_decode)(test_opts_rand(s) % 2);
+  o->eval_pad = (bfeed_eval_pad)(test_opts_rand(s) % 2);
+  o->start_sample = test_opts_rand(s) % 2 ? 0 : test_opts_rand(s);
+  if (test_opts_rand(s) % 4 == 0) o->select = BFEED_SELECT_STRIDE, o->select_mod = 1 + test_opts_rand(s) % 9, o->select_rem = 0;
 }
 
 /* PROTOCOL.md "canonical form", the options' lines, as the spec writes them. */
@@ -87,6 +90,8 @@ static int test_opts_spec_lines(const bfeed_stream_opts *o, char *s, size_t cap)
                   tb_f32_bits(o->crop_scale[1]));
   if (o->eval_decode != BFEED_EVAL_DECODE_EXACT)
     n += snprintf(s + n, cap - (size_t)n, "eval_decode %d\n", (int)o->eval_decode);
+  if (o->eval_pad != BFEED_EVAL_PAD_NONE) n += snprintf(s + n, cap - (size_t)n, "eval_pad %d\n", (int)o->eval_pad);
+  if (o->start_sample) n += snprintf(s + n, cap - (size_t)n, "start_sample %llu\n", (unsigned long long)o->start_sample);
   return n;
 }
 
@@ -164,6 +169,18 @@ static void test_open_roundtrip(void **state) {
   test_opts_roundtrip(&o, &back, &w);
   assert_true(test_opts_has_tag(&w, 25, &crit) && crit);
   assert_int_equal(back.eval_decode, BFEED_EVAL_DECODE_FAST);
+  wbuf_free(&w);
+  /* eval_pad mask and start_sample: tags 27 and 28, critical (they change
+   * which samples a batch holds); stride is select 3. */
+  opts_defaults(&o);
+  o.eval_pad = BFEED_EVAL_PAD_MASK;
+  o.start_sample = 1ull << 40;
+  o.select = BFEED_SELECT_STRIDE, o.select_mod = 6;
+  test_opts_roundtrip(&o, &back, &w);
+  assert_true(test_opts_has_tag(&w, 27, &crit) && crit);
+  assert_true(test_opts_has_tag(&w, 28, &crit) && crit);
+  assert_true(back.eval_pad == BFEED_EVAL_PAD_MASK && back.start_sample == 1ull << 40);
+  assert_true(back.select == BFEED_SELECT_STRIDE && back.select_mod == 6);
   wbuf_free(&w);
   /* transport says how batches travel: not critical. */
   opts_defaults(&o);

@@ -17,7 +17,8 @@
  *                       batches, reconnect with backoff, rejoin)
  *
  * Positions: k = 0, 1, ... counts the stream's batches from where it was
- * opened; (epoch, index) = (e0 + (i0 + k) / bpe, (i0 + k) % bpe). The
+ * opened; (epoch, index) = (e0 + (i0 + k s) / bpe, (i0 + k s) % bpe), s the
+ * step of its select (subset.h: 1 for all, M for residue and stride). The
  * positions [next, assigned) are in flight or waiting for the caller, at
  * most `window` of them, each in slot k % window. A slot records which
  * members have it outstanding (a bit each): a position whose last holder
@@ -37,6 +38,7 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "subset.h"
 
 #define FANOUT_MEMBERS_MAX 32 /* members of one stream (a slot keeps them in a bit mask) */
 #define FANOUT_ADDR_MAX 256   /* one endpoint */

@@ -23,9 +23,9 @@ static const api_stream_ops fanout_stream_ops;
 static inline fanout_stream *fanout_stream_of(bfeed_stream *s) { return (fanout_stream *)s; }
 
 static void fanout_stream_pos(const fanout_stream *f, uint64_t k, uint64_t *epoch, uint64_t *index) {
-  uint64_t g = f->i0 + k;
-  *epoch = f->e0 + g / f->bpe;
-  *index = g % f->bpe;
+  subset_pos p = subset_nth(&f->base.open.opts, f->bpe, (subset_pos){f->e0, f->i0}, k);
+  *epoch = p.epoch;
+  *index = p.index;
 }
 
 /* Whether k is in flight or waiting for the caller. */
@@ -120,8 +120,8 @@ void fanout_stream_drop(fanout_stream *f, fanout_member *m, const char *why) {
 }
 
 bfeed_batch *fanout_stream_arrive(fanout_stream *f, fanout_member *m, bfeed_batch *b) {
-  uint64_t k = (b->epoch - f->e0) * f->bpe + b->index - f->i0, now = clock_now_ns();
-  if (b->epoch < f->e0 || b->index >= f->bpe || (b->epoch == f->e0 && b->index < f->i0)) k = UINT64_MAX;
+  uint64_t k = subset_index_of(&f->base.open.opts, f->bpe, (subset_pos){f->e0, f->i0}, (subset_pos){b->epoch, b->index});
+  uint64_t now = clock_now_ns();
   if (m->live && (m->qlen == 0 || m->q[m->qhead] != k)) {
     fanout_stream_drop(f, m, "it sent a batch it was not asked for next");
     return b;
@@ -192,14 +192,13 @@ static int fanout_stream_start(fanout_stream *f, char *err, size_t errlen) {
   if (rc < 0) return rc;
   const bfeed_stream_opts *o = &f->base.open.opts;
   f->bpe = f->base.info.batches_per_epoch;
-  f->e0 = o->epoch, f->i0 = o->batch_index;
   if (f->bpe == 0) return api_err(err, errlen, BFEED_EDATASET, "dataset %s has no batches", f->base.open.dataset);
-  if (f->i0 >= f->bpe) f->e0++, f->i0 = 0; /* after an epoch's last batch: the next epoch's first */
-  f->total = UINT64_MAX;
-  if (o->epochs) {
-    uint64_t end = (o->epoch + o->epochs) * f->bpe, from = f->e0 * f->bpe + f->i0;
-    f->total = end > from ? end - from : 0;
-  }
+  /* After an epoch's last batch: the next epoch's first; the stream's
+   * select (residue, stride) picks which of the positions from there the
+   * members are asked for. */
+  subset_pos first = subset_first(o, f->bpe, (subset_pos){o->epoch, o->batch_index});
+  f->e0 = first.epoch, f->i0 = first.index;
+  f->total = o->epochs ? subset_count(o, f->bpe, first, o->epoch + o->epochs) : UINT64_MAX;
   return 0;
 }
 

@@ -44,6 +44,7 @@
 #include "addr.h"
 #include "api.h"
 #include "freader.h"
+#include "subset.h"
 
 #define SINGLE_AGENT "libbfeed/" BFEED_VERSION_STRING
 /* A daemon-wide report can be larger than a control frame. */
@@ -53,9 +54,7 @@
 #define SINGLE_ADDR_MAX 256
 
 /* Where a stream stands in its sequence of batches. */
-typedef struct single_pos {
-  uint64_t epoch, index;
-} single_pos;
+typedef subset_pos single_pos;
 
 typedef struct single_stream {
   bfeed_stream base;
@@ -158,7 +157,8 @@ void single_stream_free(single_stream *s);
  * freed, its ring unmapped, no other lock taken (single_client_forget). */
 void single_stream_forget(single_stream *s);
 /* The batch after p in a stream whose epochs have bpe batches. */
-single_pos single_stream_pos_after(single_pos p, uint64_t bpe);
+/* The batch the stream serves after p (its select's step). */
+single_pos single_stream_pos_after(const single_stream *s, single_pos p);
 /* c->base.mu held: forget what came on the lost connection and say
  * whether the stream must be reopened (1), or has nothing left to serve or
  * failed (0). */

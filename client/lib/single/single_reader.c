@@ -55,9 +55,9 @@ static void single_reader_open_ok(single_client *c, single_stream *s, const msg_
     s->have_info = 1;
     s->base.fingerprint = ok->fingerprint;
     /* Opened at the position after an epoch's last batch: the daemon
-     * serves the next epoch's first, and so the stream expects it. */
-    if (s->next.index >= i->batches_per_epoch && i->batches_per_epoch)
-      s->next = s->queued = (single_pos){s->next.epoch + 1, 0};
+     * serves the next epoch's first, and so the stream expects it; with
+     * select residue, the first batch of the residue from there. */
+    if (i->batches_per_epoch) s->next = s->queued = subset_first(&s->base.open.opts, i->batches_per_epoch, s->next);
   } else if (i->samples != ok->samples || i->batches_per_epoch != ok->batches_per_epoch ||
              i->classes != ok->classes) {
     s->state = -1;
@@ -139,7 +139,7 @@ static void single_reader_queue(single_client *c, uint32_t stream, bfeed_batch *
     if (s->tail) s->tail->next = b;
     else s->head = b;
     s->tail = b;
-    s->queued = single_stream_pos_after(s->queued, s->base.info.batches_per_epoch);
+    s->queued = single_stream_pos_after(s, s->queued);
     b = NULL;
   } else if (s && s->state >= 0) {
     snprintf(s->err_msg, sizeof s->err_msg,

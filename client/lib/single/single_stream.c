@@ -44,9 +44,9 @@ void single_stream_forget(single_stream *s) {
   api_stream_free(&s->base);
 }
 
-single_pos single_stream_pos_after(single_pos p, uint64_t bpe) {
-  if (++p.index < bpe) return p;
-  return (single_pos){p.epoch + 1, 0}; /* an epoch's last batch is followed by the next epoch's first */
+single_pos single_stream_pos_after(const single_stream *s, single_pos p) {
+  /* An epoch's last batch is followed by the next epoch's first. */
+  return subset_after(&s->base.open.opts, s->base.info.batches_per_epoch, p);
 }
 
 /* Whether a stream asked for `epochs` epochs has handed all of them out. */
@@ -153,7 +153,7 @@ static int single_stream_next(bfeed_stream *bs, bfeed_batch **out, char *err, si
     b->next = NULL;
     s->consumed++;
     single_shm_consumed(s->shm, s->consumed); /* repeated by releases (single_shm.c) */
-    s->next = single_stream_pos_after((single_pos){b->epoch, b->index}, bs->info.batches_per_epoch);
+    s->next = single_stream_pos_after(s, (single_pos){b->epoch, b->index});
   }
   uint64_t consumed = s->consumed, gen = c->gen;
   pthread_mutex_unlock(&c->base.mu);
