@@ -7,10 +7,13 @@ _bf16 = []
 def torch(t):
     """A torch tensor on the batch's memory: bf16 -> torch.bfloat16 through
     DLPack (no copy). int32 tensors (label, length) become int64, as PyTorch
-    losses and indexing expect: a copy of B numbers, never of image data."""
+    losses and indexing expect: a copy of B numbers, never of image data.
+    `valid` (eval_pad="mask", u8 0/1) becomes torch.bool, a mask to index with."""
     import torch as _torch
     x = _torch.from_dlpack(t)
-    return x.to(_torch.int64) if x.dtype == _torch.int32 else x
+    if x.dtype == _torch.int32:
+        return x.to(_torch.int64)
+    return x.to(_torch.bool) if t.name == "valid" else x
 
 
 def numpy(t):

@@ -1,82 +1,129 @@
 """bfeed.torch: a bfeed stream as a torch.utils.data.IterableDataset.
 
     ds = bfeed.torch.Dataset("unix:/tmp/bfeed.sock", "demo", batch=64, seed=42)
-    loader = torch.utils.data.DataLoader(ds, batch_size=None)   # bfeed batches
+    loader = bfeed.torch.DataLoader(ds, num_workers=4)   # bfeed batches
     for epoch in range(ds.epoch, epochs):
         ds.set_epoch(epoch)
-        for b in loader:                      # {"image": bf16, "label": int64, "index": int64}
+        for b in loader:        # {"image": bf16, "label": int64, "index": int64, "position": int64}
             ...
-            torch.save({"model": ..., "data": ds.state_dict()}, path)
+            torch.save({"model": ..., "data": loader.state_dict()}, path)
 
 Each iteration connects (in the process that iterates: each DataLoader worker,
-with any start method, fork included) and serves one epoch (`epoch`, from
-`start_batch`), read in shards:
-reader r of n = rank * num_workers + worker, n = world_size * num_workers,
-with the rank and world size from torch.distributed when it is initialised,
-else from the RANK and WORLD_SIZE environment variables (or the rank= and
-world_size= arguments).
+with any start method, fork included) and serves one epoch. A rank reads
+shard `rank` of `world_size` (from torch.distributed when it is initialised,
+else from the RANK and WORLD_SIZE environment variables, or the rank= and
+world_size= arguments): position p of the shard is position p * world_size +
+rank of the epoch's order. Its DataLoader workers split the rank's batches in
+turn (worker w of W takes batches w, w + W, ...: select="stride:W"), so the
+loader yields the same batches in the same order with 0, 1 or 4 workers.
 
-Training (the default): the daemon's shards, `--shard r/n`: all readers get
-floor(N/n) samples (up to n-1 are left out per epoch, different ones each
-shuffled epoch), like DistributedSampler(drop_last=True) without padding.
+Training (the default): all ranks get floor(N / world_size) samples (up to
+world_size - 1 are left out per epoch, different ones each shuffled epoch),
+like DistributedSampler(drop_last=True) without padding.
 
-Evaluation (mode="eval"): every sample exactly once across all readers. A
-reader takes its shard with keep_partial (so its last batch may be short) and
-then, when r < N mod n, the one sample p = floor(N/n)*n + r that the shards
-leave out, as a batch of one. DistributedSampler instead pads the last
-shards with repeated samples so that every rank has the same length: here
-ranks differ by at most one sample and nothing is counted twice, so the
-readers' batch counts may differ (do not all_reduce per batch in eval).
+Evaluation (mode="eval"): every sample exactly once across all ranks. By
+default a rank takes its shard with keep_partial (its last batch may be
+short) and then, when rank < N mod world_size, the one sample the shards
+leave out, as a batch of one: ranks differ by at most one sample and one
+batch. With eval_pad="mask" every rank gets the same number of batches of the
+same size, the daemon padding the shards, and each batch has `valid` (bool
+[B], False for padding): an all_reduce per batch cannot hang, and metrics
+counted over `valid` count every sample exactly once.
 
-Resuming: state_dict() is {"epoch", "batch"}: the epoch and the number of
-batches of it this rank has consumed; after an epoch's last batch it is
-{"epoch": e + 1, "batch": 0}. load_state_dict() continues exactly there: the
-same batches, in the same order, byte for byte. With num_workers=0 the Dataset
-counts by itself. With workers the counting happens in the worker processes,
-so the main process's state_dict() only follows set_epoch/load_state_dict:
-count the batches your loop consumed (k) and save {"epoch": e, "batch": k}.
-Loading that gives worker w shard (k + w) mod W from batch (k + w) div W, which
-continues the in-order DataLoader's round-robin exactly in training (equal
-shards); a worker whose shard is already done yields nothing. Evaluation
-streams are not meant to be resumed mid-way.
+Position and state: every batch carries "position", int64 [7] (Position
+names them): the epoch, the batch's index in the rank's stream of it, the
+rank, the world size, the stream's batches per epoch, the samples of the
+epoch consumed before the stream began (start_sample) and the batch size.
+state_dict() is {"epoch", "batch", "samples", "world_size", "start_sample"}:
+the batches of the epoch this rank has received, and "samples", the
+positions of the epoch's order all ranks together have consumed (every rank
+at the same step, as synchronous data-parallel training is). After an
+epoch's last batch it is {"epoch": e + 1, "batch": 0, "samples": 0, ...}.
+The Dataset follows the batches it yields itself (num_workers=0);
+bfeed.torch.DataLoader follows the batches the loop receives, so with
+workers too the main process's loader.state_dict() (the Dataset's) is right;
+with torch's own DataLoader call ds.state_dict(last_batch).
+
+load_state_dict() continues there. On the same world size: the same
+batches, byte for byte (start_batch). On another (elastic: a job saved on 8
+ranks resumed on 6): the epoch's positions from "samples" on are divided
+among the new ranks (start_sample), so across the two runs every sample of
+the epoch is served at most once (all of them when the sizes divide), and
+the next epochs are those of a fresh run on the new world size.
+Evaluation streams are not meant to be resumed mid-way.
 """
+import collections
 import os
 
+import torch
 import torch.utils.data as _data
 
 import bfeed
 
-_RESERVED = ("shard", "epoch", "start_batch", "epochs")
+_RESERVED = ("shard", "epoch", "start_batch", "epochs", "select", "start_sample")
+
+#: The fields of a batch's "position" tensor, in order.
+Position = collections.namedtuple(
+    "Position", "epoch batch rank world_size batches_per_epoch start_sample batch_size")
+
+
+def position(batch):
+    """The Position of a batch this module yielded (its "position" tensor)."""
+    return Position(*(int(x) for x in batch["position"].tolist()))
 
 
 class Dataset(_data.IterableDataset):
     """Batches of a bfeed stream as dicts of torch tensors; use it with
-    DataLoader(ds, batch_size=None). Options are Client.stream's;
-    connect_opts, a dict of bfeed.connect's keywords (reconnect,
-    reconnect_deadline, token, token_file, shm)."""
+    bfeed.torch.DataLoader(ds) or DataLoader(ds, batch_size=None). Options
+    are Client.stream's (eval_pad="mask" with mode="eval"); connect_opts, a
+    dict of bfeed.connect's keywords (reconnect, reconnect_deadline, token,
+    token_file, shm)."""
 
     def __init__(self, addr, dataset, *, rank=None, world_size=None, connect_opts=None, **opts):
         bad = [k for k in _RESERVED if k in opts]
         if bad:
             raise TypeError("bfeed.torch.Dataset sets %s itself (use set_epoch/load_state_dict)" % ", ".join(bad))
+        if opts.get("eval_pad") not in (None, "none") and opts.get("mode") != "eval":
+            raise ValueError("eval_pad=%r pads evaluation: it needs mode=\"eval\"" % (opts["eval_pad"],))
         super().__init__()
         self.addr, self.dataset, self.opts = addr, dataset, dict(opts)
         self.connect_opts = dict(connect_opts or {})
         self.rank, self.world_size = rank, world_size
-        self.epoch, self.batch = 0, 0
+        self.epoch, self.batch, self.samples, self.start_sample = 0, 0, 0, 0
+        self._saved_world = None  # the world size of a loaded state
         self.batches_per_epoch = None  # known once a stream has opened
 
     def set_epoch(self, epoch):
-        """Serve epoch `epoch` next (from batch 0 unless it is the epoch a
+        """Serve epoch `epoch` next (from its start unless it is the epoch a
         loaded state is in), like DistributedSampler.set_epoch."""
         if int(epoch) != self.epoch:
-            self.epoch, self.batch = int(epoch), 0
+            self.epoch, self.batch, self.samples, self.start_sample = int(epoch), 0, 0, 0
 
-    def state_dict(self):
-        return {"epoch": self.epoch, "batch": self.batch}
+    def state_dict(self, last_batch=None):
+        """Where the loop stands: after the batches this Dataset (or
+        bfeed.torch.DataLoader) saw, or after `last_batch`, the last batch
+        the loop received (torch's own DataLoader with workers)."""
+        if last_batch is not None:
+            self._note(position(last_batch))
+        world = self._saved_world if self._saved_world is not None else self._ranks()[1]
+        return {"epoch": self.epoch, "batch": self.batch, "samples": self.samples, "world_size": world,
+                "start_sample": self.start_sample}
 
     def load_state_dict(self, state):
         self.epoch, self.batch = int(state["epoch"]), int(state["batch"])
+        self.start_sample = int(state.get("start_sample", 0))
+        self.samples = int(state.get("samples", 0))
+        # A state from before world_size was recorded is this world's.
+        self._saved_world = int(state["world_size"]) if "world_size" in state else None
+
+    def _note(self, p):
+        """The state after the loop received the batch at position p."""
+        self._saved_world = p.world_size
+        if p.batch + 1 >= p.batches_per_epoch:
+            self.epoch, self.batch, self.samples, self.start_sample = p.epoch + 1, 0, 0, 0
+            return
+        self.epoch, self.batch, self.start_sample = p.epoch, p.batch + 1, p.start_sample
+        self.samples = p.start_sample + (p.batch + 1) * p.batch_size * p.world_size
 
     def _ranks(self):
         rank, world = self.rank, self.world_size
@@ -92,6 +139,13 @@ class Dataset(_data.IterableDataset):
             raise ValueError("rank %d is not in 0..world_size-1 (world_size %d)" % (rank, world))
         return rank, world
 
+    def _resume_point(self, world):
+        """(start_sample, start_batch) of this epoch on `world` ranks: a
+        saved state's own on its world size, else its samples re-divided."""
+        if self._saved_world is None or self._saved_world == world or self.samples == 0:
+            return self.start_sample, self.batch
+        return self.samples, 0
+
     def __iter__(self):
         rank, world = self._ranks()
         info = _data.get_worker_info()
@@ -100,55 +154,102 @@ class Dataset(_data.IterableDataset):
         # worker could not use the parent's; bfeed.ForkedError).
         client = bfeed.connect(self.addr, **self.connect_opts)
         try:
-            if self.opts.get("mode") == "eval":
-                yield from self._eval(client, rank * nw + w, world * nw)
+            if self.opts.get("mode") == "eval" and self.opts.get("eval_pad", "none") == "none":
+                yield from self._eval(client, rank, world, w, nw)
             else:
-                k = self.batch
-                shard = rank * nw + (k + w) % nw
-                yield from self._train(client, shard, world * nw, (k + w) // nw, counting=info is None)
+                start_sample, k = self._resume_point(world)
+                yield from self._read(client, rank, world, w, nw, start_sample, k, counting=info is None)
         finally:
             client.close()
 
-    def _train(self, client, shard, nshards, start, counting):
+    def _yield(self, b, rank, world, bpe, start_sample, counting):
+        out = b.torch()
+        p = Position(b.epoch, b.index, rank, world, bpe, start_sample, out["index"].shape[0])
+        out["position"] = torch.tensor(p, dtype=torch.int64)
+        if counting:  # num_workers=0: this object is the main process's
+            self._note(p)
+        return out
+
+    def _read(self, client, rank, world, w, nw, start_sample, k, counting):
         epoch = self.epoch
+        extra = {"start_sample": start_sample} if start_sample else {}
+        if nw > 1:
+            extra["select"] = "stride:%d" % nw
         try:
-            s = client.stream(self.dataset, shard=(shard, nshards), epoch=epoch, start_batch=start, epochs=1,
-                              **self.opts)
+            s = client.stream(self.dataset, shard=(rank, world), epoch=epoch, start_batch=k + w, epochs=1,
+                              **extra, **self.opts)
         except bfeed.InvalidError:
-            if start == 0:
+            if k + w == 0:
                 raise
-            return  # this worker's shard was finished before the resume point
+            return  # this worker's batches were all before the resume point
+        except bfeed.DatasetError:
+            if not start_sample:
+                raise
+            return  # resumed so near the epoch's end that the new ranks get no whole batch
         with s:
             self.batches_per_epoch = s.batches_per_epoch
             for b in s:
-                if counting:  # num_workers=0: this object is the main process's
-                    self.batch += 1
-                    if self.batch >= s.batches_per_epoch:
-                        self.epoch, self.batch = epoch + 1, 0
-                yield b.torch()
+                yield self._yield(b, rank, world, s.batches_per_epoch, start_sample, counting)
 
-    def _eval(self, client, r, n):
+    def _eval(self, client, rank, world, w, nw):
         opts = dict(self.opts, keep_partial=True)
+        if nw > 1:
+            opts["select"] = "stride:%d" % nw
         try:
-            s = client.stream(self.dataset, shard=(r, n), epoch=self.epoch, epochs=1, **opts)
-        except bfeed.DatasetError:
-            s = None  # fewer samples than readers: only the left-out ones below
-        per_shard = 0
+            s = client.stream(self.dataset, shard=(rank, world), epoch=self.epoch, start_batch=w, epochs=1,
+                              **opts)
+        except (bfeed.DatasetError, bfeed.InvalidError):
+            s = None  # fewer samples than ranks, or than this worker's turn
+        per_shard, bpe = 0, 0
         if s is not None:
             with s:
-                per_shard = s.samples
+                per_shard, bpe = s.samples, s.batches_per_epoch
                 for b in s:
-                    yield b.torch()
-        # The sample the equal-length shards leave out for this reader, if
-        # any: position per_shard*n + r of the unsharded epoch order, which
-        # is batch per_shard*n + r of a stream of batches of one.
+                    yield self._yield(b, rank, world, bpe, 0, False)
+        elif w > 0:
+            return
+        # The sample the equal-length shards leave out for this rank, if
+        # any, from the worker whose turn batch bpe is: position
+        # per_shard*world + rank of the unsharded epoch order, which is
+        # batch per_shard*world + rank of a stream of batches of one.
         # (bucket off: with batches of one it would reorder other runs.)
-        one = dict(opts, batch=1, window=1, bucket=None)
+        if bpe % nw != w:
+            return
+        one = dict(self.opts, keep_partial=True, batch=1, window=1, bucket=None)
         try:
-            s = client.stream(self.dataset, epoch=self.epoch, start_batch=per_shard * n + r, epochs=1, **one)
+            s = client.stream(self.dataset, epoch=self.epoch, start_batch=per_shard * world + rank, epochs=1, **one)
         except bfeed.InvalidError:
-            return  # r >= N mod n: no sample left for this reader
+            return  # rank >= N mod world: no sample left for this rank
         with s:  # empty when that position is the end of the epoch
             b = next(iter(s), None)
             if b is not None:
-                yield b.torch()
+                out = b.torch()
+                p = Position(self.epoch, bpe, rank, world, bpe + 1, 0, 1)
+                out["position"] = torch.tensor(p, dtype=torch.int64)
+                yield out
+
+
+class DataLoader(_data.DataLoader):
+    """torch.utils.data.DataLoader for a bfeed.torch.Dataset (batch_size
+    None: bfeed makes the batches) that follows the batches the loop
+    receives, so that state_dict() is right with any num_workers, mid-epoch
+    and at an epoch's end: torch.save({"data": loader.state_dict()}, path),
+    then loader.load_state_dict(saved["data"])."""
+
+    def __init__(self, dataset, **kwargs):
+        if not isinstance(dataset, Dataset):
+            raise TypeError("bfeed.torch.DataLoader takes a bfeed.torch.Dataset")
+        if kwargs.setdefault("batch_size", None) is not None:
+            raise ValueError("bfeed.torch.DataLoader: the batch size is the stream's (batch=); leave batch_size None")
+        super().__init__(dataset, **kwargs)
+
+    def __iter__(self):
+        for b in super().__iter__():
+            self.dataset._note(position(b))
+            yield b
+
+    def state_dict(self):
+        return self.dataset.state_dict()
+
+    def load_state_dict(self, state):
+        self.dataset.load_state_dict(state)

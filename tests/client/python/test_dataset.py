@@ -30,12 +30,13 @@ def test_state_rolls_over_at_epoch_end(daemon):
     ds = bfeed.torch.Dataset(daemon.addr, "demo", **OPTS)
     it = iter(ds)
     next(it)
-    assert ds.state_dict() == {"epoch": 0, "batch": 1}
+    assert ds.state_dict() == {"epoch": 0, "batch": 1, "samples": 4, "world_size": 1, "start_sample": 0}
     rest = list(it)
     assert len(rest) + 1 == ds.batches_per_epoch == 20
-    assert ds.state_dict() == {"epoch": 1, "batch": 0}
+    end = {"epoch": 1, "batch": 0, "samples": 0, "world_size": 1, "start_sample": 0}
+    assert ds.state_dict() == end
     ds.set_epoch(1)  # the loop's usual call: no change
-    assert ds.state_dict() == {"epoch": 1, "batch": 0}
+    assert ds.state_dict() == end
 
 
 def test_resume_mid_epoch_and_at_epoch_end(daemon):
@@ -48,7 +49,7 @@ def test_resume_mid_epoch_and_at_epoch_end(daemon):
         # single-process DataLoader for some, which must not read ahead.
         seen = _take(ds, k, loader=k % 2 == 1)
         state = ds.state_dict()
-        assert state == {"epoch": k // 20, "batch": k % 20}, k
+        assert (state["epoch"], state["batch"], state["samples"]) == (k // 20, k % 20, k % 20 * 4), k
         again = bfeed.torch.Dataset(daemon.addr, "demo", **OPTS)
         again.load_state_dict(state)
         again.set_epoch(state["epoch"])  # what a loop calls after loading
@@ -65,12 +66,12 @@ def test_eval_every_sample_once_2_workers_2_ranks(daemon):
     got = []
     for rank in range(2):
         got += _eval_indices(daemon.addr, rank, 2, 2, batch=2, mode="eval")
-    assert sorted(got) == list(range(23)), got  # 4 readers: 5 each + 3 left-out ones, no repeat
-    # Train mode shards like DistributedSampler(drop_last): 4 x floor(23/4).
+    assert sorted(got) == list(range(23)), got  # 2 ranks: 11 each + the left-out one, no repeat
+    # Train mode shards like DistributedSampler(drop_last): 2 x floor(23/2).
     train = []
     for rank in range(2):
         train += _eval_indices(daemon.addr, rank, 2, 2, batch=1, seed=5)
-    assert len(train) == 20 and len(set(train)) == 20
+    assert len(train) == 22 and len(set(train)) == 22
 
 
 def test_worker_resume_continues_the_round_robin(daemon):
