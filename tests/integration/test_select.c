@@ -1,7 +1,8 @@
 /*
  * test_select.c -- subsets of a stream's batches on the real daemon
  * (suite.h; PROTOCOL.md "Subsets of the batches"), over raw sockets:
- * residue streams together are the select=all stream byte for byte,
+ * residue streams together, and stride streams from successive batches,
+ * are the select=all stream byte for byte,
  * on-demand streams serve what is asked in the order asked, bad REQUESTs
  * fail the stream or the connection as documented, and OPEN_OK's
  * fingerprint tells copies of the same data apart from changed data or
@@ -156,6 +157,43 @@ static void test_residue_streams_make_up_the_all_stream(void **state) {
     sel_run_free(part);
   }
   /* Each batch of the all-stream in exactly one residue stream. */
+  assert_int_equal(seen, all->n);
+  sel_run_free(all);
+  free(all);
+  free(part);
+  suite_stop(d);
+}
+
+/* Stride: streams opened at batch 2 + w with stride 3, w = 0, 1, 2 (the
+ * DataLoader workers of one reader), serve batches w, w + 3, ... of the
+ * all-stream from batch 2, across the epochs' ends; together, each once. */
+static void test_stride_streams_make_up_the_all_stream(void **state) {
+  suite *s = *state;
+  itest_daemon *d = suite_start(s, 0, "stride", 2, 0);
+  sel_run *all = calloc(1, sizeof *all), *part = calloc(1, sizeof *part);
+  uint64_t bpe, seen = 0;
+  sel_all(d->unix_addr, all, &bpe);
+  for (uint64_t w = 0; w < 3; w++) {
+    bfeed_stream_opts o;
+    msg_open_ok ok;
+    sel_opts(&o, BFEED_SELECT_STRIDE, 3, 0);
+    o.batch_index = 2 + w;
+    int fd = sel_open(d->unix_addr, &o, &ok);
+    part->n = 0;
+    sel_collect(fd, part, UINT64_MAX);
+    close(fd);
+    assert_int_equal(part->end_count, part->n);
+    assert_int_equal(part->n, (all->n - w + 2) / 3);
+    for (size_t i = 0; i < part->n; i++) {
+      assert_int_equal(part->b[i].seq, i);
+      if (!sel_same(&part->b[i], &all->b[w + 3 * i]))
+        fail_msg("stride 3 from batch %llu: its batch %zu (%llu, %llu) is not the all-stream's %llu",
+                 (unsigned long long)(2 + w), i, (unsigned long long)part->b[i].epoch,
+                 (unsigned long long)part->b[i].index, (unsigned long long)(w + 3 * i));
+    }
+    seen += part->n;
+    sel_run_free(part);
+  }
   assert_int_equal(seen, all->n);
   sel_run_free(all);
   free(all);
@@ -397,6 +435,7 @@ static void test_fingerprint(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_residue_streams_make_up_the_all_stream, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_stride_streams_make_up_the_all_stream, suite_kill_daemons),
       cmocka_unit_test_teardown(test_on_demand_serves_what_is_asked_in_order, suite_kill_daemons),
       cmocka_unit_test_teardown(test_on_demand_refuses_bad_entries, suite_kill_daemons),
       cmocka_unit_test_teardown(test_on_demand_bound_without_reading, suite_kill_daemons),
