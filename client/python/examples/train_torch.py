@@ -34,12 +34,15 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--size", type=int, default=64)
     ap.add_argument("--ckpt-every", type=int, default=10, help="steps between checkpoints")
+    ap.add_argument("--workers", type=int, default=2, help="DataLoader workers")
     ap.add_argument("--kill-after", type=int, default=0, help="SIGKILL this process after N steps (a crash)")
     a = ap.parse_args()
 
     torch.manual_seed(0)
     data = bfeed.torch.Dataset(a.connect, a.dataset, batch=a.batch, size=a.size, seed=1)
-    loader = torch.utils.data.DataLoader(data, batch_size=None)
+    # Workers take the rank's batches in turn: the same batches as none, and
+    # loader.state_dict() follows what this loop received.
+    loader = bfeed.torch.DataLoader(data, num_workers=a.workers)
     model = torchvision.models.resnet18(num_classes=8)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     step = 0
@@ -47,13 +50,13 @@ def main():
         ck = torch.load(a.ckpt)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
-        data.load_state_dict(ck["data"])
+        loader.load_state_dict(ck["data"])
         step = ck["step"]
         print("resumed from %s: step %d, epoch %d, batch %d" % (a.ckpt, step, data.epoch, data.batch), flush=True)
 
     def save():
         tmp = a.ckpt + ".tmp"
-        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "data": data.state_dict(),
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "data": loader.state_dict(),
                     "step": step}, tmp)
         os.replace(tmp, a.ckpt)  # a kill never leaves half a checkpoint
 
@@ -74,10 +77,9 @@ def main():
             run_steps += 1
             correct += (out.argmax(1) == y).sum().item()
             seen += len(y)
-            st = data.state_dict()
+            st = loader.state_dict()
             print("step %3d  epoch %d batch %2d  first sample %4d  loss %.4f" % (
-                step, epoch, (st["batch"] - 1) % data.batches_per_epoch, b["index"][0].item(), loss.item()),
-                flush=True)
+                step, epoch, bfeed.torch.position(b).batch, b["index"][0].item(), loss.item()), flush=True)
             if step % a.ckpt_every == 0:
                 save()
                 print("checkpoint at step %d: data %s" % (step, st), flush=True)
