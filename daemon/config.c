@@ -37,6 +37,7 @@ const config_key config_keys[] = {
     {"socket_mode", "MODE", "file mode of the Unix sockets created, octal (0660)"},
     {"socket_group", "GROUP", "group of the Unix sockets created (default: the daemon's)"},
     {"auth_token_file", "FILE", "TCP clients must present the token in FILE (default: none)"},
+    {"skipped_log", "FILE", "append each skipped sample (dataset, index, reason, file, message) to FILE; reopened on reload"},
     {NULL, NULL, NULL}};
 
 void config_init(config *c) {
@@ -114,6 +115,7 @@ void config_free(config *c) {
   free(c->cache_dir);
   free(c->socket_group);
   free(c->auth_token_file);
+  free(c->skipped_log);
   for (size_t i = 0; i < c->ndatasets; i++) {
     dataset_clear(&c->datasets[i]);
     free(c->datasets[i].name);
@@ -237,6 +239,7 @@ static const struct {
     {"cache_dir", offsetof(config, cache_dir)},
     {"socket_group", offsetof(config, socket_group)},
     {"auth_token_file", offsetof(config, auth_token_file)},
+    {"skipped_log", offsetof(config, skipped_log)},
 };
 
 int config_set(config *c, const char *key, const char *value, const char *where, char *err, size_t errlen) {

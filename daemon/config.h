@@ -45,6 +45,7 @@ typedef struct config {
   int socket_mode;       /* of the Unix sockets the daemon creates */
   char *socket_group;    /* their group (name or number), or NULL */
   char *auth_token_file; /* the token TCP clients must show, or NULL */
+  char *skipped_log;     /* where skipped samples are appended (skips.h), or NULL */
   int log_level;   /* syslog priority, see log.h */
   config_dataset *datasets;
   size_t ndatasets;

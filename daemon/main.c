@@ -29,6 +29,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "server.h"
+#include "skips.h"
 #include "storage.h"
 
 #define SHUTDOWN_GRACE_MS 2000
@@ -274,6 +275,8 @@ static void reload_apply(daemon_ctx *d, reload_job *j) {
   server_set_datasets(&d->srv, ds, cfg->ndatasets);
   d->srv.limits = j->limits;
   jpeg_decode_set_limit(cfg->max_decode_memory);
+  char why[600];
+  if (skips_log_open(cfg->skipped_log, why, sizeof why) < 0) log_warn(&d->log, "%s (the old one is kept)", why);
   log_set_level(&d->log, cfg->log_level);
   int same_listen = cfg->nlisten == d->cfg.nlisten;
   for (size_t i = 0; same_listen && i < cfg->nlisten; i++) same_listen = strcmp(cfg->listen[i], d->cfg.listen[i]) == 0;
@@ -426,6 +429,7 @@ static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
   int rc = limits_of(&d->cfg, &limits, err, errlen);
   if (rc < 0) return rc;
   jpeg_decode_set_limit(d->cfg.max_decode_memory);
+  if ((rc = skips_log_open(d->cfg.skipped_log, err, errlen)) < 0) return rc;
   rc = server_init(&d->srv, loop, &d->log, nworkers, d->srv.datasets, d->srv.ndatasets, &limits, err, errlen);
   if (rc < 0) return rc;
   int activated = listen_adopt_systemd(&d->srv, err, errlen);

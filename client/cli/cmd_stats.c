@@ -6,6 +6,11 @@
  * {"daemon": {...}, "remote": {...}, "datasets": {"name": {...}}, "streams": {"id": {...}}}
  * ("remote": the object-store and HTTP backends' counters, {} until used).
  *
+ * With --skipped, the samples each dataset skipped instead (the "skipped"
+ * groups of the report: id "DATASET<TAB>NAME<TAB>MESSAGE", counters index
+ * and reason), one line each under the dataset's counts by reason; with
+ * --json {"skipped": {"DATASET": [{"index", "reason", "name", "message"}]}}.
+ *
  * An address naming several daemons (a list, or a name resolving to
  * several) prints each daemon's report under its endpoint, then the sum of
  * their "daemon" counters; with --json {"endpoints": {"ADDR": {...}, ...},
@@ -54,10 +59,67 @@ static void cmd_stats_print_json(const bfeed_stat_group *g, size_t n) {
 
 static void cmd_stats_print_text(const bfeed_stat_group *g, size_t n) {
   for (size_t i = 0; i < n; i++) {
+    if (strcmp(g[i].kind, "skipped") == 0) continue; /* --skipped prints them */
     printf("%s %s\n", g[i].kind, g[i].id);
     for (size_t c = 0; c < g[i].ncounters; c++)
       printf("  %-22s %llu\n", g[i].counters[c].name, (unsigned long long)g[i].counters[c].value);
   }
+}
+
+static uint64_t cmd_stats_counter(const bfeed_stat_group *g, const char *name) {
+  for (size_t c = 0; c < g->ncounters; c++)
+    if (strcmp(g->counters[c].name, name) == 0) return g->counters[c].value;
+  return 0;
+}
+
+/* A skipped group's id, DATASET<TAB>NAME<TAB>MESSAGE, split in place. */
+static int cmd_stats_skip_id(char *id, char **name, char **why) {
+  if (!(*name = strchr(id, '\t'))) return -1;
+  *(*name)++ = 0;
+  if ((*why = strchr(*name, '\t'))) *(*why)++ = 0;
+  else *why = "";
+  return 0;
+}
+
+static const char *cmd_stats_reason(uint64_t r) {
+  static const char *const names[] = {"corrupt", "too_large", "unreadable"};
+  return r < 3 ? names[r] : "unknown";
+}
+
+static void cmd_stats_print_skipped(bfeed_stat_group *g, size_t n, int json) {
+  printf(json ? "{\"skipped\": {" : "");
+  int firstds = 1;
+  for (size_t d = 0; d < n; d++) {
+    if (strcmp(g[d].kind, "dataset") != 0) continue;
+    const char *ds = g[d].id;
+    uint64_t c = cmd_stats_counter(&g[d], "skipped_corrupt"), t = cmd_stats_counter(&g[d], "skipped_too_large"),
+             u = cmd_stats_counter(&g[d], "skipped_unreadable");
+    if (json) printf("%s", firstds ? "" : ", "), cli_json_str(stdout, ds), printf(": [");
+    else printf("dataset %s: %llu skipped (corrupt %llu, too_large %llu, unreadable %llu)\n", ds,
+                (unsigned long long)(c + t + u), (unsigned long long)c, (unsigned long long)t, (unsigned long long)u);
+    firstds = 0;
+    int first = 1;
+    for (size_t i = 0; i < n; i++) {
+      char id[512], *name, *why; /* a report id is at most 255 bytes */
+      snprintf(id, sizeof id, "%s", g[i].id);
+      if (strcmp(g[i].kind, "skipped") != 0 || cmd_stats_skip_id(id, &name, &why) < 0 || strcmp(id, ds) != 0) continue;
+      uint64_t index = cmd_stats_counter(&g[i], "index");
+      const char *reason = cmd_stats_reason(cmd_stats_counter(&g[i], "reason"));
+      if (!json) {
+        printf("  %8llu  %-10s  %s: %s\n", (unsigned long long)index, reason, name, why);
+        continue;
+      }
+      printf("%s{\"index\": %llu, \"reason\": \"%s\", \"name\": ", first ? "" : ", ", (unsigned long long)index,
+             reason);
+      cli_json_str(stdout, name);
+      printf(", \"message\": ");
+      cli_json_str(stdout, why);
+      printf("}");
+      first = 0;
+    }
+    if (json) printf("]");
+  }
+  printf(json ? "}}" : "");
 }
 
 /* The sum of the daemons' "daemon" counters, by name. */
@@ -82,7 +144,8 @@ static void cmd_stats_add(stats_total *t, const bfeed_stat_group *g, size_t n) {
 }
 
 /* One daemon's report: 0, or 1 with the reason on stderr. */
-static int cmd_stats_one(const char *addr, const bfeed_connect_opts *co, int json, int first, stats_total *t) {
+static int cmd_stats_one(const char *addr, const bfeed_connect_opts *co, int json, int skipped, int first,
+                         stats_total *t) {
   bfeed_client *c;
   bfeed_error err;
   bfeed_stat_group *g;
@@ -94,7 +157,10 @@ static int cmd_stats_one(const char *addr, const bfeed_connect_opts *co, int jso
   }
   if (rc < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;
   if (json && t) printf("%s", first ? "" : ", "), cli_json_str(stdout, addr), printf(": ");
-  if (json) cmd_stats_print_json(g, n);
+  if (skipped) {
+    if (t && !json) printf("== %s\n", addr);
+    cmd_stats_print_skipped(g, n, json);
+  } else if (json) cmd_stats_print_json(g, n);
   else {
     if (t) printf("== %s\n", addr);
     cmd_stats_print_text(g, n);
@@ -105,15 +171,16 @@ static int cmd_stats_one(const char *addr, const bfeed_connect_opts *co, int jso
 }
 
 /* Each daemon behind a fan-out address, then the total. */
-static int cmd_stats_fanout(bfeed_client *pc, const bfeed_connect_opts *co, int json) {
+static int cmd_stats_fanout(bfeed_client *pc, const bfeed_connect_opts *co, int json, int skipped) {
   static stats_total t;
   int bad = 0;
   size_t n = bfeed_client_endpoints(pc);
   if (json) printf("{\"endpoints\": {");
   for (size_t i = 0; i < n; i++) {
     char ep[256];
-    if (bfeed_client_endpoint(pc, i, ep, sizeof ep) == 0) bad |= cmd_stats_one(ep, co, json, i == 0, &t);
+    if (bfeed_client_endpoint(pc, i, ep, sizeof ep) == 0) bad |= cmd_stats_one(ep, co, json, skipped, i == 0, &t);
   }
+  if (skipped) return printf(json ? "}}\n" : ""), bad;
   if (json) printf("}, \"total\": {");
   else printf("== total of %zu daemons\ndaemon total\n", n);
   for (size_t k = 0; k < t.n; k++) {
@@ -125,10 +192,12 @@ static int cmd_stats_fanout(bfeed_client *pc, const bfeed_connect_opts *co, int 
 }
 
 static const char stats_usage[] =
-    "usage: bfeed stats --connect ADDR[,ADDR...] [--json]\n"
+    "usage: bfeed stats --connect ADDR[,ADDR...] [--skipped] [--json]\n"
     "Prints the daemon's counters: the daemon's, each dataset's and each open stream's.\n"
     "Several daemons (a list, or a name resolving to several): each under its endpoint,\n"
     "then the total of their daemon counters.\n"
+    "  --skipped               the samples each dataset skipped (corrupt, too large, unreadable),\n"
+    "                          one per line: index, reason, file, message\n"
     "  --json                  one JSON object: {\"daemon\": {...}, \"remote\": {...}, \"datasets\": {...},\n"
     "                          \"streams\": {...}}\n";
 
@@ -136,7 +205,7 @@ int cmd_stats(int argc, char **argv) {
   cli_args a = {.argc = argc, .argv = argv};
   const char *connect = NULL;
   bfeed_connect_opts co;
-  int json = 0, r, k;
+  int json = 0, skipped = 0, r, k;
   bfeed_connect_opts_init(&co);
   while ((r = cli_next(&a, cmd_stats_takes_value, NULL)) == 1) {
     if (cli_help_or_version(a.name, stats_usage, NULL)) return 0;
@@ -144,6 +213,7 @@ int cmd_stats(int argc, char **argv) {
       if (k < 0) return 2;
     } else if (strcmp(a.name, "connect") == 0) connect = a.value;
     else if (strcmp(a.name, "json") == 0) json = 1;
+    else if (strcmp(a.name, "skipped") == 0) skipped = 1;
     else return fprintf(stderr, "bfeed stats: unknown option --%s\n%s", a.name, stats_usage), 2;
   }
   if (r < 0) return 2;
@@ -153,9 +223,9 @@ int cmd_stats(int argc, char **argv) {
   if (bfeed_connect2(connect, &co, &c, &err) < 0) return fprintf(stderr, "bfeed stats: %s\n", err.message), 1;
   int rc;
   if (bfeed_client_endpoints(c) > 1) {
-    rc = cmd_stats_fanout(c, &co, json);
+    rc = cmd_stats_fanout(c, &co, json, skipped);
   } else {
-    rc = cmd_stats_one(connect, &co, json, 1, NULL);
+    rc = cmd_stats_one(connect, &co, json, skipped, 1, NULL);
     if (json && rc == 0) printf("\n");
   }
   bfeed_close(c);

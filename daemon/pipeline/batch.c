@@ -18,6 +18,7 @@
 #include "msg.h"
 #include "names.h"
 #include "rng.h"
+#include "skips.h"
 #include "tobf16.h"
 #include "wire.h"
 
@@ -248,7 +249,8 @@ static int grow(void *buf, size_t *cap, size_t need) {
  * descriptors or memory, an I/O error) is tried again after a pause; only
  * the file's own faults are returned as such (BFEED_EDATASET...). err
  * starts with the file's name. */
-static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb, char *err, size_t errlen) {
+static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb, char *err, size_t errlen,
+                    int *reason) {
   static const int pause_ms[BATCH_RETRIES] = {10, 100, 500};
   const batch_spec *s = job->spec;
   int rc = 0;
@@ -265,7 +267,9 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
      * the name it is given. */
     rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, err, errlen);
     scratch_count(file_cap, w->file_cap);
+    *reason = rc < 0 ? SKIPS_UNREADABLE : SKIPS_CORRUPT;
     if (rc == 0) rc = sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, err, errlen);
+    if (rc == BFEED_ELIMIT) *reason = SKIPS_TOO_LARGE; /* max_pixels, max_decode_memory */
     if (rc != BFEED_EIO && rc != BFEED_ENOMEM) return rc;
     if (attempt < BATCH_RETRIES) {
       log_write(s->log, LOG_DEBUG, "dataset %s: %s; trying again", s->ds->name, err);
@@ -287,7 +291,8 @@ static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t
   char why[400];
   for (uint32_t k = 0; k < ord->n; k++) {
     uint32_t idx = ord->idx[(pos + k) % ord->n];
-    int rc = load_one(job, w, idx, rgb, why, sizeof why);
+    int reason;
+    int rc = load_one(job, w, idx, rgb, why, sizeof why, &reason);
     if (rc == 0) return idx;
     if (rc == BFEED_EIO || rc == BFEED_ENOMEM) {
       job->rc = rc;
@@ -300,8 +305,14 @@ static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t
      * the batch fails, as every later one does (dataset.h). */
     if ((job->rc = dataset_check(s->ds, job->err, sizeof job->err)) < 0) return -2;
     job->skipped++;
-    log_write(s->log, dataset_mark_bad(s->ds, idx) ? LOG_WARN : LOG_DEBUG,
-              "dataset %s: skipping %s (replaced by the next sample in the epoch)", s->ds->name, why);
+    int first = dataset_mark_bad(s->ds, idx);
+    if (first) { /* listed once, with its reason, for the user to fix (skips.h) */
+      char name[SKIPS_NAME_MAX];
+      dataset_sample_name(s->ds, idx, name, sizeof name);
+      skips_add(s->ds->skips, s->ds->name, idx, reason, name, why);
+    }
+    log_write(s->log, first ? LOG_WARN : LOG_DEBUG, "dataset %s: skipping %s (replaced by the next sample in the epoch)",
+              s->ds->name, why);
   }
   return -1;
 }

@@ -20,7 +20,7 @@ int decode_mem_check(const char *what, int width, int height, uint64_t need, cha
   if (!limit || need <= limit) return 0;
   snprintf(err, errlen, "%s of %dx%d needs %llu bytes to decode, over max_decode_memory (%llu)", what, width,
            height, (unsigned long long)need, (unsigned long long)limit);
-  return BFEED_EDATASET;
+  return BFEED_ELIMIT; /* a limit of the daemon's, not a fault of the file: skips.h's too_large */
 }
 
 static void decode_mem_count(uint64_t was, uint64_t now) {

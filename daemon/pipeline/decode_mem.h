@@ -38,7 +38,7 @@ uint64_t decode_mem_limit(void);
 /* Bytes counted now, all threads: the daemon's decode_memory_bytes. */
 uint64_t decode_mem_held(void);
 
-/* 0 if a decode of `need` bytes fits the limit; else BFEED_EDATASET with
+/* 0 if a decode of `need` bytes fits the limit; else BFEED_ELIMIT with
  * "WHAT of WxH needs N bytes to decode, over max_decode_memory (L)". */
 int decode_mem_check(const char *what, int width, int height, uint64_t need, char *err, size_t errlen);
 

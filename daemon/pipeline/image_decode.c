@@ -112,7 +112,7 @@ int image_decode_header(image_decoder *d, const uint8_t *buf, size_t len, uint64
   if (max_pixels && pixels > max_pixels)
     return snprintf(err, errlen, "%s of %dx%d = %llu pixels, over the max_pixels limit of %llu",
                     image_decode_format_name(info->format), info->width, info->height,
-                    (unsigned long long)pixels, (unsigned long long)max_pixels), BFEED_EDATASET;
+                    (unsigned long long)pixels, (unsigned long long)max_pixels), BFEED_ELIMIT;
   /* PNG and WebP decode at full size: the worst crop keeps the whole image
    * (eval always does), as RGBX, beside the library's own buffers. A JPEG's
    * needs depend on the scale: jpeg_decode_start and image_decode_read

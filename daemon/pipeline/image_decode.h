@@ -9,8 +9,9 @@
  * (the IDCT's M/8, see jpeg_decode.h); PNG and WebP report scalable = 0.
  *
  * Every call returns 0 or a negative BFEED_E* code with a one-line reason
- * in err: BFEED_EDATASET for what the file holds, BFEED_ENOMEM,
- * BFEED_EINTERNAL for a caller's mistake.
+ * in err: BFEED_EDATASET for what the file holds, BFEED_ELIMIT for an
+ * image over a limit below, BFEED_ENOMEM, BFEED_EINTERNAL for a caller's
+ * mistake.
  *
  * The pixel limit is checked from the header, before any memory the size
  * of the image is set aside: a small file claiming a huge size costs
@@ -19,7 +20,7 @@
  * decode could take more -- the whole image as RGBX, which the worst crop
  * needs, and the library's own buffers -- is refused from its header, a
  * JPEG from its header (jpeg_decode.h) and at its scale and crop
- * (image_decode_read), all as BFEED_EDATASET naming the limit. The
+ * (image_decode_read), all as BFEED_ELIMIT naming the limit. The
  * decoded pixels, and the libraries' buffers while they decode, are
  * counted in decode_mem_held.
  */
@@ -54,7 +55,7 @@ const char *image_decode_format_name(enum image_decode_format f);
 
 /* Read the headers of the image in buf[0..len), which must stay valid until
  * image_decode_read returns. An image of more than max_pixels pixels (0: no
- * limit) is refused here, as BFEED_EDATASET. */
+ * limit) is refused here, as BFEED_ELIMIT. */
 int image_decode_header(image_decoder *d, const uint8_t *buf, size_t len, uint64_t max_pixels,
                         image_decode_info *info, char *err, size_t errlen);
 
@@ -67,7 +68,7 @@ int image_decode_start(image_decoder *d, int scale_num, char *err, size_t errlen
 /* Decode columns [x0, x1) and rows [y0, y1) of the scaled image as RGBX
  * (the fourth byte undefined) into memory the decoder holds until the next
  * image or image_decode_done: *px points at pixel (x0, y0), rows *stride
- * bytes apart. BFEED_EDATASET when that rectangle alone is over
+ * bytes apart. BFEED_ELIMIT when that rectangle alone is over
  * max_decode_memory (a JPEG at a scale and crop that need it). */
 int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const uint8_t **px,
                       size_t *stride, char *err, size_t errlen);

@@ -241,7 +241,7 @@ int jpeg_decode_start(jdec *d, int scale_num, char *err, size_t errlen) {
   char why[200];
   if (decode_mem_check(c->progressive_mode ? "progressive JPEG" : "JPEG", (int)c->image_width, (int)c->image_height,
                        need, why, sizeof why) < 0)
-    return fail_msg(d, err, errlen, why);
+    return fail_code(d, err, errlen, why, BFEED_ELIMIT);
   c->mem->max_memory_to_use = limit ? (long)(limit < LONG_MAX ? limit : LONG_MAX) : 0;
   decode_mem_take(&d->held, need);
   jpeg_start_decompress(c);

@@ -8,6 +8,7 @@
 
 #include "addr.h"
 #include "net.h"
+#include "skips.h"
 #include "stats.h"
 #include "storage.h"
 
@@ -142,6 +143,15 @@ void metrics_render(server *s, wbuf *w) {
   ds_counter(w, s, "bfeed_raw_bytes_total", "Tensor bytes sent before compression.", f_raw);
   ds_counter(w, s, "bfeed_wire_bytes_total", "Bytes of batch frames sent.", f_wire);
   ds_counter(w, s, "bfeed_skipped_files_total", "Samples replaced because their file did not decode.", f_skipped);
+  help(w, "bfeed_skipped_samples_total", "counter",
+       "Samples found bad, once each, by reason (corrupt, too_large, unreadable): bfeed stats --skipped lists them.");
+  for (size_t i = 0; i < s->ndatasets; i++)
+    for (int k = 0; s->datasets[i]->skips && k < SKIPS_REASONS; k++) {
+      printfw(w, "bfeed_skipped_samples_total{dataset=\"");
+      label(w, s->datasets[i]->name);
+      printfw(w, "\",reason=\"%s\"} %llu\n", skips_reason_name(k),
+              (unsigned long long)skips_count(s->datasets[i]->skips, k));
+    }
   ds_counter(w, s, "bfeed_batches_shared_total", "Batches sent that were built for another stream first (share.h).",
              f_shared);
   ds_counter(w, s, "bfeed_share_bytes_saved_total", "Tensor bytes of those batches: building not done again.", f_saved);

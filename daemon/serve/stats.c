@@ -12,6 +12,7 @@
 #include "decode_mem.h"
 #include "report.h"
 #include "server.h"
+#include "skips.h"
 #include "storage.h"
 #include "stream.h"
 
@@ -34,6 +35,31 @@ void stats_free(server *s) {
     s->stats = d->next;
     free(d);
   }
+}
+
+/* The skipped samples each dataset lists (skips.h), as groups of kind
+ * "skipped", id "DATASET<TAB>NAME<TAB>MESSAGE" (cut to the id's limit),
+ * counters index and reason; as many as the report has room for. */
+static void stats_skipped(server *s, report_writer *r) {
+  skips_entry *e = malloc(64 * sizeof *e);
+  for (size_t i = 0; e && i < s->ndatasets; i++) {
+    dataset *ds = s->datasets[i];
+    size_t got;
+    for (size_t from = 0; r->ngroups < REPORT_MAX_GROUPS && (got = skips_list(ds->skips, from, e, 64)) > 0; from += got)
+      for (size_t k = 0; k < got && r->ngroups < REPORT_MAX_GROUPS; k++) {
+        char id[REPORT_ID_MAX];
+        size_t n = strlen(e[k].name);
+        /* The message names the file first: said once. */
+        const char *why = strncmp(e[k].why, e[k].name, n) == 0 && strncmp(e[k].why + n, ": ", 2) == 0
+                              ? e[k].why + n + 2
+                              : e[k].why;
+        snprintf(id, sizeof id, "%s\t%s\t%s", ds->name, e[k].name, why);
+        report_group_begin(r, "skipped", id);
+        report_counter_put(r, "index", e[k].sample);
+        report_counter_put(r, "reason", e[k].reason);
+      }
+  }
+  free(e);
 }
 
 /* The daemon's CPU time so far, user and system, all threads. */
@@ -123,6 +149,11 @@ void stats_report(server *s, wbuf *w) {
       report_counter_put(&r, "indexing", dataset_ready(ds, NULL, 0) == BFEED_EBUSY);
       report_counter_put(&r, "records_skipped", dataset_index_skipped(ds));
     }
+    for (int k = 0; ds && ds->skips && k < SKIPS_REASONS; k++) {
+      char name[REPORT_NAME_MAX];
+      snprintf(name, sizeof name, "skipped_%s", skips_reason_name(k));
+      report_counter_put(&r, name, skips_count(ds->skips, k));
+    }
   }
   for (conn *c = s->conns; c; c = c->next)
     for (int i = 0; i < c->nstreams; i++) {
@@ -134,5 +165,6 @@ void stats_report(server *s, wbuf *w) {
       report_counter_put(&r, "write_queue_bytes", c->write_queue);
       for (size_t k = 0; k < n; k++) report_counter_put(&r, ctr[k].name, ctr[k].value);
     }
+  stats_skipped(s, &r);
   report_end(&r);
 }

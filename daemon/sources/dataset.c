@@ -17,6 +17,7 @@
 #include "dataset_kind.h"
 #include "errtext.h"
 #include "fingerprint.h"
+#include "skips.h"
 #include "storage.h"
 
 /* Every kind, one kind_*.c file each and one line here; the first is the
@@ -197,6 +198,7 @@ static void dataset_free(dataset *d) {
   strlist_free_array(d->classes, d->nclasses);
   free(d->labels);
   free(d->bad);
+  skips_free(d->skips);
   wordvec_free(&d->vectors);
   textset_free(&d->text);
   npy_source_close(&d->features);
@@ -238,7 +240,7 @@ dataset *dataset_open(const char *name, const dataset_kv *kv, size_t nkv, const 
     return NULL;
   }
   dataset *d = calloc(1, sizeof *d);
-  if (!d || !(d->name = strdup(name)) || !(d->root = strdup(path->value))) {
+  if (!d || !(d->name = strdup(name)) || !(d->root = strdup(path->value)) || !(d->skips = skips_new())) {
     snprintf(err, errlen, "dataset %s: out of memory", name);
     if (d) dataset_free(d);
     return NULL;

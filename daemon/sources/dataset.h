@@ -68,6 +68,7 @@ typedef struct dataset {
   size_t nclasses;
   char **classes;     /* nclasses names, or NULL (npy) */
   unsigned char *bad; /* kinds with images: nsamples flags, accessed atomically */
+  struct skips *skips; /* the samples found bad, with their reasons (skips.h); NULL for a failed load */
   /* text, manifest */
   wordvec vectors;
   textset text;

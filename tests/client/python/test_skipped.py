@@ -1,0 +1,87 @@
+"""Which samples were skipped (issue 21): a folder with good JPEGs, two
+truncated ones (corrupt) and an image over --max-pixels (too_large), all
+written here with Pillow, so the oracle is what the test made bad. After an
+epoch the daemon lists exactly those, with their reasons, in its report
+(`bfeed stats --skipped`, text and JSON), counts them by reason in
+/metrics, and has appended one line each to --skipped-log; a reload
+(SIGHUP) opens the log afresh where it was moved away (rotation)."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import urllib.request
+
+import pytest
+from PIL import Image
+
+import bfeed
+from oracle_util import Daemon, wait_for
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def bad_folder(tmp_path):
+    root = tmp_path / "imgs"
+    want = {}
+    for c in range(3):
+        os.makedirs(root / ("c%d" % c))
+        for k in range(4):
+            Image.new("RGB", (40 + k, 30), (60 * c, 20 * k, 90)).save(root / ("c%d" % c) / ("%d.jpg" % k), quality=90)
+    for rel in ("c0/1.jpg", "c2/3.jpg"):  # truncated: the header survives, the scan does not
+        data = (root / rel).read_bytes()
+        (root / rel).write_bytes(data[: len(data) // 3])
+        want[rel] = "corrupt"
+    Image.new("RGB", (1200, 1000), (1, 2, 3)).save(root / "c1" / "2.jpg")  # 1.2 Mpx > --max-pixels 1000000
+    want["c1/2.jpg"] = "too_large"
+    return root, want
+
+
+def _bfeed(*args):
+    p = subprocess.run([os.environ["BFEED"], *args], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_skipped_listed_counted_and_logged(bad_folder, tmp_path):
+    root, want = bad_folder
+    log = tmp_path / "skipped.tsv"
+    port = _free_port()
+    d = Daemon(os.environ["BFEEDD"], str(tmp_path), ["bad=%s" % root],
+               extra=["--max-pixels", "1000000", "--skipped-log", str(log), "--metrics-listen", "127.0.0.1:%d" % port])
+    try:
+        with bfeed.connect(d.addr) as c:
+            for epoch in range(2):  # the second epoch finds nothing new
+                for b in c.stream("bad", batch=3, size=16, mode="eval", epoch=epoch, epochs=1):
+                    pass
+        report = json.loads(_bfeed("stats", "--connect", d.addr, "--skipped", "--json"))["skipped"]["bad"]
+        got = {os.path.relpath(e["name"], root) if os.path.isabs(e["name"]) else e["name"]: e for e in report}
+        assert {k: e["reason"] for k, e in got.items()} == want, report
+        assert "over the max_pixels limit of 1000000" in got["c1/2.jpg"]["message"]
+        assert sorted(e["index"] for e in report) == [1, 6, 11]  # (class, file) order: c0/1, c1/2, c2/3
+        text = _bfeed("stats", "--connect", d.addr, "--skipped")
+        assert "dataset bad: 3 skipped (corrupt 2, too_large 1, unreadable 0)" in text, text
+        assert "corrupt" in text.splitlines()[1] and "c0/1.jpg" in text.splitlines()[1]
+        plain = _bfeed("stats", "--connect", d.addr)
+        assert "skipped_corrupt" in plain and "c0/1.jpg" not in plain  # the list only with --skipped
+        metrics = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
+        for reason, n in (("corrupt", 2), ("too_large", 1), ("unreadable", 0)):
+            line = 'bfeed_skipped_samples_total{dataset="bad",reason="%s"} %d' % (reason, n)
+            assert line in metrics, metrics
+        lines = [l.split("\t") for l in log.read_text().splitlines()]
+        assert len(lines) == 3, lines  # once each, though two epochs replaced them
+        assert {(f[1], f[3]) for f in lines} == {("bad", r) for r in want.values()}
+        assert sorted(int(f[2]) for f in lines) == [1, 6, 11]
+        assert all(f[0].endswith("Z") and len(f) == 6 for f in lines)
+        # Rotation: moved away, SIGHUP, the daemon writes to a new file there.
+        os.rename(log, tmp_path / "skipped.tsv.1")
+        d.proc.send_signal(signal.SIGHUP)
+        wait_for(lambda: log.exists(), 10, "the skipped log to be opened again")
+    finally:
+        err = d.stop()
+    assert err is None, err + d.log()
