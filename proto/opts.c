@@ -246,6 +246,12 @@ static int opts_select_parse(bfeed_stream_opts *o, const char *value, char *err,
 }
 
 static int opts_select_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
+  /* A stride counts from the stream's start: a remainder would be a second
+   * spelling of the same stream. */
+  if (o->select == BFEED_SELECT_STRIDE && o->select_rem != 0)
+    return snprintf(err, errlen, "select_rem %llu: a stride selection takes no remainder (0)",
+                    (unsigned long long)o->select_rem),
+           BFEED_EINVAL;
   return opts_below(o->select_rem, o->select_mod, "select_rem", "select_mod", err, errlen);
 }
 

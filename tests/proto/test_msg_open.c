@@ -414,7 +414,9 @@ static void test_opts_ranges(void **state) {
   OPTS(1, NULL, o.window = 64);
   OPTS(0, "shuffle", o.shuffle = (bfeed_shuffle)3);
   OPTS(1, NULL, o.shuffle = BFEED_SHUFFLE_OFF);
-  OPTS(0, "select", o.select = (bfeed_select)3);
+  OPTS(0, "select", o.select = (bfeed_select)4);
+  OPTS(1, NULL, o.select = BFEED_SELECT_STRIDE, o.select_mod = 4);
+  OPTS(0, "select_rem", o.select = BFEED_SELECT_STRIDE, o.select_mod = 4, o.select_rem = 1);
   OPTS(0, "select_mod", o.select = BFEED_SELECT_RESIDUE, o.select_mod = 0);
   OPTS(0, "select_rem", o.select = BFEED_SELECT_RESIDUE, o.select_mod = 3, o.select_rem = 3);
   OPTS(1, NULL, o.select = BFEED_SELECT_RESIDUE, o.select_mod = 3, o.select_rem = 2);
