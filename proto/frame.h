@@ -49,7 +49,8 @@ enum frame_type {
   FRAME_REQUEST = 12,  /* client -> daemon: batches an on-demand stream should serve */
   FRAME_SHM_RING = 13, /* daemon -> client: a stream's shared-memory ring (the memfd attached) */
   FRAME_BATCH_SHM = 14, /* daemon -> client: one batch whose tensors are in a ring slot */
-  FRAME_TYPE_MAX_ = 14
+  FRAME_TIMING = 15,   /* client -> daemon: what the stream's caller waited (only where OPEN_OK offers it) */
+  FRAME_TYPE_MAX_ = 15
 };
 
 typedef struct frame_header {

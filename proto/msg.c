@@ -142,6 +142,7 @@ void msg_open_ok_encode(wbuf *w, const msg_open_ok *m) {
   wbuf_u64(w, m->batches_per_epoch);
   wbuf_u32(w, m->classes);
   wbuf_u64(w, m->fingerprint);
+  wbuf_u32(w, m->features);
 }
 
 int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, char *err, size_t errlen) {
@@ -152,6 +153,7 @@ int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, char *err, size_
   m->classes = rbuf_u32(&r);
   /* The fingerprint came later: a daemon that predates it sends 20 bytes. */
   m->fingerprint = rbuf_left(&r) >= 8 ? rbuf_u64(&r) : 0;
+  m->features = rbuf_left(&r) >= 4 ? rbuf_u32(&r) : 0; /* later still: 28 bytes before it */
   return finish_read(&r, 1, err, errlen, "malformed OPEN_OK");
 }
 
@@ -417,4 +419,20 @@ int msg_ack_decode(const void *p, size_t n, msg_ack *m, char *err, size_t errlen
   if (rbuf_left(&r) != 8 * (size_t)m->nreleased) return names_fail(err, errlen, BFEED_EPROTO, "ACK's released list has the wrong length");
   for (uint32_t i = 0; i < m->nreleased; i++) m->released[i] = rbuf_u64(&r);
   return 0;
+}
+
+void msg_timing_encode(wbuf *w, const msg_timing *m) {
+  const uint64_t v[] = {m->batches,     m->wait_us,       m->step_us,  m->wait_p50_us,
+                        m->wait_p99_us, m->first_wait_us, m->expand_us};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) wbuf_u64(w, v[i]);
+}
+
+int msg_timing_decode(const void *p, size_t n, msg_timing *m, char *err, size_t errlen) {
+  rbuf r;
+  rbuf_init(&r, p, n);
+  uint64_t *v[] = {&m->batches,     &m->wait_us,       &m->step_us,  &m->wait_p50_us,
+                   &m->wait_p99_us, &m->first_wait_us, &m->expand_us};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) *v[i] = rbuf_u64(&r);
+  /* A later client may add fields: what follows is not ours to judge. */
+  return finish_read(&r, 1, err, errlen, "TIMING truncated");
 }

@@ -71,7 +71,10 @@ typedef struct msg_open_ok {
   uint64_t batches_per_epoch;
   uint32_t classes;
   uint64_t fingerprint;       /* of what decides the stream's bytes; 0: not sent (an older daemon) */
+  uint32_t features;          /* MSG_FEATURE_*; 0: not sent (an older daemon) */
 } msg_open_ok;
+/* OPEN_OK's features: what the daemon takes on this stream beside version 1's frames. */
+#define MSG_FEATURE_TIMING 1u /* TIMING frames */
 void msg_open_ok_encode(wbuf *w, const msg_open_ok *m);
 int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, char *err, size_t errlen);
 
@@ -182,5 +185,22 @@ typedef struct msg_ack {
 } msg_ack;
 void msg_ack_encode(wbuf *w, const msg_ack *m);
 int msg_ack_decode(const void *p, size_t n, msg_ack *m, char *err, size_t errlen);
+
+/* TIMING: what the stream's caller has seen since the stream opened,
+ * cumulative (PROTOCOL.md "Is the job input-bound?"). Sent only on a
+ * stream whose OPEN_OK had MSG_FEATURE_TIMING. Fields may be added at the
+ * end: a decoder reads the ones it knows. */
+typedef struct msg_timing {
+  uint64_t batches;       /* next calls that returned a batch, the first excepted */
+  uint64_t wait_us;       /* time spent inside those calls */
+  uint64_t step_us;       /* time between a call's return and the next call (the training step) */
+  uint64_t wait_p50_us;   /* the median and 99th percentile of those waits */
+  uint64_t wait_p99_us;
+  uint64_t first_wait_us; /* the first call's wait: the pipeline filling, apart */
+  uint64_t expand_us;     /* the client's reader thread checking and decompressing batches */
+} msg_timing;
+#define MSG_TIMING_SIZE 56
+void msg_timing_encode(wbuf *w, const msg_timing *m);
+int msg_timing_decode(const void *p, size_t n, msg_timing *m, char *err, size_t errlen);
 
 #endif

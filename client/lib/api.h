@@ -26,6 +26,8 @@
  *                 they become a bfeed_error (api_err_public)
  *   api_fork.c    after fork(): which process a client and its batches
  *                 belong to, and BFEED_EFORKED for the others
+ *   api_timing.c  what the caller of next waited (bfeed_stream_get_timing),
+ *                 passed on to the daemon (TIMING)
  *   api_vocab.c   bfeed_strerror, dtypes, bfeed_stream_opts_init, bf16
  *   options.c     stream options set by name (bfeed_stream_opts_set)
  *
@@ -73,6 +75,19 @@
 /* Distinct counter names a stream keeps for bfeed_stream_stats. */
 #define API_MAX_NAMES (4 * MSG_MAX_COUNTERS)
 
+/* api_timing.c: histogram bins of the waits (up to 2^34 us), and how often
+ * the totals go to the daemon. */
+#define API_TIMING_BINS 256
+#define API_TIMING_REPORT_NS 250000000ull
+
+typedef struct api_timing {
+  uint64_t entered_ns, last_ns; /* the call under way began; the last one returned (0: none yet) */
+  int started;                  /* the first batch came (its wait is first_wait_ns) */
+  uint64_t batches, wait_ns, step_ns, first_wait_ns;
+  uint32_t hist[API_TIMING_BINS];
+  uint64_t reported_ns;         /* the last TIMING went (api_timing_due) */
+} api_timing;
+
 typedef struct api_client_ops api_client_ops;
 typedef struct api_stream_ops api_stream_ops;
 typedef struct single_shm single_shm;
@@ -112,6 +127,7 @@ struct bfeed_stream {
   char *names[API_MAX_NAMES]; /* counter names handed out, kept until close (c->mu) */
   size_t nnames;
   bfeed_stream *next_stream; /* c->streams (c->mu) */
+  api_timing timing;         /* around ops->next (c->mu) */
 };
 
 /* Made by single/ (its reader thread) from a frame; a fan-out stream hands
@@ -125,6 +141,7 @@ struct bfeed_batch {
   size_t mem_cap;
   const uint8_t *raw; /* tensors, 64-byte aligned */
   size_t raw_size, wire_bytes;
+  uint64_t expand_ns;  /* the reader's time checking and decompressing it */
   single_shm *shm;    /* a shared-memory batch: raw is in its ring (mem NULL) */
   unsigned forks;     /* its client's: released in a forked child, only the child's copy is freed */
   bfeed_batch *next;
@@ -166,6 +183,10 @@ struct api_stream_ops {
   /* 1 when next would not block, 0 after timeout_ms (< 0: never). */
   int (*wait)(bfeed_stream *s, int timeout_ms);
   int (*stats)(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count, char *err, size_t errlen);
+  /* c->mu held (may be let go meanwhile): pass t (NULL: nothing) on to
+   * the daemon, where it takes TIMING; return the ns the client's reader
+   * spent checking and decompressing the stream's batches. */
+  uint64_t (*report)(bfeed_stream *s, const msg_timing *t);
   /* bfeed_stream_close, s already out of c->streams: tell the daemon (or
    * the members) and free s. */
   void (*close)(bfeed_stream *s);
@@ -200,6 +221,21 @@ unsigned api_fork_count(void);
 void api_fork_own(bfeed_client *c);
 /* 0 in c's own process; in a forked child BFEED_EFORKED, saying why. */
 int api_fork_check(const bfeed_client *c, char *err, size_t errlen);
+
+/* api_timing.c (c->mu held) */
+/* A next call begins at now; it returns at now, with a batch or not. */
+void api_timing_enter(api_timing *t, uint64_t now);
+void api_timing_leave(api_timing *t, uint64_t now, int got);
+/* The totals so far, for bfeed_stream_get_timing; as TIMING (expand 0). */
+void api_timing_get(const api_timing *t, uint64_t expand_ns, bfeed_stream_timing *out);
+void api_timing_msg(const api_timing *t, msg_timing *m);
+/* 1 when the totals are due to the daemon (and from now on counted sent). */
+int api_timing_due(api_timing *t, uint64_t now);
+/* The client's counters (client_*, wait_fraction_ppm) set in out[*count],
+ * over the daemon's copies, added where absent (up to max). */
+int api_timing_counters(bfeed_stream *s, uint64_t expand_ns, bfeed_counter *out, size_t max, size_t *count);
+/* fanout/ passes its totals on to each member stream (api_client_enter'd). */
+uint64_t api_stream_report(bfeed_stream *s, const msg_timing *t);
 
 /* api_stream.c */
 /* The common part of a new stream, for request m. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "clock.h"
 #include "codec.h"
 
 void api_stream_init(bfeed_stream *s, const api_stream_ops *ops, bfeed_client *c, const msg_open *m) {
@@ -88,7 +89,15 @@ int api_stream_next(bfeed_stream *s, bfeed_batch **out, char *err, size_t errlen
   *out = NULL;
   int rc = api_client_enter(s->c, err, errlen);
   if (rc < 0) return rc;
+  api_timing_enter(&s->timing, clock_now_ns());
   rc = s->ops->next(s, out, err, errlen);
+  uint64_t now = clock_now_ns();
+  api_timing_leave(&s->timing, now, *out != NULL);
+  if (*out && api_timing_due(&s->timing, now)) {
+    msg_timing t;
+    api_timing_msg(&s->timing, &t);
+    s->ops->report(s, &t);
+  }
   api_client_leave(s->c);
   pthread_mutex_unlock(&s->c->mu);
   return rc;
@@ -112,6 +121,8 @@ int api_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *co
   int rc = api_client_enter(s->c, err, errlen);
   if (rc < 0) return rc;
   rc = s->ops->stats(s, out, max, count, err, errlen);
+  if (rc == 0 && api_timing_counters(s, s->ops->report(s, NULL), out, max, count) < 0)
+    rc = api_err(err, errlen, BFEED_ENOMEM, "out of memory for counter names");
   api_client_leave(s->c);
   pthread_mutex_unlock(&s->c->mu);
   return rc;
@@ -120,6 +131,24 @@ int api_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *co
 BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count, bfeed_error *err) {
   char e[API_ERRLEN] = "";
   return api_err_public(err, api_stream_stats(s, out, max, count, e, sizeof e), "%s", e);
+}
+
+uint64_t api_stream_report(bfeed_stream *s, const msg_timing *t) {
+  if (api_client_enter(s->c, NULL, 0) < 0) return 0;
+  uint64_t expand = s->ops->report(s, t);
+  api_client_leave(s->c);
+  pthread_mutex_unlock(&s->c->mu);
+  return expand;
+}
+
+BFEED_API int bfeed_stream_get_timing(bfeed_stream *s, bfeed_stream_timing *out) {
+  memset(out, 0, sizeof *out);
+  int rc = api_client_enter(s->c, NULL, 0);
+  if (rc < 0) return rc;
+  api_timing_get(&s->timing, s->ops->report(s, NULL), out);
+  api_client_leave(s->c);
+  pthread_mutex_unlock(&s->c->mu);
+  return 0;
 }
 
 BFEED_API void bfeed_stream_close(bfeed_stream *s) {

@@ -224,7 +224,10 @@ BFEED_API int bfeed_stream_get_info(const bfeed_stream *s, bfeed_stream_info *in
 BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error *err);
 
 /* Ask the daemon for the stream's counters. out[i].name/value are filled
- * for up to max entries; *count gets the number filled. The names are
+ * for up to max entries; *count gets the number filled. The client's own
+ * (client_batches, client_wait_us, client_step_us, client_wait_p50_us,
+ * client_wait_p99_us, client_first_wait_us, client_expand_us and
+ * wait_fraction_ppm: bfeed_stream_get_timing's) are as of the call. The names are
  * owned by the stream and stay valid until it is closed, also across later
  * calls (a name is kept once and handed out again). */
 typedef struct bfeed_counter {
@@ -233,6 +236,27 @@ typedef struct bfeed_counter {
 } bfeed_counter;
 BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count,
                                  bfeed_error *err);
+
+/* Is the job input-bound? What the caller of bfeed_stream_next has seen on
+ * this stream since it opened, measured in the client: the time spent
+ * inside next waiting for a batch, and the time between a next's return
+ * and the following call (the caller's own work: the training step). The
+ * first batch's wait (the pipeline filling) is kept apart. The totals also
+ * go to the daemon (every 250 ms, with a batch), whose bfeed stats and
+ * /metrics show them per stream beside a verdict on what limits it. A
+ * fan-out stream's are the whole stream's, passed to every member. Quick:
+ * asks the daemon nothing. 0, or BFEED_ECLOSED / BFEED_EFORKED. */
+typedef struct bfeed_stream_timing {
+  uint64_t batches;                  /* next calls that returned a batch, the first excepted */
+  uint64_t wait_ns;                  /* time spent inside those calls */
+  uint64_t step_ns;                  /* time between a call's return and the next call */
+  uint64_t wait_p50_ns, wait_p99_ns; /* median and 99th percentile of those waits (within 1/16) */
+  uint64_t first_wait_ns;            /* the first batch's wait */
+  uint64_t expand_ns;                /* the client's reader thread checking and decompressing them */
+  double wait_fraction;              /* wait_ns / (wait_ns + step_ns): 0 (never waits) .. 1; 0 before the 2nd batch */
+  double batches_per_s;              /* batches / (wait + step) */
+} bfeed_stream_timing;
+BFEED_API int bfeed_stream_get_timing(bfeed_stream *s, bfeed_stream_timing *out);
 
 /* Stop the stream and free it. Pending batches are dropped. */
 BFEED_API void bfeed_stream_close(bfeed_stream *s);

@@ -231,6 +231,8 @@ static void scratch_count(size_t was, size_t now) {
   else if (was > now) __atomic_sub_fetch(&batch_scratch_total, was - now, __ATOMIC_RELAXED);
 }
 
+const char *const batch_stage_names[BATCH_STAGES] = {"read", "decode", "resize", "batch"};
+
 /* Batches past a job's own whose samples it announces (dataset_prefetch). */
 #define BATCH_PREFETCH_AHEAD 2
 
@@ -265,10 +267,16 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
     size_t file_cap = w->file_cap;
     /* dataset_read's reasons name the sample, as sample_load's start with
      * the name it is given. */
+    uint64_t t0 = clock_now_ns();
     rc = dataset_read(s->ds, idx, &w->file, &w->file_cap, &len, err, errlen);
+    uint64_t t1 = clock_now_ns(), resized = w->scratch.resize_ns;
+    job->stage_ns[BATCH_STAGE_READ] += t1 - t0;
     scratch_count(file_cap, w->file_cap);
     *reason = rc < 0 ? SKIPS_UNREADABLE : SKIPS_CORRUPT;
     if (rc == 0) rc = sample_load(w->file, len, name, &s->sample, &r, rgb, &w->scratch, err, errlen);
+    uint64_t resize = w->scratch.resize_ns - resized;
+    job->stage_ns[BATCH_STAGE_RESIZE] += resize;
+    job->stage_ns[BATCH_STAGE_DECODE] += clock_now_ns() - t1 - resize;
     if (rc == BFEED_ELIMIT) *reason = SKIPS_TOO_LARGE; /* max_pixels, max_decode_memory */
     if (rc != BFEED_EIO && rc != BFEED_ENOMEM) return rc;
     if (attempt < BATCH_RETRIES) {
@@ -528,6 +536,8 @@ void batch_build(batch_job *job, batch_worker *w) {
   job->data_off = head;
 done:
   job->busy_ns = clock_now_ns() - t0;
+  uint64_t staged = job->stage_ns[BATCH_STAGE_READ] + job->stage_ns[BATCH_STAGE_DECODE] + job->stage_ns[BATCH_STAGE_RESIZE];
+  job->stage_ns[BATCH_STAGE_BATCH] = job->busy_ns > staged ? job->busy_ns - staged : 0;
 }
 
 void batch_worker_free(batch_worker *w) {

@@ -74,6 +74,11 @@ static inline uint32_t batch_sample_len(const batch_spec *s, uint32_t i) {
   return s->len_cap && n > s->len_cap ? s->len_cap : n;
 }
 
+/* Where a build's time went (batch_job.stage_ns; the verdict of bfeed
+ * stats names the largest). */
+enum { BATCH_STAGE_READ, BATCH_STAGE_DECODE, BATCH_STAGE_RESIZE, BATCH_STAGE_BATCH, BATCH_STAGES };
+extern const char *const batch_stage_names[BATCH_STAGES]; /* "read", "decode", "resize", "batch" */
+
 typedef struct batch_job {
   /* input */
   const batch_spec *spec;
@@ -103,6 +108,10 @@ typedef struct batch_job {
   char err[256];
   uint32_t skipped;
   uint64_t raw_bytes, busy_ns;
+  /* busy_ns by stage (BATCH_STAGE_*): reading files or records, decoding,
+   * resizing; the rest (casting, normalizing, assembling, compressing) is
+   * BATCH_STAGE_BATCH. A copy of a shared batch has only BATCH. */
+  uint64_t stage_ns[4];
   uint64_t reading;       /* atomic: 1 + the dataset index being read, 0 before the first */
   bufcache *buffers;      /* where frame's buffer goes back; outlives streams */
   /* owned by whoever queues the job */

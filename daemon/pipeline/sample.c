@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "bfeed_types.h"
+#include "clock.h"
 #include "image_decode.h"
 #include "resize.h"
 
@@ -149,10 +150,12 @@ static int run_plan(sample_scratch *s, const image_decode_info *info, const plan
                          err, errlen);
   if (rc != 0)
     return rc;
+  uint64_t t0 = clock_now_ns();
   resize_rgb8(&h, &v, pixels, stride, out, (size_t)size * 3, tmp);
   s->flip = pl->flip && p->defer_flip; /* batch.c mirrors while it casts (tobf16.h) */
   if (pl->flip && !p->defer_flip)
     mirror(out, size);
+  s->resize_ns += clock_now_ns() - t0;
   return 0;
 }
 

@@ -43,6 +43,7 @@ typedef struct sample_scratch {
   decode_mem_buf buf[2]; /* resize scratch, filter weights */
   struct image_decoder *dec; /* holds the decoded pixels; created on first use */
   int flip; /* with defer_flip: whether the last sample's pixels still need mirroring */
+  uint64_t resize_ns; /* time spent resizing (and mirroring), added up: the rest of a load decodes */
 } sample_scratch;
 void sample_scratch_free(sample_scratch *s);
 

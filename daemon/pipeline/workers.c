@@ -24,6 +24,7 @@ struct workers {
   batch_job *head, *tail;   /* waiting */
   batch_job *done;          /* finished, not yet handed to the loop */
   unsigned queued, busy;
+  uint64_t busy_ns; /* builds finished, in all */
   int stopping;
   int abandoned; /* workers_stop gave up on a thread: nothing but mu may be touched by one that comes back */
   int n, running;
@@ -56,6 +57,7 @@ static void *worker_main(void *p) {
     pthread_mutex_lock(&w->mu);
     slot->job = NULL;
     w->busy--;
+    w->busy_ns += clock_now_ns() - slot->since_ns;
     /* Back from a read the shutdown gave up waiting for: the loop and the
      * job's stream are gone (or going), and the process is exiting. */
     if (w->abandoned) break;
@@ -174,6 +176,15 @@ void workers_load(workers *w, unsigned *queued, unsigned *busy) {
   *queued = w->queued;
   *busy = w->busy;
   pthread_mutex_unlock(&w->mu);
+}
+
+uint64_t workers_busy_ns(workers *w) {
+  pthread_mutex_lock(&w->mu);
+  uint64_t now = clock_now_ns(), t = w->busy_ns; /* under mu: no build starts after now */
+  for (int i = 0; i < w->n; i++)
+    if (w->slots[i].job) t += now - w->slots[i].since_ns;
+  pthread_mutex_unlock(&w->mu);
+  return t;
 }
 
 int workers_count(const workers *w) { return w->n; }

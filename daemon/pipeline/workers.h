@@ -38,6 +38,10 @@ void workers_submit_first(workers *w, batch_job *job);
 batch_job *workers_cancel(workers *w, void *owner);
 /* Jobs waiting and threads busy, for statistics. */
 void workers_load(workers *w, unsigned *queued, unsigned *busy);
+/* Time the threads have spent building batches since they started, the
+ * builds under way included (nanoseconds, all threads together): over
+ * workers_count x elapsed, how busy they were (bfeed stats' verdict). */
+uint64_t workers_busy_ns(workers *w);
 int workers_count(const workers *w);
 /* Stop: waits up to timeout_ms for running jobs, joins the threads, hands
  * every job back through the callback (queued ones with rc BFEED_ESHUTDOWN)

@@ -130,6 +130,14 @@ static void on_request(conn *c, int i, const uint8_t *p, size_t n) {
   if (i >= 0) stream_request(c->streams[i], &m);
 }
 
+/* TIMING, like ACK: malformed ends the connection, late is ignored. */
+static void on_timing(conn *c, int i, const uint8_t *p, size_t n) {
+  msg_timing t;
+  char why[MSG_ERROR_MAX];
+  if (msg_timing_decode(p, n, &t, why, sizeof why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
+  if (i >= 0) stream_timing(c->streams[i], &t);
+}
+
 static void on_stats_req(conn *c, uint32_t id, int i) {
   if (id != 0 && i < 0) return conn_send_error(c, id, BFEED_EINVAL, "no open stream %u", id);
   wbuf w;
@@ -164,6 +172,7 @@ void dispatch_frame(conn *c, const frame_header *h, const uint8_t *p) {
       return;
     case FRAME_STATS_REQ: return on_stats_req(c, h->stream, i);
     case FRAME_REQUEST: return on_request(c, i, p, h->length);
+    case FRAME_TIMING: return on_timing(c, i, p, h->length);
     default:
       return conn_fail(c, BFEED_EPROTO, "unexpected %s frame from a client", frame_type_name(h->type));
   }

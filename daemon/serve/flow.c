@@ -44,6 +44,8 @@ struct flow_stream {
   uint64_t acked_ns;    /* when the last ACK that consumed came (0: none yet) */
   uint64_t pace_ns;     /* time per batch consumed, averaged over its recent ACKs (0: not known yet) */
   uint64_t dropped_idle; /* finished batches freed while it was idle, made again when it read */
+  uint64_t memory_since_ns; /* since when its window has room and max_memory says no (0: it does not wait) */
+  uint64_t memory_wait_ns;  /* such waits ended, in all */
 };
 
 struct flow {
@@ -109,6 +111,23 @@ static int flow_idle(const flow_stream *fs, uint64_t now) {
 int flow_is_idle(const flow_stream *fs) { return flow_idle(fs, fs->f->now()); }
 
 uint64_t flow_dropped_idle(const flow_stream *fs) { return fs->dropped_idle; }
+
+uint64_t flow_memory_wait(const flow_stream *fs) {
+  if (!fs) return 0;
+  return fs->memory_wait_ns + (fs->memory_since_ns ? fs->f->now() - fs->memory_since_ns : 0);
+}
+
+/* A wait for memory begins when the window has room and max_memory says
+ * no, and ends at the next decision that is not that (bfeed stats' verdict
+ * "memory-limited"). */
+static int flow_memory_waits(flow_stream *fs, int waits) {
+  if (waits && !fs->memory_since_ns) fs->memory_since_ns = fs->f->now();
+  if (!waits && fs->memory_since_ns) {
+    fs->memory_wait_ns += fs->f->now() - fs->memory_since_ns;
+    fs->memory_since_ns = 0;
+  }
+  return !waits;
+}
 
 int flow_idle_streams(const flow *f) {
   int n = 0;
@@ -306,10 +325,10 @@ uint64_t flow_acked(const flow_stream *fs) { return fs->acked; }
  * reordering members' batches.) */
 int flow_may_schedule(flow_stream *fs, uint64_t end, uint64_t extra) {
   uint64_t own = flow_own(fs);
-  if (fs->scheduled >= end || fs->scheduled >= fs->acked + fs->window) return 0;
+  if (fs->scheduled >= end || fs->scheduled >= fs->acked + fs->window) return flow_memory_waits(fs, 0), 0;
   if (flow_idle(fs, fs->f->now()) && (own || (fs->slots && fs->scheduled >= fs->acked + FLOW_RING_AHEAD)))
-    return 0;
-  return flow_memory_allows(fs->f, fs->frame_bytes + extra, own, flow_holding(fs));
+    return flow_memory_waits(fs, 0), 0;
+  return flow_memory_waits(fs, !flow_memory_allows(fs->f, fs->frame_bytes + extra, own, flow_holding(fs)));
 }
 
 /* The busy slot holding batch seq, or -1. */

@@ -137,6 +137,9 @@ flow_stream *flow_open(flow *f, uint32_t window, uint64_t frame_bytes, uint32_t 
 /* A stream opened without a ring has one of `slots` slots from now on
  * (its ring did not fit at OPEN; nothing if it has one). */
 void flow_add_slots(flow_stream *fs, uint32_t slots);
+/* Time the stream's window had room while max_memory kept it from
+ * scheduling (ns, the wait under way included; 0 for NULL). */
+uint64_t flow_memory_wait(const flow_stream *fs);
 /* The stream is closed: it no longer counts nor is asked anything. */
 void flow_close(flow_stream *fs);
 

@@ -11,6 +11,8 @@
 #include "skips.h"
 #include "stats.h"
 #include "storage.h"
+#include "stream.h"
+#include "conn_impl.h"
 
 #define HTTP_MAX_REQUEST 8192
 #define HTTP_TIMEOUT_MS 5000
@@ -112,6 +114,39 @@ static void metrics_remote(wbuf *w) {
   }
 }
 
+/* Each open stream's exposed stall, as its client reported it (TIMING):
+ * labels stream ("client/stream") and dataset. */
+static void metrics_streams(wbuf *w, server *s) {
+  static const struct {
+    const char *metric, *counter, *type, *help;
+    double scale;
+  } rows[] = {
+      {"bfeed_stream_wait_fraction", "wait_fraction_ppm", "gauge",
+       "Share of the client's time spent waiting for batches since the stream opened: wait / (wait + step).", 1e-6},
+      {"bfeed_stream_client_wait_seconds_total", "client_wait_us", "counter",
+       "Time the client's caller waited inside next (the first batch apart).", 1e-6},
+      {"bfeed_stream_client_step_seconds_total", "client_step_us", "counter",
+       "Time between the client's next calls: the training step.", 1e-6},
+      {"bfeed_stream_client_batches_total", "client_batches", "counter", "Batches the client's caller took.", 1},
+      {"bfeed_stream_memory_wait_seconds_total", "memory_wait_us", "counter",
+       "Time the stream's window had room while max_memory kept it from making a batch.", 1e-6},
+  };
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    help(w, rows[k].metric, rows[k].type, rows[k].help);
+    for (conn *c = s->conns; c; c = c->next)
+      for (int i = 0; i < c->nstreams; i++) {
+        msg_counter ctr[MSG_MAX_COUNTERS];
+        size_t n = stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS);
+        for (size_t j = 0; j < n; j++)
+          if (strcmp(ctr[j].name, rows[k].counter) == 0) {
+            printfw(w, "%s{stream=\"%u/%u\",dataset=\"", rows[k].metric, c->id, stream_id(c->streams[i]));
+            label(w, stream_dataset(c->streams[i])->name);
+            printfw(w, "\"} %.6f\n", (double)ctr[j].value * rows[k].scale);
+          }
+      }
+  }
+}
+
 void metrics_render(server *s, wbuf *w) {
   unsigned queued = 0, busy = 0;
   if (s->workers) workers_load(s->workers, &queued, &busy);
@@ -165,6 +200,15 @@ void metrics_render(server *s, wbuf *w) {
     label(w, d->name);
     printfw(w, "\"} %.6f\n", (double)d->busy_ns * 1e-9);
   }
+  help(w, "bfeed_stage_seconds_total", "counter",
+       "Worker time by stage (read, decode, resize, batch: cast, assemble, compress), per dataset.");
+  for (ds_stats *d = s->stats; d; d = d->next)
+    for (int k = 0; k < BATCH_STAGES; k++) {
+      printfw(w, "bfeed_stage_seconds_total{dataset=\"");
+      label(w, d->name);
+      printfw(w, "\",stage=\"%s\"} %.6f\n", batch_stage_names[k], (double)d->stage_ns[k] * 1e-9);
+    }
+  metrics_streams(w, s);
   ds_hist(w, s, "bfeed_batch_latency_seconds", "From scheduling a batch to queueing it on the socket.",
           offsetof(ds_stats, batch_latency));
   ds_hist(w, s, "bfeed_sample_seconds", "Worker time per sample: read, decode, transform, cast.",

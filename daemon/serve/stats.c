@@ -106,6 +106,7 @@ void stats_report(server *s, wbuf *w) {
   report_begin(&r, w);
   report_group_begin(&r, "daemon", "bfeedd");
   report_counter_put(&r, "uptime_s", (uv_hrtime() - s->started_ns) / 1000000000u);
+  report_counter_put(&r, "uptime_us", (uv_hrtime() - s->started_ns) / 1000u);
   report_counter_put(&r, "cpu_us", stats_cpu_us());
   report_counter_put(&r, "clients", (uint64_t)s->nconns);
   report_counter_put(&r, "clients_total", s->clients_total);
@@ -116,6 +117,7 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "batches_dropped_idle", flow_dropped_idle_total(s->flow));
   report_counter_put(&r, "workers", s->workers ? (uint64_t)workers_count(s->workers) : 0);
   report_counter_put(&r, "workers_busy", busy);
+  report_counter_put(&r, "worker_busy_us", s->workers ? workers_busy_ns(s->workers) / 1000 : 0);
   report_counter_put(&r, "queue_depth", queued);
   report_counter_put(&r, "datasets", s->ndatasets);
   report_counter_put(&r, "memory_held_bytes", flow_held(s->flow));
@@ -140,6 +142,11 @@ void stats_report(server *s, wbuf *w) {
     report_counter_put(&r, "wire_bytes", d->wire_bytes);
     report_counter_put(&r, "skipped", d->skipped);
     report_counter_put(&r, "worker_busy_us", d->busy_ns / 1000);
+    for (int k = 0; k < BATCH_STAGES; k++) {
+      char name[REPORT_NAME_MAX];
+      snprintf(name, sizeof name, "%s_us", batch_stage_names[k]);
+      report_counter_put(&r, name, d->stage_ns[k] / 1000);
+    }
     report_counter_put(&r, "batches_shared", d->shared);
     report_counter_put(&r, "bytes_saved", d->bytes_saved);
     dataset *ds = server_find_dataset(s, d->name);

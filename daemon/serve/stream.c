@@ -45,6 +45,9 @@ struct stream {
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
   uint64_t kernel_copy_bytes, shm_batches; /* batch bytes through the socket; batches through the ring */
   uint64_t built, shared, bytes_saved;     /* its batches built for it, taken from another's, their raw bytes */
+  uint64_t stage_ns[BATCH_STAGES];         /* its busy_ns by stage (batch.h) */
+  uint64_t opened_ns, workers_busy_open;   /* when it opened, and the workers' busy time then */
+  msg_timing timing;                       /* what its client last said it waited (TIMING) */
 };
 
 /* The buffer of a frame whose tensors are elsewhere (a ring slot, a shared
@@ -209,6 +212,9 @@ int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const 
     return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   }
   stats->streams++;
+  st->opened_ns = uv_hrtime();
+  st->workers_busy_open = workers_busy_ns(wk);
+  info->features = MSG_FEATURE_TIMING;
   info->samples = n;
   info->batches_per_epoch = bpe;
   info->classes = (uint32_t)ds->nclasses;
@@ -391,6 +397,11 @@ static void stream_count_job(stream *st, const batch_job *job) {
   st->busy_ns += busy;
   st->stats->skipped += job->skipped;
   st->stats->busy_ns += busy;
+  for (int k = 0; k < BATCH_STAGES; k++) {
+    uint64_t t = job->stage_ns[k] + (job->src && !job->shared ? job->src->stage_ns[k] : 0);
+    st->stage_ns[k] += t;
+    st->stats->stage_ns[k] += t;
+  }
   if (job->rc == 0 && job->count && !job->shared)
     hist_observe(&st->stats->sample_time, (double)busy * 1e-9 / job->count);
 }
@@ -434,7 +445,17 @@ void stream_close(stream *st) {
 
 const dataset *stream_dataset(const stream *st) { return st->spec.ds; }
 
+void stream_timing(stream *st, const msg_timing *t) { st->timing = *t; }
+
+/* wait / (wait + step) in millionths: the share of the client's time spent
+ * waiting for batches (its wait_fraction). */
+static uint64_t stream_wait_ppm(const msg_timing *t) {
+  uint64_t all = t->wait_us + t->step_us;
+  return all ? (uint64_t)((double)t->wait_us * 1e6 / (double)all + 0.5) : 0;
+}
+
 size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
+  const msg_timing *t = &st->timing;
   const struct {
     const char *name;
     uint64_t value;
@@ -457,6 +478,23 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"batches_shared", st->shared},
       {"bytes_saved", st->bytes_saved},
       {"share", st->member != NULL},
+      {"window", st->spec.opts.window},
+      /* what the verdict of bfeed stats weighs (PROTOCOL.md "Is the job input-bound?") */
+      {"age_us", (uv_hrtime() - st->opened_ns) / 1000},
+      {"workers_busy_us", (workers_busy_ns(st->workers) - st->workers_busy_open) / 1000},
+      {"read_us", st->stage_ns[BATCH_STAGE_READ] / 1000},
+      {"decode_us", st->stage_ns[BATCH_STAGE_DECODE] / 1000},
+      {"resize_us", st->stage_ns[BATCH_STAGE_RESIZE] / 1000},
+      {"batch_us", st->stage_ns[BATCH_STAGE_BATCH] / 1000},
+      {"memory_wait_us", flow_memory_wait(st->flow) / 1000},
+      {"client_batches", t->batches},
+      {"client_wait_us", t->wait_us},
+      {"client_step_us", t->step_us},
+      {"client_wait_p50_us", t->wait_p50_us},
+      {"client_wait_p99_us", t->wait_p99_us},
+      {"client_first_wait_us", t->first_wait_us},
+      {"client_expand_us", t->expand_us},
+      {"wait_fraction_ppm", stream_wait_ppm(t)},
       {"requested", st->sel.requested}, /* on-demand streams only: the last entry */
   };
   size_t n = 0, count = sizeof v / sizeof v[0] - (st->sel.kind != BFEED_SELECT_ON_DEMAND);

@@ -49,6 +49,8 @@ int stream_ack(stream *st, const msg_ack *a, char *err, size_t errlen);
  * before. A REQUEST the stream cannot take (select.h) fails the stream
  * with an ERROR on it. */
 void stream_request(stream *st, const msg_request *m);
+/* The client's TIMING: what its caller waited, shown in the stream's counters. */
+void stream_timing(stream *st, const msg_timing *t);
 /* Detach from the connection and free once no job is in flight. */
 void stream_close(stream *st);
 /* A job of this stream finished (from the workers' callback). */

@@ -178,7 +178,7 @@ static void test_hello_ok(void **state) {
 
 static void test_open_ok(void **state) {
   msg_open_ok in = {.samples = UINT64_MAX - 3, .batches_per_epoch = 0x100000001ull,
-                    .classes = 0xfffffff0u, .fingerprint = 0x0123456789abcdefull},
+                    .classes = 0xfffffff0u, .fingerprint = 0x0123456789abcdefull, .features = 0x80000001u},
               out;
   wbuf w;
   size_t at = tb_begin(&w), n;
@@ -189,7 +189,8 @@ static void test_open_ok(void **state) {
   tb_u64(&t, 0x100000001ull);
   tb_u32(&t, 0xfffffff0u);
   tb_u64(&t, 0x0123456789abcdefull);
-  assert_int_equal(n, 28);
+  tb_u32(&t, 0x80000001u);
+  assert_int_equal(n, 32);
   assert_memory_equal(p, t.b, n);
   memset(&out, 0xa5, sizeof out);
   char why[256] = "";
@@ -198,12 +199,23 @@ static void test_open_ok(void **state) {
   assert_int_equal(out.batches_per_epoch, in.batches_per_epoch);
   assert_int_equal(out.classes, in.classes);
   assert_int_equal(out.fingerprint, in.fingerprint);
+  assert_int_equal(out.features, in.features);
   /* A daemon that predates the fingerprint sends the first 20 bytes: no
-   * fingerprint (0); shorter is malformed. */
+   * fingerprint (0); one that predates the features 28: none (0);
+   * shorter is malformed. Bytes after the features are a later daemon's. */
   memset(&out, 0xa5, sizeof out);
   assert_int_equal(msg_open_ok_decode(p, 20, &out, why, sizeof why), 0);
   assert_int_equal(out.classes, in.classes);
   assert_int_equal(out.fingerprint, 0);
+  assert_int_equal(out.features, 0);
+  memset(&out, 0xa5, sizeof out);
+  assert_int_equal(msg_open_ok_decode(p, 28, &out, why, sizeof why), 0);
+  assert_int_equal(out.fingerprint, in.fingerprint);
+  assert_int_equal(out.features, 0);
+  uint8_t longer[40] = {0};
+  memcpy(longer, p, 32);
+  assert_int_equal(msg_open_ok_decode(longer, sizeof longer, &out, why, sizeof why), 0);
+  assert_int_equal(out.features, in.features);
   tb_expect_prefixes_fail(tb_dec_open_ok, p, 20);
   free(p);
 }
@@ -226,6 +238,35 @@ static void test_ack(void **state) {
     tb_expect_prefixes_fail(tb_dec_u64, p, n);
     free(p);
   }
+}
+
+/* TIMING: seven u64, in order; a later client's fields after them are
+ * skipped, fewer bytes are malformed. */
+static msg_timing timing_out;
+static int dec_timing(const void *p, size_t n, char *why, size_t whylen) { return msg_timing_decode(p, n, &timing_out, why, whylen); }
+
+static void test_timing(void **state) {
+  msg_timing in = {.batches = 1, .wait_us = UINT64_MAX, .step_us = 0x0102030405060708ull, .wait_p50_us = 4,
+                   .wait_p99_us = 5, .first_wait_us = 6, .expand_us = 7};
+  wbuf w;
+  size_t at = tb_begin(&w), n;
+  msg_timing_encode(&w, &in);
+  uint8_t *p = tb_take_payload(&w, at, FRAME_TIMING, 3, &n);
+  tb t = {.n = 0};
+  const uint64_t want[] = {1, UINT64_MAX, 0x0102030405060708ull, 4, 5, 6, 7};
+  for (int i = 0; i < 7; i++) tb_u64(&t, want[i]);
+  assert_int_equal(n, MSG_TIMING_SIZE);
+  assert_memory_equal(p, t.b, n);
+  char why[256] = "";
+  memset(&timing_out, 0xa5, sizeof timing_out);
+  assert_int_equal(msg_timing_decode(p, n, &timing_out, why, sizeof why), 0);
+  assert_memory_equal(&timing_out, &in, sizeof in);
+  uint8_t longer[MSG_TIMING_SIZE + 9] = {0};
+  memcpy(longer, p, n);
+  assert_int_equal(msg_timing_decode(longer, sizeof longer, &timing_out, why, sizeof why), 0);
+  assert_memory_equal(&timing_out, &in, sizeof in);
+  tb_expect_prefixes_fail(dec_timing, p, n);
+  free(p);
 }
 
 /* REQUEST: u32 count (1..1024), then count x (u64 epoch, u64 index). */
@@ -418,6 +459,7 @@ int main(void) {
       cmocka_unit_test(test_hello_ok),
       cmocka_unit_test(test_open_ok),
       cmocka_unit_test(test_ack),
+      cmocka_unit_test(test_timing),
       cmocka_unit_test(test_request),
       cmocka_unit_test(test_error_round_trip),
       cmocka_unit_test(test_error_malformed),

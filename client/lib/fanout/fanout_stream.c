@@ -359,6 +359,26 @@ static int fanout_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, 
   return rc;
 }
 
+/* The whole stream's timing to every live member's daemon; the members'
+ * reader time added up. */
+static uint64_t fanout_stream_report(bfeed_stream *s, const msg_timing *t) {
+  fanout_stream *f = fanout_stream_of(s);
+  bfeed_client *c = s->c;
+  uint64_t expand = 0;
+  for (size_t i = 0; i < f->nm; i++) {
+    fanout_member *m = &f->m[i];
+    if (!m->live) continue;
+    m->users++;
+    bfeed_stream *ms = m->ms;
+    pthread_mutex_unlock(&c->mu);
+    expand += api_stream_report(ms, t);
+    pthread_mutex_lock(&c->mu);
+    m->users--;
+    pthread_cond_broadcast(&c->cv);
+  }
+  return expand;
+}
+
 /* The members' connections closed (their threads ended, or in a forked
  * child never there: bfeed_close then frees each one's copy), the batches
  * waiting in the slots released, f freed. */
@@ -405,5 +425,6 @@ static const api_stream_ops fanout_stream_ops = {
     .next = fanout_stream_next,
     .wait = fanout_stream_wait,
     .stats = fanout_stream_stats,
+    .report = fanout_stream_report,
     .close = fanout_stream_close,
 };

@@ -73,6 +73,8 @@ typedef struct single_stream {
   int stats_ready;
   msg_counter stats[MSG_MAX_COUNTERS];
   size_t nstats;
+  uint32_t features;  /* the last OPEN_OK's (MSG_FEATURE_TIMING: the daemon takes TIMING) */
+  uint64_t expand_ns; /* the reader's time checking and decompressing its batches */
 } single_stream;
 
 typedef struct single_client {

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "frame.h"
 #include "single.h"
@@ -41,13 +42,17 @@ static int single_reader_batch(single_client *c, bfeed_batch **out, char *err, s
     bufcache_put(c->cache, mem, mem_cap);
     return rc;
   }
-  return single_batch_from_payload(c, &h, mem, mem_cap, pad, out, err, errlen);
+  uint64_t t0 = clock_now_ns();
+  rc = single_batch_from_payload(c, &h, mem, mem_cap, pad, out, err, errlen);
+  if (rc == 0) (*out)->expand_ns = clock_now_ns() - t0;
+  return rc;
 }
 
 /* OPEN_OK: the stream is open. On a reopen the dataset must be the one the
  * stream began on, or the batches would not continue the same sequence. */
 static void single_reader_open_ok(single_client *c, single_stream *s, const msg_open_ok *ok) {
   bfeed_stream_info *i = &s->base.info;
+  s->features = ok->features; /* this connection's daemon's */
   if (!s->have_info) {
     i->samples = ok->samples;
     i->batches_per_epoch = ok->batches_per_epoch;
@@ -140,6 +145,7 @@ static void single_reader_queue(single_client *c, uint32_t stream, bfeed_batch *
     else s->head = b;
     s->tail = b;
     s->queued = single_stream_pos_after(s, s->queued);
+    s->expand_ns += b->expand_ns;
     b = NULL;
   } else if (s && s->state >= 0) {
     snprintf(s->err_msg, sizeof s->err_msg,

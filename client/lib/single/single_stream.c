@@ -240,9 +240,29 @@ int single_stream_request(bfeed_stream *s, const msg_request *r) {
   return single_conn_send(single_client_of(s->c), 0, FRAME_REQUEST, s->id, single_stream_enc_request, r, NULL, 0);
 }
 
+static void single_stream_enc_timing(wbuf *w, const void *m) { msg_timing_encode(w, m); }
+
+/* TIMING on the current connection, where its daemon takes it; a failed
+ * send is the reader's to notice (the connection is gone). */
+static uint64_t single_stream_report(bfeed_stream *bs, const msg_timing *t) {
+  single_stream *s = single_stream_of(bs);
+  single_client *c = single_client_of(bs->c);
+  uint64_t expand = s->expand_ns;
+  if (t && (s->features & MSG_FEATURE_TIMING) && s->state == 1 && !c->dead) {
+    msg_timing m = *t;
+    m.expand_us = expand / 1000;
+    uint64_t gen = c->gen;
+    pthread_mutex_unlock(&c->base.mu);
+    single_conn_send(c, gen, FRAME_TIMING, bs->id, single_stream_enc_timing, &m, NULL, 0);
+    pthread_mutex_lock(&c->base.mu);
+  }
+  return expand;
+}
+
 static const api_stream_ops single_stream_ops = {
     .next = single_stream_next,
     .wait = single_stream_wait,
     .stats = single_stream_stats,
+    .report = single_stream_report,
     .close = single_stream_close,
 };

@@ -186,7 +186,35 @@ static void pystream_dealloc(pystream *self) {
   PyObject_Free(self);
 }
 
-/* The daemon's counters for this stream, as a dict. */
+/* What the caller of next waited (bfeed_stream_get_timing), into d as
+ * floats in seconds: wait_fraction, batches_per_s, wait_s, step_s,
+ * wait_p50_s, wait_p99_s, first_wait_s. Returns d, or NULL (d released). */
+static PyObject *pystream_add_timing(pystream *self, PyObject *d) {
+  bfeed_stream_timing t;
+  if (bfeed_stream_get_timing(self->s, &t) < 0) return d;
+  const struct {
+    const char *name;
+    double v;
+  } f[] = {
+      {"wait_fraction", t.wait_fraction}, {"batches_per_s", t.batches_per_s},
+      {"wait_s", (double)t.wait_ns * 1e-9}, {"step_s", (double)t.step_ns * 1e-9},
+      {"wait_p50_s", (double)t.wait_p50_ns * 1e-9}, {"wait_p99_s", (double)t.wait_p99_ns * 1e-9},
+      {"first_wait_s", (double)t.first_wait_ns * 1e-9},
+  };
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    PyObject *v = PyFloat_FromDouble(f[i].v);
+    if (!v || PyDict_SetItemString(d, f[i].name, v) < 0) {
+      Py_XDECREF(v);
+      Py_DECREF(d);
+      return NULL;
+    }
+    Py_DECREF(v);
+  }
+  return d;
+}
+
+/* The daemon's counters for this stream, as a dict, with the client's
+ * timing (pystream_add_timing). */
 static PyObject *pystream_stats(pystream *self, PyObject *unused) {
   if (pystream_check(self) < 0) return NULL;
   bfeed_counter c[64];
@@ -201,7 +229,8 @@ static PyObject *pystream_stats(pystream *self, PyObject *unused) {
   if (!self->s) /* the client was closed meanwhile: the names were the stream's */
     return PyErr_Format(PyExc_ValueError, "the client was closed while stats() waited");
   if (rc < 0) return module_raise(rc, err.message);
-  return module_counters(c, n);
+  PyObject *d = module_counters(c, n);
+  return d ? pystream_add_timing(self, d) : NULL;
 }
 
 static PyObject *pystream_enter(PyObject *self, PyObject *unused) { return Py_NewRef(self); }
@@ -215,7 +244,8 @@ static PyObject *pystream_repr(pystream *self) {
 
 static PyMethodDef pystream_methods[] = {
     {"close", (PyCFunction)pystream_close, METH_NOARGS, "Stop the stream; batches already taken stay valid."},
-    {"stats", (PyCFunction)pystream_stats, METH_NOARGS, "stats() -> the daemon's counters for this stream."},
+    {"stats", (PyCFunction)pystream_stats, METH_NOARGS, "stats() -> the daemon's counters for this stream, and the client's timing: wait_fraction, "
+     "batches_per_s, wait_s, step_s, wait_p50_s, wait_p99_s, first_wait_s."},
     {"__enter__", pystream_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)pystream_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
