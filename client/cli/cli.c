@@ -23,7 +23,10 @@ static void usage(FILE *f) {
           "             [--warmup N] [--json]   measure throughput and batch latency\n"
           "  fetch      --connect ADDR --dataset NAME [stream options] --batch-index K --out DIR\n"
           "             write one batch's tensors as .npy files and meta.json\n"
-          "  stats      --connect ADDR [--json]   the daemon's counters: daemon, datasets, streams\n"
+          "  stats      --connect ADDR [--skipped] [--json]   the daemon's counters: daemon, datasets,\n"
+          "             streams, and each stream's verdict: is its job input-bound, and by what\n"
+          "  top        --connect ADDR[,ADDR...] [--interval S] [--count N]   a live view of daemons,\n"
+          "             datasets and streams: samples/s, stall, the verdict, memory\n"
           "  make-demo  DIR [--format folder|tfrecord|tar] [--train N] [--val N] [--seed N] [--force]\n"
           "             write a small learnable image dataset: an ImageFolder in DIR/train and\n"
           "             DIR/val, TFRecord shards DIR/train-*, DIR/validation-*, or tar shards\n"
@@ -170,7 +173,8 @@ static const struct {
   const char *name, *prog; /* prog: how its messages start */
   int (*run)(int argc, char **argv);
 } commands[] = {{"bench", "bfeed bench", cmd_bench},         {"fetch", "bfeed fetch", cmd_fetch},
-                {"stats", "bfeed stats", cmd_stats},         {"make-demo", "bfeed make-demo", cmd_make_demo},
+                {"stats", "bfeed stats", cmd_stats},         {"top", "bfeed top", cmd_top},
+                {"make-demo", "bfeed make-demo", cmd_make_demo},
                 {"pack", "bfeed pack", cmd_pack},            {"version", "bfeed version", cmd_version},   {"--version", "bfeed", cmd_version}};
 
 int main(int argc, char **argv) {

@@ -10,6 +10,12 @@
  * the padding -- and how much of the tokens tensor padding takes. The CPU
  * both sides spend per 1000 samples: this process's (the library's reader
  * thread and the loop), and the daemon's, from its stats report.
+ *
+ * --step-ms MS stands in for a trainer: each batch is held for MS
+ * milliseconds of CPU work before the next is asked for. The summary then
+ * says what share of its time the loop waited (wait_fraction,
+ * bfeed_stream_get_timing) and the stream's verdict (verdict.h): is this
+ * job input-bound, and by what.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,15 +31,18 @@
 #include "cli.h"
 #include "cli_opts.h"
 #include "cli_util.h"
+#include "verdict.h"
 
 typedef struct bench_args {
   cli_stream_cmd c;
   uint64_t batches, epochs, warmup;
+  double step_ms; /* the trainer's step stood in for: CPU held per batch */
   int json;
 } bench_args;
 
 static int cmd_bench_takes_value(const char *name) {
-  return strcmp(name, "batches") == 0 || strcmp(name, "epochs") == 0 || strcmp(name, "warmup") == 0;
+  return strcmp(name, "batches") == 0 || strcmp(name, "epochs") == 0 || strcmp(name, "warmup") == 0 ||
+         strcmp(name, "step-ms") == 0;
 }
 
 static int cmd_bench_opt(const char *name, const char *value, void *ctx) {
@@ -42,16 +51,25 @@ static int cmd_bench_opt(const char *name, const char *value, void *ctx) {
   if (strcmp(name, "batches") == 0) return cli_u64(name, value, 1, UINT64_MAX, &b->batches) < 0 ? -1 : 1;
   if (strcmp(name, "epochs") == 0) return cli_u64(name, value, 1, 1000000, &b->epochs) < 0 ? -1 : 1;
   if (strcmp(name, "warmup") == 0) return cli_u64(name, value, 0, UINT64_MAX, &b->warmup) < 0 ? -1 : 1;
+  if (strcmp(name, "step-ms") == 0) {
+    char *end;
+    b->step_ms = strtod(value, &end);
+    if (*end || !(b->step_ms >= 0 && b->step_ms <= 600000))
+      return fprintf(stderr, "bfeed bench: --step-ms %s: expected milliseconds, 0..600000\n", value), -1;
+    return 1;
+  }
   return 0;
 }
 
 static const char bench_usage[] =
     "usage: bfeed bench --connect ADDR --dataset NAME [stream options] [--batches N | --epochs E]\n"
-    "                   [--warmup N] [--json]\n"
+    "                   [--warmup N] [--step-ms MS] [--json]\n"
     "Reads a stream as a trainer would and reports samples/s, MB/s and batch wait times.\n"
     "  --batches N             measure N batches (after the warm-up)\n"
     "  --epochs E              measure E whole epochs (default: 1)\n"
     "  --warmup N              batches read before the clock starts (0)\n"
+    "  --step-ms MS            hold each batch for MS ms of CPU work, as a training step would,\n"
+    "                          and say whether that job is input-bound, and by what\n"
     "  --json                  print one JSON object on stdout; the summary goes to stderr\n\n";
 
 /* 0 parsed, 1 help or version printed, -1 error printed. */
@@ -89,6 +107,8 @@ typedef struct bench_result {
   uint64_t tokens, slots; /* text: tokens served, and token slots of the tokens tensors (B x T) */
   int text;
   double seconds, first_ms, p50, p99;
+  bfeed_stream_timing timing; /* what the loop waited (libbfeed's measure) */
+  char verdict[512];          /* the stream's, "" when its daemon's report was not had */
 } bench_result;
 
 /* Count a batch; -1 when it lacks the tensors every kind serves. */
@@ -103,6 +123,29 @@ static int cmd_bench_tally(const bfeed_batch *batch, bench_result *r) {
     if (bfeed_batch_find(batch, "tokens", &tok) == 0 && tok.ndim == 3) r->slots += (uint64_t)(tok.shape[0] * tok.shape[1]);
   }
   return 0;
+}
+
+/* Busy the CPU for ms milliseconds, as a training step would (a sleep
+ * would leave the CPU to the daemon on the same host). */
+static void cmd_bench_step(double ms) {
+  if (ms <= 0) return;
+  double until = cli_now_s() + ms * 1e-3;
+  volatile uint64_t x = 0;
+  while (cli_now_s() < until)
+    for (int i = 0; i < 1000; i++) x += (uint64_t)i;
+}
+
+/* The verdict on the stream whose counters are ctr[0..n), with its
+ * daemon's group (one daemon only: a fan-out's members each have theirs). */
+static void cmd_bench_verdict(bfeed_client *c, const bfeed_counter *ctr, size_t n, char *buf, size_t cap) {
+  bfeed_stat_group *g, mine = {.kind = "stream", .id = "", .ncounters = n, .counters = ctr};
+  size_t ng;
+  bfeed_error err;
+  buf[0] = 0;
+  if (bfeed_client_endpoints(c) != 1 || bfeed_daemon_stats(c, &g, &ng, &err) < 0) return;
+  for (size_t i = 0; i < ng; i++)
+    if (strcmp(g[i].kind, "daemon") == 0) verdict_judge(&mine, NULL, &g[i], NULL, buf, cap);
+  bfeed_daemon_stats_free(g, ng);
 }
 
 /* This process's CPU seconds so far, user and system, all threads. */
@@ -178,6 +221,10 @@ static void cmd_bench_report(const bench_args *b, const bench_result *r) {
           (unsigned long long)r->shm_batches);
   fprintf(h, "  reconnects: %llu%s\n", (unsigned long long)r->reconnects,
           r->reconnects ? " (the stream resumed where it stood; the waits include the outages)" : "");
+  fprintf(h, "  wait_fraction %.3f (waited %.3f s, stepped %.3f s%s)\n", r->timing.wait_fraction,
+          (double)r->timing.wait_ns * 1e-9, (double)r->timing.step_ns * 1e-9,
+          b->step_ms > 0 ? "" : "; no --step-ms: the loop does nothing but read");
+  if (r->verdict[0]) fprintf(h, "  verdict: %s\n", r->verdict);
   if (!b->json) return;
   printf("{\"dataset\":");
   cli_json_str(stdout, b->c.dataset);
@@ -188,6 +235,8 @@ static void cmd_bench_report(const bench_args *b, const bench_result *r) {
          sps, (unsigned long long)r->wire, (unsigned long long)r->raw, r->p50, r->p99, r->first_ms,
          (unsigned long long)r->skipped, (unsigned long long)r->reconnects);
   printf(",\"client_cpu_s_per_1k\":%.4f", r->client_cpu_s * per_k);
+  printf(",\"wait_fraction\":%.4f,\"step_ms\":%.3f,\"verdict\":", r->timing.wait_fraction, b->step_ms);
+  cli_json_str(stdout, r->verdict);
   printf(",\"kernel_copy_bytes_per_batch\":%.0f,\"shm_batches\":%llu", r->kcopy_per_batch,
          (unsigned long long)r->shm_batches);
   if (r->daemon_cpu_s >= 0) printf(",\"daemon_cpu_s_per_1k\":%.4f", r->daemon_cpu_s * per_k);
@@ -223,6 +272,7 @@ int cmd_bench(int argc, char **argv) {
   double t0 = cli_now_s(), last_print = 0, prev = t0;
   for (uint64_t n = 0; n < total; n++) {
     bfeed_batch *batch;
+    double asked = cli_now_s();
     int got = bfeed_stream_next(s, &batch, &err);
     double t = cli_now_s();
     if (got == BFEED_EEOF) break;
@@ -242,10 +292,11 @@ int cmd_bench(int argc, char **argv) {
         rc = 1;
         break;
       }
-      lat[r.batches++] = (t - prev) * 1e3;
+      lat[r.batches++] = (t - (b.step_ms > 0 ? asked : prev)) * 1e3;
       r.wire += bfeed_batch_wire_bytes(batch);
       r.raw += bfeed_batch_raw_bytes(batch);
     }
+    cmd_bench_step(b.step_ms);
     bfeed_batch_release(batch);
     prev = t;
     if (tty && t - last_print > 0.25) {
@@ -262,10 +313,12 @@ int cmd_bench(int argc, char **argv) {
   double dcpu1 = dcpu0 >= 0 && rc == 0 ? cmd_bench_daemon_cpu_s(c) : -1;
   r.daemon_cpu_s = dcpu1 >= 0 ? dcpu1 - dcpu0 : -1;
   if (tty) fprintf(stderr, "\r%60s\r", "");
-  bfeed_counter ctr[32];
+  bfeed_counter ctr[64];
   size_t nctr = 0;
-  if (rc == 0 && bfeed_stream_stats(s, ctr, 32, &nctr, &err) < 0)
+  bfeed_stream_get_timing(s, &r.timing);
+  if (rc == 0 && bfeed_stream_stats(s, ctr, 64, &nctr, &err) < 0)
     fprintf(stderr, "bfeed bench: cannot read the stream's counters: %s\n", err.message);
+  else if (rc == 0) cmd_bench_verdict(c, ctr, nctr, r.verdict, sizeof r.verdict);
   r.skipped = cmd_bench_counter(ctr, nctr, "skipped");
   uint64_t sent = cmd_bench_counter(ctr, nctr, "batches");
   r.kcopy_per_batch = sent ? (double)cmd_bench_counter(ctr, nctr, "kernel_copy_bytes") / (double)sent : 0;

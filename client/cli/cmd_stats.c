@@ -3,8 +3,14 @@
  *
  * Prints the daemon's counters (daemon, per dataset, per open stream) as
  * aligned text, or with --json one JSON object:
- * {"daemon": {...}, "remote": {...}, "datasets": {"name": {...}}, "streams": {"id": {...}}}
+ * {"daemon": {...}, "remote": {...}, "datasets": {"name": {...}}, "streams": {"id": {...}},
+ *  "verdicts": {"id": "line"}}
  * ("remote": the object-store and HTTP backends' counters, {} until used).
+ *
+ * Then one verdict per open stream (verdict.h): is its job input-bound,
+ * and by what ("verdict 1/1:train input-bound 38%: decode-limited, ..."),
+ * judged since the stream opened; with --json under "verdicts": {"id":
+ * "line"}. bfeed top judges each second instead.
  *
  * With --skipped, the samples each dataset skipped instead (the "skipped"
  * groups of the report: id "DATASET<TAB>NAME<TAB>MESSAGE", counters index
@@ -22,10 +28,36 @@
 #include "bfeed.h"
 #include "cli.h"
 #include "cli_opts.h"
+#include "verdict.h"
 
 static int cmd_stats_takes_value(const char *name, void *ctx) {
   (void)ctx;
   return strcmp(name, "connect") == 0 || cli_connect_opt_takes_value(name);
+}
+
+static const bfeed_stat_group *cmd_stats_daemon(const bfeed_stat_group *g, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(g[i].kind, "daemon") == 0) return &g[i];
+  return NULL;
+}
+
+/* Each stream's verdict: "verdict ID LINE" lines, or a JSON object's members. */
+static void cmd_stats_verdicts(const bfeed_stat_group *g, size_t n, int json) {
+  int first = 1;
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(g[i].kind, "stream") != 0) continue;
+    char line[512];
+    verdict_judge(&g[i], NULL, cmd_stats_daemon(g, n), NULL, line, sizeof line);
+    if (!json) {
+      printf("verdict %s %s\n", g[i].id, line);
+      continue;
+    }
+    printf("%s", first ? "" : ", ");
+    cli_json_str(stdout, g[i].id);
+    printf(": ");
+    cli_json_str(stdout, line);
+    first = 0;
+  }
 }
 
 static void cmd_stats_print_json(const bfeed_stat_group *g, size_t n) {
@@ -54,7 +86,9 @@ static void cmd_stats_print_json(const bfeed_stat_group *g, size_t n) {
     }
     printf("}");
   }
-  printf("}");
+  printf(", \"verdicts\": {");
+  cmd_stats_verdicts(g, n, 1);
+  printf("}}");
 }
 
 static void cmd_stats_print_text(const bfeed_stat_group *g, size_t n) {
@@ -64,6 +98,7 @@ static void cmd_stats_print_text(const bfeed_stat_group *g, size_t n) {
     for (size_t c = 0; c < g[i].ncounters; c++)
       printf("  %-22s %llu\n", g[i].counters[c].name, (unsigned long long)g[i].counters[c].value);
   }
+  cmd_stats_verdicts(g, n, 0);
 }
 
 static uint64_t cmd_stats_counter(const bfeed_stat_group *g, const char *name) {
@@ -199,7 +234,10 @@ static const char stats_usage[] =
     "  --skipped               the samples each dataset skipped (corrupt, too large, unreadable),\n"
     "                          one per line: index, reason, file, message\n"
     "  --json                  one JSON object: {\"daemon\": {...}, \"remote\": {...}, \"datasets\": {...},\n"
-    "                          \"streams\": {...}}\n";
+    "                          \"streams\": {...}, \"verdicts\": {...}}\n"
+    "Each open stream ends with its verdict: is its job input-bound (the client waits for\n"
+    "batches), and by what: the daemon's decode, resize, read or batch stage, its memory\n"
+    "budget, the client's decompression, the socket; or the trainer itself.\n";
 
 int cmd_stats(int argc, char **argv) {
   cli_args a = {.argc = argc, .argv = argv};

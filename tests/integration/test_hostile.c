@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "msg.h"
 #include "suite.h"
 #include "wire.h"
 
@@ -225,6 +226,68 @@ static void test_bad_clients(void **state) {
 }
 
 /* ------------------------------------------------------------------ */
+/* TIMING (PROTOCOL.md "Is the job input-bound?")                      */
+
+/* The stream's counter called name in a STATS frame's payload. */
+static uint64_t stats_value(const uint8_t *p, uint32_t n, const char *name) {
+  msg_counter c[MSG_MAX_COUNTERS];
+  size_t count;
+  char why[256];
+  assert_int_equal(msg_stats_decode(p, n, c, MSG_MAX_COUNTERS, &count, why, sizeof why), 0);
+  for (size_t i = 0; i < count; i++)
+    if (strcmp(c[i].name, name) == 0) return c[i].value;
+  fail_msg("no counter %s in STATS", name);
+  return 0;
+}
+
+/* OPEN_OK offers TIMING; a client's TIMING lands in its stream's counters
+ * (fields past the seven known skipped), one for a stream that is not
+ * open is ignored, and a truncated one ends the connection (EPROTO) and
+ * nothing else. */
+static void test_timing_frames(void **state) {
+  suite *s = *state;
+  itest_daemon *d = suite_start(s, 0, "timing", 2, 1);
+  bfeed_stream_opts o;
+  suite_train_opts(&o, 4, 0);
+  o.window = 1;
+  int fd = suite_raw_open(d->unix_addr, &o);
+  frame_header h;
+  uint8_t *p;
+  assert_int_equal(itest_raw_expect(fd, FRAME_OPEN_OK, &h, &p), 0);
+  msg_open_ok ok;
+  char why[256];
+  assert_int_equal(msg_open_ok_decode(p, h.length, &ok, why, sizeof why), 0);
+  free(p);
+  assert_true(ok.features & MSG_FEATURE_TIMING);
+
+  uint8_t t[MSG_TIMING_SIZE + 16] = {0};
+  const uint64_t v[7] = {41, 2500000, 7500000, 3000, 90000, 120000, 777};
+  for (int i = 0; i < 7; i++) wire_put64(t + 8 * i, v[i]);
+  wire_put64(t + MSG_TIMING_SIZE, 0xdeadbeef); /* a later client's field */
+  assert_int_equal(itest_raw_send(fd, FRAME_TIMING, 9, t, MSG_TIMING_SIZE), 0); /* no stream 9: ignored */
+  assert_int_equal(itest_raw_send(fd, FRAME_TIMING, 1, t, sizeof t), 0);
+  assert_int_equal(itest_raw_send(fd, FRAME_STATS_REQ, 1, NULL, 0), 0);
+  assert_int_equal(itest_raw_expect(fd, FRAME_STATS, &h, &p), 0);
+  static const char *const names[7] = {"client_batches",     "client_wait_us",       "client_step_us",
+                                       "client_wait_p50_us", "client_wait_p99_us",   "client_first_wait_us",
+                                       "client_expand_us"};
+  for (int i = 0; i < 7; i++) assert_int_equal(stats_value(p, h.length, names[i]), v[i]);
+  assert_int_equal(stats_value(p, h.length, "wait_fraction_ppm"), 250000); /* 2.5 / (2.5 + 7.5) */
+  free(p);
+
+  bfeed_client *c = suite_connect(d->unix_addr); /* a bystander, streaming throughout */
+  bfeed_stream *w = suite_open(c, "demo", &o);
+  bfeed_batch_release(suite_next(w));
+  assert_int_equal(itest_raw_send(fd, FRAME_TIMING, 1, t, MSG_TIMING_SIZE - 1), 0);
+  expect_conn_error(fd, BFEED_EPROTO);
+  for (int i = 0; i < 3; i++) bfeed_batch_release(suite_next(w));
+  bfeed_stream_close(w);
+  bfeed_close(c);
+  assert_true(itest_daemon_alive(d));
+  suite_stop(d);
+}
+
+/* ------------------------------------------------------------------ */
 /* Corrupt files                                                       */
 
 static int is_bad(const suite *s, int64_t idx) { return idx == s->garbage_idx || idx == s->trunc_idx; }
@@ -299,6 +362,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_sockets_and_refusals, suite_kill_daemons),
       cmocka_unit_test_teardown(test_bad_clients, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_timing_frames, suite_kill_daemons),
       cmocka_unit_test_teardown(test_corrupt_jpeg, suite_kill_daemons),
   };
   return SUITE_RUN("hostile", tests);
