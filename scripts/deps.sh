@@ -19,11 +19,12 @@ if [ "${1:-}" = "--test" ]; then
   # storage: boto3/botocore (an independent S3 client, and the AWS SDK's
   # own SigV4 signer, which the tests' proxy checks every request with),
   # nginx (ranged GETs over HTTP), npm (the tests fetch s3rver, an S3
-  # server, from the npm registry) and curl (the CLI, to sign by hand).
+  # server, from the npm registry) and curl (the CLI, to sign by hand);
+  # tmux runs `bfeed top` on a terminal, as a user would (capture-pane).
   pkgs="$pkgs python3 python3-pil python3-numpy python3-torch python3-torchvision systemd
         python3-pytest python3-venv python3-pip python3-setuptools python3-wheel
         protobuf-compiler python3-protobuf python3-crcmod python3-yaml lintian man-db clang libclang-rt-14-dev
-        python3-boto3 python3-botocore nginx-light curl"
+        python3-boto3 python3-botocore nginx-light curl tmux"
 fi
 missing=""
 for p in $pkgs; do

@@ -83,6 +83,7 @@
 typedef struct api_timing {
   uint64_t entered_ns, last_ns; /* the call under way began; the last one returned (0: none yet) */
   int started;                  /* the first batch came (its wait is first_wait_ns) */
+  int asking;                   /* entered_ns is set: a wait or next is asking for the next batch */
   uint64_t batches, wait_ns, step_ns, first_wait_ns;
   uint32_t hist[API_TIMING_BINS];
   uint64_t reported_ns;         /* the last TIMING went (api_timing_due) */
@@ -127,7 +128,7 @@ struct bfeed_stream {
   char *names[API_MAX_NAMES]; /* counter names handed out, kept until close (c->mu) */
   size_t nnames;
   bfeed_stream *next_stream; /* c->streams (c->mu) */
-  api_timing timing;         /* around ops->next (c->mu) */
+  api_timing timing;         /* around ops->wait and ops->next (c->mu) */
 };
 
 /* Made by single/ (its reader thread) from a frame; a fan-out stream hands
@@ -223,7 +224,8 @@ void api_fork_own(bfeed_client *c);
 int api_fork_check(const bfeed_client *c, char *err, size_t errlen);
 
 /* api_timing.c (c->mu held) */
-/* A next call begins at now; it returns at now, with a batch or not. */
+/* A wait or next call asking for a batch begins at now (the first since
+ * the last next counts); next returns at now, with a batch or not. */
 void api_timing_enter(api_timing *t, uint64_t now);
 void api_timing_leave(api_timing *t, uint64_t now, int got);
 /* The totals so far, for bfeed_stream_get_timing; as TIMING (expand 0). */

@@ -110,6 +110,7 @@ BFEED_API int bfeed_stream_next(bfeed_stream *s, bfeed_batch **out, bfeed_error 
 
 BFEED_API int bfeed_stream_wait(bfeed_stream *s, int timeout_ms) {
   if (api_client_enter(s->c, NULL, 0) < 0) return 1; /* bfeed_stream_next would not block: it fails */
+  api_timing_enter(&s->timing, clock_now_ns());
   int ready = s->ops->wait(s, timeout_ms);
   api_client_leave(s->c);
   pthread_mutex_unlock(&s->c->mu);

@@ -6,8 +6,8 @@
  * their median and 99th percentile. The first call's wait is kept apart:
  * it is the pipeline filling, not the steady state a verdict is about.
  *
- * Both implementations' streams are timed here, around ops->next
- * (api_stream.c); ops->report passes the totals on to the daemon (TIMING),
+ * Both implementations' streams are timed here, around ops->next and
+ * ops->wait (api_stream.c); ops->report passes the totals on to the daemon (TIMING),
  * at most every API_TIMING_REPORT_NS. Under c->mu, like the stream.
  */
 #include <string.h>
@@ -32,13 +32,20 @@ static uint64_t api_timing_mid(unsigned b) {
   return lo + (1ull << (e - 3)) / 2;
 }
 
+/* Asking begins at the first bfeed_stream_wait or next after a next
+ * returned: a caller that waits with bfeed_stream_wait (the Python
+ * package, to stay interruptible) and then takes the batch with next
+ * waited all that time. */
 void api_timing_enter(api_timing *t, uint64_t now) {
+  if (t->asking) return;
+  t->asking = 1;
   if (t->last_ns) t->step_ns += now - t->last_ns;
   t->entered_ns = now;
 }
 
 void api_timing_leave(api_timing *t, uint64_t now, int got) {
   uint64_t wait = now - t->entered_ns;
+  t->asking = 0;
   t->last_ns = now;
   if (!got) return; /* the end of the stream, or an error: no batch to wait for */
   if (!t->started) {

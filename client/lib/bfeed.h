@@ -239,8 +239,9 @@ BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max
 
 /* Is the job input-bound? What the caller of bfeed_stream_next has seen on
  * this stream since it opened, measured in the client: the time spent
- * inside next waiting for a batch, and the time between a next's return
- * and the following call (the caller's own work: the training step). The
+ * waiting for a batch (from the first bfeed_stream_wait or next that asks
+ * for it until next returns it), and the time between a next's return and
+ * the following call (the caller's own work: the training step). The
  * first batch's wait (the pipeline filling) is kept apart. The totals also
  * go to the daemon (every 250 ms, with a batch), whose bfeed stats and
  * /metrics show them per stream beside a verdict on what limits it. A

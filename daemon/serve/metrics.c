@@ -149,6 +149,7 @@ static void metrics_streams(wbuf *w, server *s) {
 
 void metrics_render(server *s, wbuf *w) {
   unsigned queued = 0, busy = 0;
+  stats_served(s);
   if (s->workers) workers_load(s->workers, &queued, &busy);
   help(w, "bfeed_up", "gauge", "1 while bfeedd is serving.");
   printfw(w, "bfeed_up 1\n");

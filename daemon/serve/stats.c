@@ -29,6 +29,10 @@ ds_stats *stats_for(server *s, const char *name) {
   return d;
 }
 
+void stats_served(server *s) {
+  for (size_t i = 0; i < s->ndatasets; i++) (void)stats_for(s, s->datasets[i]->name);
+}
+
 void stats_free(server *s) {
   while (s->stats) {
     ds_stats *d = s->stats;
@@ -133,6 +137,7 @@ void stats_report(server *s, wbuf *w) {
   report_counter_put(&r, "share_held_bytes", share_held(s->share));
   report_counter_put(&r, "share_batches_held", share_batches_held(s->share));
   stats_remote(&r);
+  stats_served(s);
   for (ds_stats *d = s->stats; d; d = d->next) {
     report_group_begin(&r, "dataset", d->name);
     report_counter_put(&r, "streams_total", d->streams);

@@ -31,6 +31,9 @@ typedef struct ds_stats {
 
 /* The entry for a dataset name (created on first use); NULL out of memory. */
 ds_stats *stats_for(struct server *s, const char *name);
+/* An entry for every dataset served, streamed from yet or not: the report
+ * and /metrics list them all (bfeed top shows them). */
+void stats_served(struct server *s);
 /* Drop every entry (at exit). */
 void stats_free(struct server *s);
 /* Write the daemon-wide report (see proto/report.h): a "daemon" group, one
