@@ -52,8 +52,10 @@ the epoch is served at most once (all of them when the sizes divide), and
 the next epochs are those of a fresh run on the new world size.
 Evaluation streams are not meant to be resumed mid-way.
 """
+import array as _array
 import collections
 import os
+import time as _time
 
 import torch
 import torch.utils.data as _data
@@ -242,11 +244,41 @@ class DataLoader(_data.DataLoader):
         if kwargs.setdefault("batch_size", None) is not None:
             raise ValueError("bfeed.torch.DataLoader: the batch size is the stream's (batch=); leave batch_size None")
         super().__init__(dataset, **kwargs)
+        self._waits, self._step = _array.array("d"), 0.0
 
     def __iter__(self):
-        for b in super().__iter__():
+        it, returned = super().__iter__(), None
+        while True:
+            asked = _time.perf_counter()
+            try:
+                b = next(it)
+            except StopIteration:
+                return
+            if returned is not None:  # the first of each pass: the workers starting
+                self._step += asked - returned
+                self._waits.append(_time.perf_counter() - asked)
+            returned = _time.perf_counter()
             self.dataset._note(position(b))
             yield b
+
+    def stats(self):
+        """Is the loop input-bound? Measured here, in the main process, where
+        the training step runs (with workers, each worker's stream only sees
+        its own waits): the time the loop waited for batches and the time
+        between them, over every batch this loader yielded (the first of each
+        iteration's wait apart: the workers starting). wait_fraction is
+        wait_s / (wait_s + step_s), as libbfeed's."""
+        w = sorted(self._waits)
+        wait = sum(w)
+        total = wait + self._step
+
+        def q(p):
+            return w[min(len(w) - 1, max(0, -(-len(w) * p // 100) - 1))] if w else 0.0
+
+        return {"batches": len(w), "wait_s": wait, "step_s": self._step,
+                "wait_fraction": wait / total if total > 0 else 0.0,
+                "batches_per_s": len(w) / total if total > 0 else 0.0,
+                "wait_p50_s": q(50), "wait_p99_s": q(99)}
 
     def state_dict(self):
         return self.dataset.state_dict()

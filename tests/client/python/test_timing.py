@@ -219,3 +219,30 @@ def test_top_frames_off_a_terminal(daemon):
     for f in frames:
         assert f.startswith("bfeed top ") and "\ndaemon " + daemon.addr + "  workers 2 busy " in f, out
         assert "\x1b[" not in f
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_torch_dataloader_stats(daemon, workers):
+    """bfeed.torch.DataLoader times the loop in the main process, with or
+    without workers: what the test's clock saw of the loop is the wait plus
+    the step, the step at least the sleeps; a 40 ms step over small batches
+    waits less than the step takes (with workers, on 2 cores beside the
+    daemon, their conversions show as waits)."""
+    import bfeed.torch
+
+    ds = bfeed.torch.Dataset(daemon.addr, "demo", batch=4, size=32, seed=5)
+    loader = bfeed.torch.DataLoader(ds, num_workers=workers, **(dict(timeout=60) if workers else {}))
+    t0, n = None, 0
+    for _ in loader:
+        t1 = time.perf_counter()  # from the first batch to the last: the first's wait is left out
+        t0 = t1 if t0 is None else t0
+        n += 1
+        time.sleep(0.04)
+    elapsed = t1 - t0
+    st = loader.stats()
+    assert n == 20 and st["batches"] == n - 1  # make-demo's 80 train images in 4s
+    assert st["step_s"] >= 0.04 * (n - 1)
+    assert st["wait_s"] + st["step_s"] == pytest.approx(elapsed, abs=0.005), (st, elapsed)
+    assert st["wait_fraction"] < 0.5, st
+    assert st["wait_fraction"] == pytest.approx(st["wait_s"] / (st["wait_s"] + st["step_s"]))
+    assert 0 <= st["wait_p50_s"] <= st["wait_p99_s"]
