@@ -67,6 +67,12 @@ static const layout_entry layout[] = {
     SIZE(bfeed_connect_opts, 48),                 SIZE(bfeed_error, 260),
     SIZE(bfeed_tensor, 96),                       SIZE(bfeed_stream_info, 24),
     SIZE(bfeed_counter, 16),                      SIZE(bfeed_stat_group, 32),
+    /* added with bfeed_stream_get_timing */
+    FIELD(bfeed_stream_timing, batches, 0),       FIELD(bfeed_stream_timing, wait_ns, 8),
+    FIELD(bfeed_stream_timing, step_ns, 16),      FIELD(bfeed_stream_timing, wait_p50_ns, 24),
+    FIELD(bfeed_stream_timing, wait_p99_ns, 32),  FIELD(bfeed_stream_timing, first_wait_ns, 40),
+    FIELD(bfeed_stream_timing, expand_ns, 48),    FIELD(bfeed_stream_timing, wait_fraction, 56),
+    FIELD(bfeed_stream_timing, batches_per_s, 64), SIZE(bfeed_stream_timing, 72),
 };
 
 static void test_layout(void **state) {

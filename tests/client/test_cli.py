@@ -70,7 +70,7 @@ VERSION = re.compile(r"^(bfeed|bfeedd|bfeed-train|bfeed-train-bench) \d+\.\d+\.\
 
 
 def test_help():
-    commands = [[BFEED], [BFEED, "bench"], [BFEED, "fetch"], [BFEED, "stats"], [BFEED, "make-demo"],
+    commands = [[BFEED], [BFEED, "bench"], [BFEED, "fetch"], [BFEED, "stats"], [BFEED, "top"], [BFEED, "make-demo"],
                 [BFEED, "version"], [BFEEDD], [TRAIN], [TRAIN_BENCH]]
     for c in commands:
         name = " ".join(os.path.basename(x) for x in c)
@@ -82,7 +82,7 @@ def test_help():
               f"{name} --version: one version line, rc 0 ({r.stdout!r})")
     # A subcommand's help is its own, with the stream options where it takes them.
     for sub, own in [("bench", "--batches"), ("fetch", "--batch-index"), ("stats", "--json"),
-                     ("make-demo", "--force")]:
+                     ("top", "--interval"), ("make-demo", "--force")]:
         out = run([BFEED, sub, "--help"]).stdout
         check(own in out and out.startswith(f"usage: bfeed {sub}"), f"bfeed {sub} --help describes {own}")
         check(("--keep-partial" in out) == (sub in ("bench", "fetch")),
@@ -243,7 +243,7 @@ def test_docs():
     man = {m: open(os.path.join(src, "man", m)).read() for m in ["bfeed.1", "bfeedd.conf.5", "bfeedd.8"]}
     # Every option bfeed's help names is in bfeed(1), spelt as groff writes it.
     helps = run([BFEED, "--help"]).stdout + run([BFEED, "make-demo", "--help"]).stdout
-    for sub in ["bench", "fetch", "stats"]:
+    for sub in ["bench", "fetch", "stats", "top"]:
         helps += run([BFEED, sub, "--help"]).stdout
     opts = sorted(set(re.findall(r"--[a-z][a-z-]+", helps)))
     missing = [o for o in opts if o.replace("-", "\\-") not in man["bfeed.1"]]
