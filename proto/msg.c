@@ -152,8 +152,9 @@ int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, char *err, size_
   m->batches_per_epoch = rbuf_u64(&r);
   m->classes = rbuf_u32(&r);
   /* The fingerprint came later: a daemon that predates it sends 20 bytes. */
-  m->fingerprint = rbuf_left(&r) >= 8 ? rbuf_u64(&r) : 0;
-  m->features = rbuf_left(&r) >= 4 ? rbuf_u32(&r) : 0; /* later still: 28 bytes before it */
+  int later = rbuf_left(&r) >= 8;
+  m->fingerprint = later ? rbuf_u64(&r) : 0;
+  m->features = later && rbuf_left(&r) >= 4 ? rbuf_u32(&r) : 0; /* later still: after the fingerprint */
   return finish_read(&r, 1, err, errlen, "malformed OPEN_OK");
 }
 

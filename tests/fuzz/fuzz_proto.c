@@ -73,6 +73,7 @@ typedef union fuzz_msg {
   msg_request request;
   uint64_t u64;
   msg_error error;
+  msg_timing timing;
 } fuzz_msg;
 
 typedef struct fuzz_codec {
@@ -80,6 +81,7 @@ typedef struct fuzz_codec {
   int code_a, code_b; /* the refusals this decoder documents */
   size_t fixed;       /* a fixed-size body: accepted iff at least that long, re-encoded to the same bytes
                          (fields added since, which the input lacks, as zeros: OPEN_OK's fingerprint) */
+  size_t later[4];    /* where the fields added since end (0: no more): OPEN_OK's fingerprint, features */
   int shrinks;        /* re-encoding may only drop trailing bytes */
   int (*decode)(const uint8_t *p, size_t n, fuzz_msg *m, char *why, size_t whylen);
   void (*encode)(wbuf *w, const fuzz_msg *m);
@@ -101,11 +103,13 @@ FUZZ_DEFINE_DECODE(open_ok)
 FUZZ_DEFINE_DECODE(request)
 FUZZ_DEFINE_DECODE(u64)
 FUZZ_DEFINE_DECODE(error)
+FUZZ_DEFINE_DECODE(timing)
 FUZZ_DEFINE_ENCODE(hello)
 FUZZ_DEFINE_ENCODE(hello_ok)
 FUZZ_DEFINE_ENCODE(open)
 FUZZ_DEFINE_ENCODE(open_ok)
 FUZZ_DEFINE_ENCODE(request)
+FUZZ_DEFINE_ENCODE(timing)
 static void fuzz_encode_u64(wbuf *w, const fuzz_msg *m) { msg_u64_encode(w, m->u64); }
 static void fuzz_encode_error(wbuf *w, const fuzz_msg *m) { msg_error_encode(w, m->error.code, m->error.message); }
 
@@ -162,6 +166,10 @@ static void fuzz_same_request(const fuzz_msg *a, const fuzz_msg *b) {
   CHECK(memcmp(a->request.b, b->request.b, a->request.count * sizeof a->request.b[0]) == 0);
 }
 
+static void fuzz_same_timing(const fuzz_msg *a, const fuzz_msg *b) {
+  CHECK(memcmp(&a->timing, &b->timing, sizeof a->timing) == 0);
+}
+
 static void fuzz_same_u64(const fuzz_msg *a, const fuzz_msg *b) { CHECK(a->u64 == b->u64); }
 
 static void fuzz_same_error(const fuzz_msg *a, const fuzz_msg *b) {
@@ -169,18 +177,21 @@ static void fuzz_same_error(const fuzz_msg *a, const fuzz_msg *b) {
 }
 
 static const fuzz_codec fuzz_codecs[] = {
-    {FUZZ_HELLO, FRAME_HELLO, BFEED_EPROTO, BFEED_EPROTO, 0, 1, fuzz_decode_hello, fuzz_encode_hello,
+    {FUZZ_HELLO, FRAME_HELLO, BFEED_EPROTO, BFEED_EPROTO, 0, {0}, 1, fuzz_decode_hello, fuzz_encode_hello,
      fuzz_accepted_hello, fuzz_same_hello},
-    {FUZZ_HELLO_OK, FRAME_HELLO_OK, BFEED_EPROTO, BFEED_EPROTO, 0, 1, fuzz_decode_hello_ok, fuzz_encode_hello_ok,
+    {FUZZ_HELLO_OK, FRAME_HELLO_OK, BFEED_EPROTO, BFEED_EPROTO, 0, {0}, 1, fuzz_decode_hello_ok, fuzz_encode_hello_ok,
      NULL, fuzz_same_hello_ok},
-    {FUZZ_OPEN, FRAME_OPEN, BFEED_EPROTO, BFEED_EINVAL, 0, 0, fuzz_decode_open, fuzz_encode_open,
+    {FUZZ_OPEN, FRAME_OPEN, BFEED_EPROTO, BFEED_EINVAL, 0, {0}, 0, fuzz_decode_open, fuzz_encode_open,
      fuzz_accepted_open, fuzz_same_open},
-    {FUZZ_OPEN_OK, FRAME_OPEN_OK, BFEED_EPROTO, BFEED_EPROTO, 20, 0, fuzz_decode_open_ok, fuzz_encode_open_ok,
+    {FUZZ_OPEN_OK, FRAME_OPEN_OK, BFEED_EPROTO, BFEED_EPROTO, 20, {28, 32}, 0, fuzz_decode_open_ok, fuzz_encode_open_ok,
      NULL, fuzz_same_open_ok},
-    {FUZZ_REQUEST, FRAME_REQUEST, BFEED_EPROTO, BFEED_EPROTO, 0, 0, fuzz_decode_request, fuzz_encode_request,
+    {FUZZ_REQUEST, FRAME_REQUEST, BFEED_EPROTO, BFEED_EPROTO, 0, {0}, 0, fuzz_decode_request, fuzz_encode_request,
      fuzz_accepted_request, fuzz_same_request},
-    {FUZZ_U64, FRAME_ACK, BFEED_EPROTO, BFEED_EPROTO, 8, 0, fuzz_decode_u64, fuzz_encode_u64, NULL, fuzz_same_u64},
-    {FUZZ_ERROR, FRAME_ERROR, BFEED_EPROTO, BFEED_EPROTO, 0, 0, fuzz_decode_error, fuzz_encode_error,
+    {FUZZ_U64, FRAME_ACK, BFEED_EPROTO, BFEED_EPROTO, 8, {0}, 0, fuzz_decode_u64, fuzz_encode_u64, NULL, fuzz_same_u64},
+    /* TIMING: seven u64; a later client's fields after them are dropped */
+    {FUZZ_TIMING, FRAME_TIMING, BFEED_EPROTO, BFEED_EPROTO, MSG_TIMING_SIZE, {0}, 1, fuzz_decode_timing,
+     fuzz_encode_timing, NULL, fuzz_same_timing},
+    {FUZZ_ERROR, FRAME_ERROR, BFEED_EPROTO, BFEED_EPROTO, 0, {0}, 0, fuzz_decode_error, fuzz_encode_error,
      fuzz_accepted_error, fuzz_same_error},
 };
 
@@ -195,8 +206,11 @@ static int fuzz_round_trip(const fuzz_codec *c, const uint8_t *p, size_t n) {
   c->encode(&w, &a);
   payload q = as_frame(&w, c->frame);
   if (c->fixed) {
-    /* Short of the later fields, the input re-encodes with them zero. */
-    size_t same = n >= q.n ? q.n : c->fixed;
+    /* Short of the later fields, the input re-encodes with them zero:
+     * the same bytes up to the last field it holds whole. */
+    size_t same = c->fixed;
+    for (int k = 0; k < 4 && c->later[k]; k++)
+      if (c->later[k] <= n && c->later[k] <= q.n) same = c->later[k];
     CHECK(q.n >= c->fixed && memcmp(q.p, p, same) == 0);
     for (size_t i = same; i < q.n; i++) CHECK(q.p[i] == 0);
   }

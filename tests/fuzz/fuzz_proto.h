@@ -31,7 +31,8 @@ enum {
   FUZZ_ADDR = 1 << 10,
   FUZZ_FREADER = 1 << 11, /* the input, read as a stream, held a whole valid frame */
   FUZZ_REQUEST = 1 << 12,
-  FUZZ_ALL_ = (1 << 13) - 1
+  FUZZ_TIMING = 1 << 13,
+  FUZZ_ALL_ = (1 << 14) - 1
 };
 
 /* Run every parser over data; abort() when a property fails. Returns the

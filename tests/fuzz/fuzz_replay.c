@@ -110,7 +110,7 @@ static void build_seeds(seeds *ss) {
   add_frame(ss, "open_options", FUZZ_OPEN | FUZZ_TLV, &w, FRAME_OPEN);
 
   msg_open_ok open_ok = {.samples = 1281167, .batches_per_epoch = 5004, .classes = 1000,
-                         .fingerprint = 0x9e3779b97f4a7c15ull};
+                         .fingerprint = 0x9e3779b97f4a7c15ull, .features = MSG_FEATURE_TIMING};
   wbuf_init(&w);
   msg_begin(&w);
   msg_open_ok_encode(&w, &open_ok);
@@ -126,6 +126,13 @@ static void build_seeds(seeds *ss) {
   msg_begin(&w);
   msg_u64_encode(&w, 12);
   add_frame(ss, "ack", FUZZ_U64, &w, FRAME_ACK);
+
+  msg_timing timing = {.batches = 99, .wait_us = 1234567, .step_us = 7654321, .wait_p50_us = 900,
+                       .wait_p99_us = 40000, .first_wait_us = 250000, .expand_us = 17};
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_timing_encode(&w, &timing);
+  add_frame(ss, "timing", FUZZ_TIMING, &w, FRAME_TIMING);
 
   wbuf_init(&w);
   msg_begin(&w);

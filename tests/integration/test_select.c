@@ -55,7 +55,7 @@ static int sel_open(const char *addr, const bfeed_stream_opts *o, msg_open_ok *o
   uint8_t *p;
   char why[256] = "";
   assert_int_equal(itest_raw_expect(fd, FRAME_OPEN_OK, &h, &p), 0);
-  assert_int_equal(h.length, 28);
+  assert_int_equal(h.length, 32); /* with the features */
   assert_int_equal(msg_open_ok_decode(p, h.length, ok, why, sizeof why), 0);
   free(p);
   return fd;
@@ -123,6 +123,31 @@ static void sel_all(const char *addr, sel_run *all, uint64_t *bpe) {
 /* ------------------------------------------------------------------ */
 /* Residue                                                              */
 
+/* The subset streams together served each batch of the all-stream once:
+ * seen in all; then all, part and d are done with. */
+static void sel_parts_done(itest_daemon *d, sel_run *all, sel_run *part, uint64_t seen) {
+  assert_int_equal(seen, all->n);
+  sel_run_free(all);
+  free(all);
+  free(part);
+  suite_stop(d);
+}
+
+/* The whole of one subset stream (kind, mod, rem) opened at batch_index of
+ * epoch 0, into part; its END counted what it sent. */
+static void sel_part(const char *addr, bfeed_select kind, uint64_t mod, uint64_t rem, uint64_t batch_index,
+                     sel_run *part) {
+  bfeed_stream_opts o;
+  msg_open_ok ok;
+  sel_opts(&o, kind, mod, rem);
+  o.batch_index = batch_index;
+  int fd = sel_open(addr, &o, &ok);
+  part->n = 0;
+  sel_collect(fd, part, UINT64_MAX);
+  close(fd);
+  assert_int_equal(part->end_count, part->n);
+}
+
 static void test_residue_streams_make_up_the_all_stream(void **state) {
   suite *s = *state;
   itest_daemon *d = suite_start(s, 0, "residue", 2, 0);
@@ -130,15 +155,7 @@ static void test_residue_streams_make_up_the_all_stream(void **state) {
   uint64_t bpe, seen = 0;
   sel_all(d->unix_addr, all, &bpe);
   for (uint64_t r = 0; r < 3; r++) {
-    bfeed_stream_opts o;
-    msg_open_ok ok;
-    sel_opts(&o, BFEED_SELECT_RESIDUE, 3, r);
-    o.batch_index = 2;
-    int fd = sel_open(d->unix_addr, &o, &ok);
-    part->n = 0;
-    sel_collect(fd, part, UINT64_MAX);
-    close(fd);
-    assert_int_equal(part->end_count, part->n);
+    sel_part(d->unix_addr, BFEED_SELECT_RESIDUE, 3, r, 2, part);
     uint64_t last_g = 0;
     for (size_t i = 0; i < part->n; i++) {
       const sel_batch *b = &part->b[i];
@@ -157,11 +174,7 @@ static void test_residue_streams_make_up_the_all_stream(void **state) {
     sel_run_free(part);
   }
   /* Each batch of the all-stream in exactly one residue stream. */
-  assert_int_equal(seen, all->n);
-  sel_run_free(all);
-  free(all);
-  free(part);
-  suite_stop(d);
+  sel_parts_done(d, all, part, seen);
 }
 
 /* Stride: streams opened at batch 2 + w with stride 3, w = 0, 1, 2 (the
@@ -174,15 +187,7 @@ static void test_stride_streams_make_up_the_all_stream(void **state) {
   uint64_t bpe, seen = 0;
   sel_all(d->unix_addr, all, &bpe);
   for (uint64_t w = 0; w < 3; w++) {
-    bfeed_stream_opts o;
-    msg_open_ok ok;
-    sel_opts(&o, BFEED_SELECT_STRIDE, 3, 0);
-    o.batch_index = 2 + w;
-    int fd = sel_open(d->unix_addr, &o, &ok);
-    part->n = 0;
-    sel_collect(fd, part, UINT64_MAX);
-    close(fd);
-    assert_int_equal(part->end_count, part->n);
+    sel_part(d->unix_addr, BFEED_SELECT_STRIDE, 3, 0, 2 + w, part);
     assert_int_equal(part->n, (all->n - w + 2) / 3);
     for (size_t i = 0; i < part->n; i++) {
       assert_int_equal(part->b[i].seq, i);
@@ -194,11 +199,7 @@ static void test_stride_streams_make_up_the_all_stream(void **state) {
     seen += part->n;
     sel_run_free(part);
   }
-  assert_int_equal(seen, all->n);
-  sel_run_free(all);
-  free(all);
-  free(part);
-  suite_stop(d);
+  sel_parts_done(d, all, part, seen);
 }
 
 /* ------------------------------------------------------------------ */

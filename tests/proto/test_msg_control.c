@@ -209,6 +209,10 @@ static void test_open_ok(void **state) {
   assert_int_equal(out.fingerprint, 0);
   assert_int_equal(out.features, 0);
   memset(&out, 0xa5, sizeof out);
+  assert_int_equal(msg_open_ok_decode(p, 24, &out, why, sizeof why), 0); /* no fingerprint: no features either */
+  assert_int_equal(out.fingerprint, 0);
+  assert_int_equal(out.features, 0);
+  memset(&out, 0xa5, sizeof out);
   assert_int_equal(msg_open_ok_decode(p, 28, &out, why, sizeof why), 0);
   assert_int_equal(out.fingerprint, in.fingerprint);
   assert_int_equal(out.features, 0);
