@@ -47,12 +47,6 @@ static const bfeed_stat_group *cmd_top_find(const bfeed_stat_group *g, size_t n,
   return NULL;
 }
 
-/* name's growth since the earlier report (all of it without one). */
-static double cmd_top_delta(const bfeed_stat_group *now, const bfeed_stat_group *before, const char *name) {
-  uint64_t a = verdict_counter(now, name), b = verdict_counter(before, name);
-  return a > b ? (double)(a - b) : 0;
-}
-
 /* One line, cut to the terminal's width (cols 0: as it is). */
 static void cmd_top_line(int cols, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void cmd_top_line(int cols, const char *fmt, ...) {
@@ -90,9 +84,9 @@ static void cmd_top_poll(top_endpoint *e) {
 static void cmd_top_daemon(const top_endpoint *e, int cols) {
   if (e->err[0] || !e->g) return cmd_top_line(cols, "daemon %s  not answering: %s", e->addr, e->err);
   const bfeed_stat_group *d = cmd_top_find(e->g, e->n, "daemon", NULL), *pd = cmd_top_find(e->pg, e->pn, "daemon", NULL);
-  double up = cmd_top_delta(d, pd, "uptime_us"), workers = (double)verdict_counter(d, "workers");
-  double busy = up > 0 && workers > 0 ? cmd_top_delta(d, pd, "worker_busy_us") / (up * workers) : 0;
-  double cpu = up > 0 ? cmd_top_delta(d, pd, "cpu_us") / up : 0;
+  double up = verdict_delta(d, pd, "uptime_us"), workers = (double)verdict_counter(d, "workers");
+  double busy = up > 0 && workers > 0 ? verdict_delta(d, pd, "worker_busy_us") / (up * workers) : 0;
+  double cpu = up > 0 ? verdict_delta(d, pd, "cpu_us") / up : 0;
   cmd_top_line(cols, "daemon %s  workers %.0f busy %.0f%%  queue %llu  cpu %.0f%%  memory %.1f/%.1f MiB  clients %llu  "
                "streams %llu (idle %llu)", e->addr, workers, (busy > 1 ? 1 : busy) * 100,
                (unsigned long long)verdict_counter(d, "queue_depth"), cpu * 100,
@@ -104,11 +98,11 @@ static void cmd_top_daemon(const top_endpoint *e, int cols) {
     const bfeed_stat_group *g = &e->g[i];
     if (strcmp(g->kind, "dataset") != 0) continue;
     const bfeed_stat_group *p = cmd_top_find(e->pg, e->pn, "dataset", g->id);
-    double t[4] = {cmd_top_delta(g, p, "read_us"), cmd_top_delta(g, p, "decode_us"), cmd_top_delta(g, p, "resize_us"),
-                   cmd_top_delta(g, p, "batch_us")};
+    double t[4] = {verdict_delta(g, p, "read_us"), verdict_delta(g, p, "decode_us"), verdict_delta(g, p, "resize_us"),
+                   verdict_delta(g, p, "batch_us")};
     double all = t[0] + t[1] + t[2] + t[3], k = all > 0 ? 100 / all : 0;
     cmd_top_line(cols, "  dataset %-20s %9.1f samples/s  read %2.0f%%  decode %2.0f%%  resize %2.0f%%  batch %2.0f%%  "
-                 "skipped %llu", g->id, up > 0 ? cmd_top_delta(g, p, "samples") / (up * 1e-6) : 0, t[0] * k, t[1] * k,
+                 "skipped %llu", g->id, up > 0 ? verdict_delta(g, p, "samples") / (up * 1e-6) : 0, t[0] * k, t[1] * k,
                  t[2] * k, t[3] * k, (unsigned long long)verdict_counter(g, "skipped"));
   }
   for (size_t i = 0; i < e->n; i++) {

@@ -10,8 +10,7 @@ uint64_t verdict_counter(const bfeed_stat_group *g, const char *name) {
   return 0;
 }
 
-/* name's growth from before to now (0 if it shrank: a reopened stream). */
-static double verdict_delta(const bfeed_stat_group *now, const bfeed_stat_group *before, const char *name) {
+double verdict_delta(const bfeed_stat_group *now, const bfeed_stat_group *before, const char *name) {
   uint64_t a = verdict_counter(now, name), b = verdict_counter(before, name);
   return a > b ? (double)(a - b) : 0;
 }

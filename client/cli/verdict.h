@@ -42,6 +42,9 @@ typedef struct verdict {
 
 /* The counter called name in g, 0 when absent (g may be NULL). */
 uint64_t verdict_counter(const bfeed_stat_group *g, const char *name);
+/* name's growth from before (NULL: from 0) to now; 0 if it shrank (a
+ * daemon restarted, a stream reopened). */
+double verdict_delta(const bfeed_stat_group *now, const bfeed_stat_group *before, const char *name);
 /* Judge stream group now against before (the same stream's earlier group,
  * or NULL: since it opened), with its daemon's group; the line into
  * buf[cap] ("input-bound 38%: decode-limited, 2 workers busy 97%; add

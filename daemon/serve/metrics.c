@@ -124,27 +124,38 @@ static void metrics_streams(wbuf *w, server *s) {
       {"bfeed_stream_wait_fraction", "wait_fraction_ppm", "gauge",
        "Share of the client's time spent waiting for batches since the stream opened: wait / (wait + step).", 1e-6},
       {"bfeed_stream_client_wait_seconds_total", "client_wait_us", "counter",
-       "Time the client's caller waited inside next (the first batch apart).", 1e-6},
+       "Time the client's caller waited for batches (the first batch apart).", 1e-6},
       {"bfeed_stream_client_step_seconds_total", "client_step_us", "counter",
        "Time between the client's next calls: the training step.", 1e-6},
       {"bfeed_stream_client_batches_total", "client_batches", "counter", "Batches the client's caller took.", 1},
       {"bfeed_stream_memory_wait_seconds_total", "memory_wait_us", "counter",
        "Time the stream's window had room while max_memory kept it from making a batch.", 1e-6},
   };
-  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+  enum { NROWS = sizeof rows / sizeof rows[0] };
+  /* Each stream's counters once (stream_stats asks the workers for their
+   * busy time), then printed family by family, as the format wants. */
+  size_t n = (size_t)server_stream_count(s), at = 0;
+  uint64_t(*v)[NROWS] = n ? calloc(n, sizeof *v) : NULL;
+  if (n && !v) return;
+  for (conn *c = s->conns; c; c = c->next)
+    for (int i = 0; i < c->nstreams && at < n; i++, at++) {
+      msg_counter ctr[MSG_MAX_COUNTERS];
+      size_t got = stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS);
+      for (size_t j = 0; j < got; j++)
+        for (size_t k = 0; k < NROWS; k++)
+          if (strcmp(ctr[j].name, rows[k].counter) == 0) v[at][k] = ctr[j].value;
+    }
+  for (size_t k = 0; k < NROWS; k++) {
     help(w, rows[k].metric, rows[k].type, rows[k].help);
+    at = 0;
     for (conn *c = s->conns; c; c = c->next)
-      for (int i = 0; i < c->nstreams; i++) {
-        msg_counter ctr[MSG_MAX_COUNTERS];
-        size_t n = stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS);
-        for (size_t j = 0; j < n; j++)
-          if (strcmp(ctr[j].name, rows[k].counter) == 0) {
-            printfw(w, "%s{stream=\"%u/%u\",dataset=\"", rows[k].metric, c->id, stream_id(c->streams[i]));
-            label(w, stream_dataset(c->streams[i])->name);
-            printfw(w, "\"} %.6f\n", (double)ctr[j].value * rows[k].scale);
-          }
+      for (int i = 0; i < c->nstreams && at < n; i++, at++) {
+        printfw(w, "%s{stream=\"%u/%u\",dataset=\"", rows[k].metric, c->id, stream_id(c->streams[i]));
+        label(w, stream_dataset(c->streams[i])->name);
+        printfw(w, "\"} %.6f\n", (double)v[at][k] * rows[k].scale);
       }
   }
+  free(v);
 }
 
 void metrics_render(server *s, wbuf *w) {
