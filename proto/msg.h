@@ -192,7 +192,7 @@ int msg_ack_decode(const void *p, size_t n, msg_ack *m, char *err, size_t errlen
  * end: a decoder reads the ones it knows. */
 typedef struct msg_timing {
   uint64_t batches;       /* next calls that returned a batch, the first excepted */
-  uint64_t wait_us;       /* time spent inside those calls */
+  uint64_t wait_us;       /* time spent waiting for those batches (in wait and next calls) */
   uint64_t step_us;       /* time between a call's return and the next call (the training step) */
   uint64_t wait_p50_us;   /* the median and 99th percentile of those waits */
   uint64_t wait_p99_us;

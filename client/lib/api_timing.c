@@ -1,8 +1,9 @@
 /*
  * api_timing.c -- is the job input-bound? What the caller of
- * bfeed_stream_next has waited, per stream: the time inside next (the
- * wait), the time between a next's return and the following call (the
- * caller's own work: the training step), and a histogram of the waits for
+ * bfeed_stream_next has waited, per stream: the wait (from the first
+ * bfeed_stream_wait or next that asks for a batch until next returns it),
+ * the time between a next's return and the following call (the caller's
+ * own work: the training step), and a histogram of the waits for
  * their median and 99th percentile. The first call's wait is kept apart:
  * it is the pipeline filling, not the steady state a verdict is about.
  *

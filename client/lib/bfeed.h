@@ -248,8 +248,8 @@ BFEED_API int bfeed_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max
  * fan-out stream's are the whole stream's, passed to every member. Quick:
  * asks the daemon nothing. 0, or BFEED_ECLOSED / BFEED_EFORKED. */
 typedef struct bfeed_stream_timing {
-  uint64_t batches;                  /* next calls that returned a batch, the first excepted */
-  uint64_t wait_ns;                  /* time spent inside those calls */
+  uint64_t batches;                  /* batches next returned, the first excepted */
+  uint64_t wait_ns;                  /* time spent waiting for them (wait and next calls) */
   uint64_t step_ns;                  /* time between a call's return and the next call */
   uint64_t wait_p50_ns, wait_p99_ns; /* median and 99th percentile of those waits (within 1/16) */
   uint64_t first_wait_ns;            /* the first batch's wait */
