@@ -11,6 +11,7 @@ Rounds alternate the cases (ABCD, BCDA, ...); medians are quoted. Run it
 alone: it prints the load average and the busiest processes first.
 
     bench/share.py BUILD_BIN DATASET_DIR [--rounds 3] [--epochs 6] [--batch 20]
+                   [--case "4 identical" --case "8 identical" ...]
 """
 import argparse
 import json
@@ -60,6 +61,7 @@ def main():
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--batch", type=int, default=20)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--case", action="append", help="a case to run, by name (repeat it; default: all; '1 job' always runs)")
     a = ap.parse_args()
     quiet_report()
     tmp = tempfile.mkdtemp(prefix="bfeed-share-bench-")
@@ -76,7 +78,14 @@ def main():
     cases = [("1 job", 1, same, None), ("2 identical", 2, same, None), ("4 identical", 4, same, None),
              ("8 identical", 8, same, None), ("4, seeds 1..4", 4, lambda k: ["--seed", str(k + 1)], None),
              ("4 identical, share=off", 4, lambda k: ["--seed", "1", "--share", "off"], None),
-             ("1 job, socket", 1, same, sock), ("8 identical, socket", 8, same, sock)]
+             ("1 job, socket", 1, same, sock), ("4 identical, socket", 4, same, sock),
+             ("8 identical, socket", 8, same, sock)]
+    if a.case:
+        want = set(a.case) | {"1 job"}
+        unknown = want - {c[0] for c in cases}
+        if unknown:
+            ap.error("unknown cases: %s" % ", ".join(sorted(unknown)))
+        cases = [c for c in cases if c[0] in want]
     res = {name: [] for name, _, _, _ in cases}
     try:
         run_case(a.bin, addr, 1, same, 1, a.batch, d.pid)  # warm the page cache
