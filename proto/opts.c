@@ -347,6 +347,43 @@ static const opts_row *opts_find(const char *name) {
   return NULL;
 }
 
+/* Edit distance between a and b (letters; '_' and '-' alike), capped at
+ * 9: enough to name the option a misspelt one meant. */
+static int opts_distance(const char *a, const char *b) {
+  size_t n = strlen(b);
+  if (strlen(a) > 32 || n > 32) return 9;
+  int row[33];
+  for (size_t j = 0; j <= n; j++) row[j] = (int)j;
+  for (size_t i = 1; a[i - 1]; i++) {
+    int diag = row[0];
+    row[0] = (int)i;
+    for (size_t j = 1; j <= n; j++) {
+      char x = a[i - 1] == '_' ? '-' : a[i - 1], y = b[j - 1];
+      int best = diag + (x != y);
+      if (row[j] + 1 < best) best = row[j] + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = row[j];
+      row[j] = best;
+    }
+  }
+  return row[n] < 9 ? row[n] : 9;
+}
+
+/* "unknown stream option 'sise' (did you mean 'size'?)": the nearest name
+ * within a third of its length, if any. */
+static int opts_unknown(const char *name, char *err, size_t errlen) {
+  if (!name) return snprintf(err, errlen, "unknown stream option (null)"), BFEED_EINVAL;
+  const char *best = NULL;
+  int best_d = 9;
+  for (size_t i = 0; i < OPTS_N; i++) {
+    const char *t = opts_table[i].text;
+    int d = t && (!best || strcmp(t, best) != 0) ? opts_distance(name, t) : 9;
+    if (d < best_d && d * 3 <= (int)strlen(t)) best = t, best_d = d;
+  }
+  if (best) return snprintf(err, errlen, "unknown stream option '%s' (did you mean '%s'?)", name, best), BFEED_EINVAL;
+  return snprintf(err, errlen, "unknown stream option '%s'", name), BFEED_EINVAL;
+}
+
 static int opts_parse_number(const opts_row *r, const char *value, uint64_t *out, char *err, size_t errlen) {
   char *end;
   errno = 0;
@@ -394,7 +431,7 @@ static int opts_parse_floats(bfeed_stream_opts *o, const opts_row *r, const char
 
 int opts_set(bfeed_stream_opts *o, const char *name, const char *value, char *err, size_t errlen) {
   const opts_row *r = opts_find(name);
-  if (!r) return snprintf(err, errlen, "unknown stream option '%s'", name ? name : "(null)"), BFEED_EINVAL;
+  if (!r) return opts_unknown(name, err, errlen);
   uint64_t v = 0;
   if (r->type == OPTS_FLAG) {
     if (!value || strcmp(value, "1") == 0 || strcmp(value, "true") == 0) return opts_put(o, r, 1), 0;

@@ -64,6 +64,25 @@ static void on_hello(conn *c, const uint8_t *p, size_t n) {
   send_reply(c, FRAME_HELLO_OK, 0, enc_hello_ok, &ok);
 }
 
+/* The served datasets' names for an error message, in at most cap bytes:
+ * whole names, then "and N more" for those that do not fit (an ERROR's
+ * message is MSG_ERROR_MAX bytes: a cut-off name would mislead). */
+static void dispatch_dataset_names(const server *s, char *out, size_t cap) {
+  size_t used = 0, i = 0;
+  if (s->ndatasets == 0) {
+    snprintf(out, cap, "none");
+    return;
+  }
+  for (; i < s->ndatasets; i++) {
+    const char *name = s->datasets[i]->name;
+    size_t need = strlen(name) + (i ? 2 : 0), more = i + 1 < s->ndatasets ? 24 : 0; /* ", and 4294967295 more" */
+    if (used + need + more >= cap) break;
+    used += (size_t)snprintf(out + used, cap - used, "%s%s", i ? ", " : "", name);
+  }
+  if (i < s->ndatasets)
+    snprintf(out + used, cap - used, "%sand %zu more", i ? ", " : "", s->ndatasets - i);
+}
+
 static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   server *s = c->s;
   msg_open m;
@@ -79,13 +98,13 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
     return conn_send_error(c, id, BFEED_ELIMIT, "at most %d streams per connection", s->limits.max_streams);
   dataset *ds = server_find_dataset(s, m.dataset);
   if (!ds) {
-    char names[160] = "";
-    for (size_t i = 0; i < s->ndatasets; i++) {
-      size_t l = strlen(names);
-      snprintf(names + l, sizeof names - l, "%s%s", i ? ", " : "", s->datasets[i]->name);
-    }
-    return conn_send_error(c, id, BFEED_ENODATASET, "no dataset named '%s' (this daemon serves: %s)", m.dataset,
-                           names[0] ? names : "none");
+    /* Room left for the client's "bfeedd: " before the message (libbfeed
+     * keeps MSG_ERROR_MAX bytes of it all). */
+    char names[MSG_ERROR_MAX];
+    int named = snprintf(NULL, 0, "no dataset named '%.64s' (this daemon serves: )", m.dataset);
+    dispatch_dataset_names(s, names, sizeof names - 16 - (size_t)named);
+    return conn_send_error(c, id, BFEED_ENODATASET, "no dataset named '%.64s' (this daemon serves: %s)", m.dataset,
+                           names);
   }
   msg_open_ok ok;
   char err[MSG_ERROR_MAX];

@@ -92,6 +92,7 @@ typedef struct kind_list_build {
   labelset labels;
   uint32_t *prov; /* provisional label of each sample */
   size_t cap;
+  size_t relative; /* paths named from dir (the log says where they were looked for) */
 } kind_list_build;
 
 static int kind_list_line(kind_list_build *b, const char *p, size_t n, const char *file, uint64_t line, char *err,
@@ -111,6 +112,7 @@ static int kind_list_line(kind_list_build *b, const char *p, size_t n, const cha
     b->cap = cap;
   }
   if (labelset_add(&b->labels, label, label_len, &b->prov[b->paths.n]) < 0) return dataset_oom(b->d, err, errlen);
+  b->relative += !storage_is_absolute(path, path_len);
   return dataset_files_add(b->d, &b->paths, &b->stamps, b->dir, path, path_len, file, line, err, errlen);
 }
 
@@ -172,9 +174,12 @@ static int kind_list_load(dataset *d, const dataset_keys *k, const logger *log, 
   rc = kind_list_parse(&b, (const char *)m.data, m.size, d->root, err, errlen);
   storage_unmap(&m);
   if (rc == 0) rc = kind_list_finish(&b, err, errlen);
-  if (rc == 0)
-    log_info(log, "dataset %s: %zu images listed in %s, %s labels, relative paths from %s", d->name, d->nsamples,
-             d->root, b.labels.numeric ? "numeric" : "named", s->dir);
+  if (rc == 0 && b.relative)
+    log_info(log, "dataset %s: %zu images listed in %s, %s labels, %zu relative paths from %s", d->name,
+             d->nsamples, d->root, b.labels.numeric ? "numeric" : "named", b.relative, s->dir);
+  else if (rc == 0)
+    log_info(log, "dataset %s: %zu images listed in %s, %s labels, absolute paths", d->name, d->nsamples, d->root,
+             b.labels.numeric ? "numeric" : "named");
   strlist_free(&b.paths);
   storage_stamps_free(&b.stamps);
   labelset_free(&b.labels);

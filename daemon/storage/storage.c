@@ -258,8 +258,12 @@ const char *storage_local_path(const char *path) {
   return b ? b->local_path(path) : NULL;
 }
 
+int storage_is_absolute(const char *path, size_t len) {
+  return (len > 0 && path[0] == '/') || storage_scheme_len(path, len) > 0;
+}
+
 char *storage_resolve(const char *dir, const char *path, size_t len) {
-  int absolute = (len > 0 && path[0] == '/') || storage_scheme_len(path, len) > 0;
+  int absolute = storage_is_absolute(path, len);
   size_t dl = absolute ? 0 : strlen(dir);
   char *s = malloc(dl + 1 + len + 1);
   if (!s) return NULL;

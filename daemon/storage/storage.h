@@ -188,6 +188,8 @@ void storage_unmap(storage_mapping *m);
 
 /* Where bfeed may keep a cache beside the file: its local path, or NULL. */
 const char *storage_local_path(const char *path);
+/* 1 when path (len bytes) is absolute: "/..." or SCHEME://... */
+int storage_is_absolute(const char *path, size_t len);
 /* path as named from dir: a copy of path when it is absolute ("/..." or
  * SCHEME://...), else "dir/path". path is len bytes (no NUL needed); NULL
  * when out of memory. */

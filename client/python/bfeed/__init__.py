@@ -18,11 +18,11 @@ again there), ...
 """
 from . import _bfeed
 from ._bfeed import (  # noqa: F401
-    Batch, Client, Error, Stream, Tensor, connect, option_names, strerror, __version__,
+    Batch, Client, Error, Stream, Tensor, check_options, connect, option_names, strerror, __version__,
 )
 
 # One class per BFEED_E* code (InvalidError, NoMemoryError, ...): the C
 # module makes them from the library's one list of errors (bfeed_errors.h).
 globals().update({_name: getattr(_bfeed, _name) for _name in _bfeed.error_classes})
-__all__ = ["Batch", "Client", "Error", "Stream", "Tensor", "connect", "option_names", "strerror",
+__all__ = ["Batch", "Client", "Error", "Stream", "Tensor", "check_options", "connect", "option_names", "strerror",
            *_bfeed.error_classes]

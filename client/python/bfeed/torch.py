@@ -51,9 +51,26 @@ among the new ranks (start_sample), so across the two runs every sample of
 the epoch is served at most once (all of them when the sizes divide), and
 the next epochs are those of a fresh run on the new world size.
 Evaluation streams are not meant to be resumed mid-way.
+
+Passes (each iter() of the Dataset in the main process, or of a
+bfeed.torch.DataLoader), as torch's StatefulDataLoader: a pass starts where
+the state stands, except that a new pass after one that stopped mid-epoch
+(a `break`) starts the next epoch, unless load_state_dict or set_epoch
+said where to start since. An evaluation pass always starts at the
+epoch's first batch. The state lives in a small shared-memory block that
+DataLoader workers read as each pass begins, so persistent_workers=True
+follows set_epoch and load_state_dict like fresh workers do.
+
+Sizes known before iterating, in the main process: len(ds) (and so
+len(loader)) is the batches a whole pass of this rank yields, ds.classes
+the dataset's class names and ds.num_classes their number (asked of the
+daemon once, over a stream that builds nothing). Options are checked when
+the Dataset is made: a misspelt keyword fails there, naming the nearest
+valid one.
 """
 import array as _array
 import collections
+import difflib
 import os
 import time as _time
 
@@ -74,6 +91,22 @@ def position(batch):
     return Position(*(int(x) for x in batch["position"].tolist()))
 
 
+def _check_options(opts):
+    """Stream options as Client.stream would take them, checked here (no
+    connection): unknown names with the nearest valid one, then values."""
+    names = sorted({n.replace("-", "_") for n in bfeed.option_names()} - set(_RESERVED))
+    for k in opts:
+        if k not in names:
+            near = difflib.get_close_matches(k, names, n=1)
+            raise TypeError("bfeed.torch.Dataset: unknown option %r%s; the options are %s" % (
+                k, " (did you mean %r?)" % near[0] if near else "", ", ".join(names)))
+    bfeed.check_options(**opts)
+
+
+# The state fields a pass starts from, in the shared block (_Dataset._control).
+_CONTROL = ("epoch", "batch", "samples", "start_sample", "saved_world")
+
+
 class Dataset(_data.IterableDataset):
     """Batches of a bfeed stream as dicts of torch tensors; use it with
     bfeed.torch.DataLoader(ds) or DataLoader(ds, batch_size=None). Options
@@ -85,6 +118,7 @@ class Dataset(_data.IterableDataset):
         bad = [k for k in _RESERVED if k in opts]
         if bad:
             raise TypeError("bfeed.torch.Dataset sets %s itself (use set_epoch/load_state_dict)" % ", ".join(bad))
+        _check_options(opts)
         if opts.get("eval_pad") not in (None, "none") and opts.get("mode") != "eval":
             raise ValueError("eval_pad=%r pads evaluation: it needs mode=\"eval\"" % (opts["eval_pad"],))
         super().__init__()
@@ -94,12 +128,50 @@ class Dataset(_data.IterableDataset):
         self.epoch, self.batch, self.samples, self.start_sample = 0, 0, 0, 0
         self._saved_world = None  # the world size of a loaded state
         self.batches_per_epoch = None  # known once a stream has opened
+        self._told = False  # load_state_dict or set_epoch said where the next pass starts
+        self._loaded = False  # ... and it was a loaded state (set_epoch keeps its position)
+        self._begun = False  # a pass's start is decided and not yet taken by __iter__
+        self._described = {}  # (rank, world) -> what the daemon said of the stream (_describe)
+        # What workers start a pass from: shared memory, so that persistent
+        # workers (made once, iterated every pass) see the main process's
+        # set_epoch and load_state_dict. Pickled to spawned workers by handle.
+        self._control = torch.zeros(len(_CONTROL), dtype=torch.int64).share_memory_()
+        self._publish()
+
+    def _is_eval(self):
+        return self.opts.get("mode") == "eval"
+
+    def _publish(self):
+        """Where the next pass starts, into the block its workers read as
+        they begin it (set_epoch, load_state_dict and a pass's start)."""
+        world = -1 if self._saved_world is None else self._saved_world
+        self._control.copy_(torch.tensor([self.epoch, self.batch, self.samples, self.start_sample, world]))
+
+    def _adopt(self):
+        """A worker's pass starts from the main process's state."""
+        self.epoch, self.batch, self.samples, self.start_sample, world = (int(x) for x in self._control.tolist())
+        self._saved_world = None if world < 0 else world
+
+    def _begin_pass(self):
+        """Decide where a pass of the main process starts (module docstring
+        "Passes"), and publish it for the workers."""
+        if self._is_eval():
+            self.batch, self.samples, self.start_sample = 0, 0, 0
+        elif not self._told and self.batch > 0:  # the last pass stopped mid-epoch
+            self.epoch, self.batch, self.samples, self.start_sample = self.epoch + 1, 0, 0, 0
+        self._told = self._loaded = False
+        self._begun = True
+        self._publish()
 
     def set_epoch(self, epoch):
-        """Serve epoch `epoch` next (from its start unless it is the epoch a
-        loaded state is in), like DistributedSampler.set_epoch."""
-        if int(epoch) != self.epoch:
+        """Serve epoch `epoch` next, from its start (unless a state loaded
+        and not yet iterated is in that epoch: it keeps its position), like
+        DistributedSampler.set_epoch."""
+        if not (self._loaded and int(epoch) == self.epoch):
             self.epoch, self.batch, self.samples, self.start_sample = int(epoch), 0, 0, 0
+            self._loaded = False
+        self._told = True
+        self._publish()
 
     def state_dict(self, last_batch=None):
         """Where the loop stands: after the batches this Dataset (or
@@ -112,20 +184,31 @@ class Dataset(_data.IterableDataset):
                 "start_sample": self.start_sample}
 
     def load_state_dict(self, state):
+        """Continue where `state` (a state_dict()) stands: the next pass starts there."""
         self.epoch, self.batch = int(state["epoch"]), int(state["batch"])
         self.start_sample = int(state.get("start_sample", 0))
         self.samples = int(state.get("samples", 0))
         # A state from before world_size was recorded is this world's.
         self._saved_world = int(state["world_size"]) if "world_size" in state else None
+        self._told = self._loaded = True
+        self._publish()
 
-    def _note(self, p):
-        """The state after the loop received the batch at position p."""
+    def _note(self, p, publish=False):
+        """The state after the loop received the batch at position p (an
+        evaluation pass has no state within its epoch: each starts anew).
+        Published only for a Dataset iterated in the main process (no
+        workers run then): otherwise the block keeps where the pass began,
+        which a worker that starts late must still read."""
+        if self._is_eval():
+            return
         self._saved_world = p.world_size
         if p.batch + 1 >= p.batches_per_epoch:
             self.epoch, self.batch, self.samples, self.start_sample = p.epoch + 1, 0, 0, 0
-            return
-        self.epoch, self.batch, self.start_sample = p.epoch, p.batch + 1, p.start_sample
-        self.samples = p.start_sample + (p.batch + 1) * p.batch_size * p.world_size
+        else:
+            self.epoch, self.batch, self.start_sample = p.epoch, p.batch + 1, p.start_sample
+            self.samples = p.start_sample + (p.batch + 1) * p.batch_size * p.world_size
+        if publish:
+            self._publish()
 
     def _ranks(self):
         rank, world = self.rank, self.world_size
@@ -141,6 +224,52 @@ class Dataset(_data.IterableDataset):
             raise ValueError("rank %d is not in 0..world_size-1 (world_size %d)" % (rank, world))
         return rank, world
 
+    def _describe(self):
+        """What the daemon says of this rank's stream, asked once per
+        (rank, world) over streams that build nothing (select on-demand,
+        no batch requested) on a connection of their own: batches of a
+        whole pass, samples, class count and names."""
+        rank, world = self._ranks()
+        d = self._described.get((rank, world))
+        if d is not None:
+            return d
+        opts = dict(self.opts, select="on-demand", epochs=1)
+        eval_plain = self._is_eval() and opts.get("eval_pad", "none") == "none"
+        if eval_plain:
+            opts["keep_partial"] = True
+        with bfeed.connect(self.addr, **dict(self.connect_opts, shm=False)) as c:
+            with c.stream(self.dataset, **opts) as whole:
+                n, classes, batches = whole.samples, whole.classes, whole.batches_per_epoch
+                names = whole.class_names() if hasattr(whole, "class_names") else []  # TODO(helper-3)
+            if world > 1:
+                try:
+                    with c.stream(self.dataset, shard=(rank, world), **opts) as per:
+                        batches = per.batches_per_epoch
+                except (bfeed.DatasetError, bfeed.InvalidError):
+                    batches = 0  # fewer samples than ranks
+        if eval_plain and rank < n % world:
+            batches += 1  # the sample the equal shards leave out, as a batch of one (_eval)
+        d = {"batches": batches, "samples": n, "num_classes": classes,
+             "classes": list(names) if names else [str(i) for i in range(classes)]}
+        self._described[(rank, world)] = d
+        return d
+
+    def __len__(self):
+        """Batches a whole pass of this rank yields (len(loader) too)."""
+        return self._describe()["batches"]
+
+    @property
+    def num_classes(self):
+        """The dataset's number of classes (0 when it has no labels)."""
+        return self._describe()["num_classes"]
+
+    @property
+    def classes(self):
+        """The dataset's class names, in label order, as ImageFolder's
+        classes (a folder's sub-folders; "0", "1", ... where labels are
+        plain numbers)."""
+        return self._describe()["classes"]
+
     def _resume_point(self, world):
         """(start_sample, start_batch) of this epoch on `world` ranks: a
         saved state's own on its world size, else its samples re-divided."""
@@ -152,6 +281,11 @@ class Dataset(_data.IterableDataset):
         rank, world = self._ranks()
         info = _data.get_worker_info()
         w, nw = (info.id, info.num_workers) if info else (0, 1)
+        if info is not None:
+            self._adopt()
+        elif not self._begun:  # iterated directly (or by torch's DataLoader without workers)
+            self._begin_pass()
+        self._begun = False
         # Here, not in __init__: a client is its process's (after fork a
         # worker could not use the parent's; bfeed.ForkedError).
         client = bfeed.connect(self.addr, **self.connect_opts)
@@ -169,7 +303,7 @@ class Dataset(_data.IterableDataset):
         p = Position(b.epoch, b.index, rank, world, bpe, start_sample, out["index"].shape[0])
         out["position"] = torch.tensor(p, dtype=torch.int64)
         if counting:  # num_workers=0: this object is the main process's
-            self._note(p)
+            self._note(p, publish=True)
         return out
 
     def _read(self, client, rank, world, w, nw, start_sample, k, counting):
@@ -231,22 +365,51 @@ class Dataset(_data.IterableDataset):
                 yield out
 
 
+class _Positioned:
+    """A collated batch and the position of the bfeed batch it came from:
+    what a user's collate_fn returns (a tuple, say) need not carry it. Goes
+    through torch's worker queues and pin_memory as the batch would."""
+
+    def __init__(self, pos, value):
+        self.pos, self.value = pos, value
+
+    def pin_memory(self):
+        from torch.utils.data._utils.pin_memory import pin_memory
+        return _Positioned(self.pos, pin_memory(self.value))
+
+
+class _CollateKeepingPosition:
+    """The user's collate_fn, with the batch's position kept beside its result."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, batch):
+        return _Positioned(position(batch), self.fn(batch))
+
+
 class DataLoader(_data.DataLoader):
     """torch.utils.data.DataLoader for a bfeed.torch.Dataset (batch_size
     None: bfeed makes the batches) that follows the batches the loop
-    receives, so that state_dict() is right with any num_workers, mid-epoch
-    and at an epoch's end: torch.save({"data": loader.state_dict()}, path),
-    then loader.load_state_dict(saved["data"])."""
+    receives, so that state_dict() is right with any num_workers (also
+    persistent ones), mid-epoch and at an epoch's end:
+    torch.save({"data": loader.state_dict()}, path), then
+    loader.load_state_dict(saved["data"]). A collate_fn gets each batch's
+    dict and may return anything (an (x, y) tuple): the position travels
+    beside it. len(loader) is the batches of a pass."""
 
     def __init__(self, dataset, **kwargs):
         if not isinstance(dataset, Dataset):
             raise TypeError("bfeed.torch.DataLoader takes a bfeed.torch.Dataset")
         if kwargs.setdefault("batch_size", None) is not None:
             raise ValueError("bfeed.torch.DataLoader: the batch size is the stream's (batch=); leave batch_size None")
+        if kwargs.get("collate_fn") is not None:
+            kwargs["collate_fn"] = _CollateKeepingPosition(kwargs["collate_fn"])
         super().__init__(dataset, **kwargs)
         self._waits, self._step = _array.array("d"), 0.0
 
     def __iter__(self):
+        self.dataset._begin_pass()  # before the workers (new or persistent) start theirs
         it, returned = super().__iter__(), None
         while True:
             asked = _time.perf_counter()
@@ -258,7 +421,11 @@ class DataLoader(_data.DataLoader):
                 self._step += asked - returned
                 self._waits.append(_time.perf_counter() - asked)
             returned = _time.perf_counter()
-            self.dataset._note(position(b))
+            if isinstance(b, _Positioned):
+                self.dataset._note(b.pos)
+                b = b.value
+            else:
+                self.dataset._note(position(b))
             yield b
 
     def stats(self):

@@ -76,6 +76,9 @@ PyObject *module_convert(const char *fn, PyObject *arg);
 PyObject *module_counters(const bfeed_counter *c, size_t n);
 
 PyObject *pyclient_connect(PyObject *module, PyObject *args, PyObject *kwargs);
+/* check_options(**opts): the stream options checked as Client.stream
+ * would, with no connection (None, or the error stream() would raise). */
+PyObject *pyclient_check_options(PyObject *module, PyObject *args, PyObject *kwargs);
 void pyclient_unlink(pyclient *c, pystream *s);
 PyObject *pystream_open(pyclient *c, const char *dataset, const bfeed_stream_opts *o);
 /* The stream is closed (s NULL from here on): its kept batch released, its last Batch let go. */

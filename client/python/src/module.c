@@ -81,6 +81,9 @@ static PyMethodDef module_methods[] = {
      "exactly one daemon's batches; one silent for stall_timeout seconds is dropped and retried."},
     {"strerror", module_strerror, METH_O, "strerror(code) -> the name and meaning of a BFEED_E* code."},
     {"option_names", module_option_names, METH_NOARGS, "option_names() -> the stream options, as the CLI spells them."},
+    {"check_options", (PyCFunction)(void (*)(void))pyclient_check_options, METH_VARARGS | METH_KEYWORDS,
+     "check_options(**opts) -> None: the stream options checked as Client.stream(dataset, **opts) checks them\n"
+     "(names, ranges, choices), without a connection; raises what stream() would (InvalidError, TypeError)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module_def = {

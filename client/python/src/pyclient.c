@@ -125,6 +125,12 @@ static int pyclient_opts(PyObject *kwargs, bfeed_stream_opts *o) {
   return 0;
 }
 
+PyObject *pyclient_check_options(PyObject *module, PyObject *args, PyObject *kwargs) {
+  bfeed_stream_opts o;
+  if (PyTuple_Size(args) != 0) return PyErr_Format(PyExc_TypeError, "check_options takes keywords only");
+  return pyclient_opts(kwargs, &o) < 0 ? NULL : Py_NewRef(Py_None);
+}
+
 static PyObject *pyclient_stream(pyclient *self, PyObject *args, PyObject *kwargs) {
   const char *dataset;
   bfeed_stream_opts o;

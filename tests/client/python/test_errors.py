@@ -95,3 +95,50 @@ def test_forked_error_from_the_one_list():
     assert bfeed.strerror(-20) == "BFEED_EFORKED: client used after fork"
     assert issubclass(bfeed.ForkedError, bfeed.Error) and "ForkedError" in bfeed.__all__
     assert bfeed.strerror(-21).startswith("BFEED_E?")  # the last one
+
+
+def test_no_dataset_lists_whole_names(data, tmp_path):
+    """40 datasets with long names: the message lists whole names and says
+    how many more there are; none is cut off (issue 29: "..., v_hpbin, )")."""
+    import os
+    import re
+    from conftest import _binary
+    from oracle_util import Daemon
+    root = next(d.split("=", 1)[1] for d in data["datasets"] if d.startswith("demo="))
+    names = ["dataset_number_%02d_of_forty" % i for i in range(40)]
+    d = Daemon(_binary("BFEEDD"), str(tmp_path), ["%s=%s" % (n, root) for n in names], workers=1)
+    try:
+        with bfeed.connect(d.addr) as c, pytest.raises(bfeed.NoDatasetError) as e:
+            c.stream("nope")
+        m = re.search(r"this daemon serves: (.*), and (\d+) more\)$", e.value.message)
+        assert m, e.value.message
+        listed = m.group(1).split(", ")
+        assert listed == names[:len(listed)] and len(listed) + int(m.group(2)) == 40
+    finally:
+        d.kill()
+    assert os.path.exists(d.log_path)
+
+
+def test_list_log_says_absolute_paths(data, tmp_path):
+    """A list of absolute paths is logged as such, not as "relative paths
+    from DIR"; one with relative paths says how many and from where."""
+    from conftest import _binary
+    from oracle_util import Daemon
+    absolute = tmp_path / "abs.tsv"
+    absolute.write_text("".join("%s\t%d\n" % (p, i) for i, p in enumerate(data["images"])))
+    rel_dir = tmp_path / "rel"
+    rel_dir.mkdir()
+    import os
+    for i, p in enumerate(data["images"]):
+        os.symlink(p, rel_dir / ("%d.jpg" % i))
+    relative = rel_dir / "rel.tsv"
+    relative.write_text("".join("%d.jpg\t%d\n" % (i, i) for i in range(len(data["images"]))))
+    d = Daemon(_binary("BFEEDD"), str(tmp_path), ["a=list:%s" % absolute, "r=list:%s" % relative], workers=1)
+    try:
+        log = d.log()
+    finally:
+        d.kill()
+    a_line = next(line for line in log.splitlines() if "dataset a:" in line)
+    r_line = next(line for line in log.splitlines() if "dataset r:" in line)
+    assert "absolute paths" in a_line and "relative" not in a_line, a_line
+    assert "%d relative paths from %s" % (len(data["images"]), rel_dir) in r_line, r_line
