@@ -35,6 +35,8 @@
   X(EBUSY, -19, BusyError, "dataset not ready yet (indexing)",                                                 \
     "the dataset is not ready yet (its shards are being indexed): retry")                                     \
   X(EFORKED, -20, ForkedError, "client used after fork",                                                      \
-    "the client was connected before this process forked: a child connects again")
+    "the client was connected before this process forked: a child connects again")                            \
+  X(EUNSUPPORTED, -21, UnsupportedError, "not served by this daemon",                                          \
+    "the daemon predates what was asked (class names, ...): upgrade bfeedd")
 
 #endif

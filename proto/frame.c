@@ -73,6 +73,6 @@ int frame_verify(const frame_header *h, const void *payload) {
 const char *frame_type_name(int type) {
   static const char *const names[] = {"?",     "HELLO", "HELLO_OK", "OPEN",  "OPEN_OK",  "BATCH",
                                       "ACK",   "CLOSE", "END",      "ERROR", "STATS_REQ", "STATS",
-                                      "REQUEST", "SHM_RING", "BATCH_SHM", "TIMING"};
+                                      "REQUEST", "SHM_RING", "BATCH_SHM", "TIMING", "CLASSES_REQ", "CLASSES"};
   return type >= 1 && type <= FRAME_TYPE_MAX_ ? names[type] : names[0];
 }

@@ -50,7 +50,9 @@ enum frame_type {
   FRAME_SHM_RING = 13, /* daemon -> client: a stream's shared-memory ring (the memfd attached) */
   FRAME_BATCH_SHM = 14, /* daemon -> client: one batch whose tensors are in a ring slot */
   FRAME_TIMING = 15,   /* client -> daemon: what the stream's caller waited (only where OPEN_OK offers it) */
-  FRAME_TYPE_MAX_ = 15
+  FRAME_CLASSES_REQ = 16, /* client -> daemon: the dataset's class names from the n-th (only where OPEN_OK offers it) */
+  FRAME_CLASSES = 17,  /* daemon -> client: a page of them */
+  FRAME_TYPE_MAX_ = 17
 };
 
 typedef struct frame_header {

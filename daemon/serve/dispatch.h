@@ -1,5 +1,5 @@
 /*
- * dispatch.h -- what a client's frames ask for: HELLO, OPEN, ACK, CLOSE, STATS_REQ.
+ * dispatch.h -- what a client's frames ask for: HELLO, OPEN, ACK, CLOSE, STATS_REQ, CLASSES_REQ.
  * Called by conn.c for every complete, checksummed frame it reads.
  *
  * A frame that breaks the protocol (before HELLO, twice HELLO, an unknown

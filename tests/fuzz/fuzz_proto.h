@@ -32,7 +32,9 @@ enum {
   FUZZ_FREADER = 1 << 11, /* the input, read as a stream, held a whole valid frame */
   FUZZ_REQUEST = 1 << 12,
   FUZZ_TIMING = 1 << 13,
-  FUZZ_ALL_ = (1 << 14) - 1
+  FUZZ_CLASSES_REQ = 1 << 14,
+  FUZZ_CLASSES = 1 << 15,
+  FUZZ_ALL_ = (1 << 16) - 1
 };
 
 /* Run every parser over data; abort() when a property fails. Returns the

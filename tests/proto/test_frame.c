@@ -97,10 +97,10 @@ static void test_round_trip_every_type(void **state) {
 static void test_type_names(void **state) {
   static const char *const want[] = {NULL,    "HELLO", "HELLO_OK", "OPEN",  "OPEN_OK",   "BATCH",
                                      "ACK",   "CLOSE", "END",      "ERROR", "STATS_REQ", "STATS",
-                                     "REQUEST", "SHM_RING", "BATCH_SHM", "TIMING"};
-  assert_int_equal(FRAME_TYPE_MAX_, 15);
-  for (int type = 1; type <= 15; type++) assert_string_equal(frame_type_name(type), want[type]);
-  const int unknown[] = {0, -1, 16, 255, 256, 1 << 30};
+                                     "REQUEST", "SHM_RING", "BATCH_SHM", "TIMING", "CLASSES_REQ", "CLASSES"};
+  assert_int_equal(FRAME_TYPE_MAX_, 17);
+  for (int type = 1; type <= 17; type++) assert_string_equal(frame_type_name(type), want[type]);
+  const int unknown[] = {0, -1, 18, 255, 256, 1 << 30};
   for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++)
     assert_string_equal(frame_type_name(unknown[i]), "?");
 }
@@ -144,7 +144,7 @@ static void test_bad_version(void **state) {
 }
 
 static void test_bad_type(void **state) {
-  const uint8_t types[] = {0, 16, 17, 0x80, 255};
+  const uint8_t types[] = {0, 18, 19, 0x80, 255};
   expect_reject_byte(5, types, sizeof types, BFEED_EPROTO);
 }
 

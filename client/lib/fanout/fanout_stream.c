@@ -328,6 +328,21 @@ static int fanout_stream_count(bfeed_stream *s, bfeed_counter *out, size_t max, 
   return 0;
 }
 
+/* A live member's stream, for a call made without c->mu: hold lets c->mu
+ * go, the caller takes it again before let_go. Counted in users meanwhile,
+ * so that the member's thread does not close that stream. */
+static bfeed_stream *fanout_stream_hold(bfeed_client *c, fanout_member *m) {
+  m->users++;
+  bfeed_stream *ms = m->ms;
+  pthread_mutex_unlock(&c->mu);
+  return ms;
+}
+
+static void fanout_stream_let_go(bfeed_client *c, fanout_member *m) {
+  m->users--;
+  pthread_cond_broadcast(&c->cv);
+}
+
 static int fanout_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, size_t *count, char *err,
                                size_t errlen) {
   fanout_stream *f = fanout_stream_of(s);
@@ -338,15 +353,11 @@ static int fanout_stream_stats(bfeed_stream *s, bfeed_counter *out, size_t max, 
     bfeed_counter got[MSG_MAX_COUNTERS];
     size_t n = 0;
     if (!m->live) continue;
-    m->users++;
-    bfeed_stream *ms = m->ms;
-    pthread_mutex_unlock(&c->mu);
-    int r = api_stream_stats(ms, got, MSG_MAX_COUNTERS, &n, NULL, 0);
+    int r = api_stream_stats(fanout_stream_hold(c, m), got, MSG_MAX_COUNTERS, &n, NULL, 0);
     pthread_mutex_lock(&c->mu);
     for (size_t j = 0; r == 0 && rc == 0 && j < n; j++)
       rc = fanout_stream_count(s, out, max, count, got[j].name, got[j].value);
-    m->users--; /* got's names belong to ms: used before its thread may close it */
-    pthread_cond_broadcast(&c->cv);
+    fanout_stream_let_go(c, m); /* got's names belong to the member's stream: used before it may close */
   }
   for (size_t i = 0; i < f->nm && rc == 0; i++) {
     char name[32];
@@ -368,15 +379,32 @@ static uint64_t fanout_stream_report(bfeed_stream *s, const msg_timing *t) {
   for (size_t i = 0; i < f->nm; i++) {
     fanout_member *m = &f->m[i];
     if (!m->live) continue;
-    m->users++;
-    bfeed_stream *ms = m->ms;
-    pthread_mutex_unlock(&c->mu);
-    expand += api_stream_report(ms, t);
+    expand += api_stream_report(fanout_stream_hold(c, m), t);
     pthread_mutex_lock(&c->mu);
-    m->users--;
-    pthread_cond_broadcast(&c->cv);
+    fanout_stream_let_go(c, m);
   }
   return expand;
+}
+
+/* The dataset's class names, asked of the first live member that serves
+ * them (all serve one dataset: the fingerprints agree); another one is
+ * asked when it is dropped meanwhile or predates class names. */
+static int fanout_stream_class_names(bfeed_stream *s, api_names *out, char *err, size_t errlen) {
+  fanout_stream *f = fanout_stream_of(s);
+  bfeed_client *c = s->c;
+  int rc = api_err(err, errlen, BFEED_ECLOSED, "no member of the stream is connected now (%s)",
+                   f->nm ? f->m[0].why : "none");
+  for (size_t i = 0; i < f->nm; i++) {
+    fanout_member *m = &f->m[i];
+    if (!m->live) continue;
+    bfeed_stream *ms = fanout_stream_hold(c, m);
+    api_names_clear(out);
+    rc = api_stream_class_names(ms, out, err, errlen);
+    pthread_mutex_lock(&c->mu);
+    fanout_stream_let_go(c, m);
+    if (rc == 0 || (m->live && rc != BFEED_EUNSUPPORTED)) break;
+  }
+  return rc;
 }
 
 /* The members' connections closed (their threads ended, or in a forked
@@ -426,5 +454,6 @@ static const api_stream_ops fanout_stream_ops = {
     .wait = fanout_stream_wait,
     .stats = fanout_stream_stats,
     .report = fanout_stream_report,
+    .class_names = fanout_stream_class_names,
     .close = fanout_stream_close,
 };

@@ -115,6 +115,12 @@ static int single_reader_control(single_client *c, const frame_header *h, const 
       if (s) s->ended = 1;
       break;
     }
+    case FRAME_CLASSES: {
+      msg_classes m;
+      if ((rc = msg_classes_decode(p, h->length, &m, w, sizeof w)) < 0) break;
+      if (s) single_classes_arrived(s, p, h->length);
+      break;
+    }
     case FRAME_STATS:
       if (s) {
         rc = msg_stats_decode(p, h->length, s->stats, MSG_MAX_COUNTERS, &s->nstats, w, sizeof w);

@@ -1,7 +1,8 @@
 /*
  * single_stream.c -- a single client's streams, behind api_stream.c's
  * calls: open one (and wait for the daemon's answer), take its batches in
- * order (or wait for one with a timeout), ask for its counters, close it;
+ * order (or wait for one with a timeout), ask the daemon about it (its
+ * counters here, its class names in single_classes.c), close it;
  * where a stream stands, so that single_reconnect.c can reopen it there;
  * and the REQUEST frames fanout/ sends on its members' on-demand streams.
  * Locking: single.h.
@@ -183,28 +184,31 @@ static int single_stream_wait(bfeed_stream *bs, int timeout_ms) {
   return single_stream_has_batch_or_end(s) || s->state < 0 || c->dead || c->base.closing;
 }
 
-/* One STATS_REQ on the current connection: 1 with the answer in s->stats,
- * 0 when the connection was replaced meanwhile (ask again), or the error. */
-static int single_stream_stats_once(single_stream *s, char *err, size_t errlen) {
+int single_stream_ask(single_stream *s, int type, void (*enc)(wbuf *, const void *), const void *msg, int *ready,
+                      uint32_t need, const char *what, uint64_t *gen, char *err, size_t errlen) {
   single_client *c = single_client_of(s->base.c);
   int rc = single_stream_wait_for(s, single_stream_is_open, err, errlen);
   if (rc < 0) return rc;
   if (s->open_gen != c->gen) /* it had handed out everything when the connection was lost */
     return api_err(err, errlen, BFEED_ECLOSED,
-                   "stream %u had served all its batches when the connection was lost: its counters are gone",
-                   s->base.id);
-  uint64_t gen = c->gen;
-  s->stats_ready = 0;
+                   "stream %u had served all its batches when the connection was lost: its %s are gone",
+                   s->base.id, what);
+  /* An older daemon would end the connection at a frame it does not know. */
+  if (need && !(s->features & need))
+    return api_err(err, errlen, BFEED_EUNSUPPORTED, "the daemon at %s (%s) does not serve %s: upgrade bfeedd",
+                   c->addr, c->base.server, what);
+  *gen = c->gen;
+  *ready = 0;
   pthread_mutex_unlock(&c->base.mu);
-  rc = single_conn_send(c, gen, FRAME_STATS_REQ, s->base.id, NULL, NULL, err, errlen);
+  rc = single_conn_send(c, *gen, type, s->base.id, enc, msg, err, errlen);
   pthread_mutex_lock(&c->base.mu);
   /* Without reconnecting a failed send is the answer; with it, the reader
    * replaces the connection and the request is made again on the new one. */
   if (rc < 0 && !c->reconnect) return rc;
-  while (!s->stats_ready && c->gen == gen && s->state >= 0 && !c->dead && !c->base.closing)
+  while (!*ready && c->gen == *gen && s->state >= 0 && !c->dead && !c->base.closing)
     pthread_cond_wait(&c->base.cv, &c->base.mu);
-  if (s->stats_ready && c->gen == gen) return 1;
-  if (c->gen != gen) return 0;
+  if (*ready && c->gen == *gen) return 1;
+  if (c->gen != *gen) return 0;
   return single_stream_wait_for(s, single_stream_is_open, err, errlen); /* the reason it failed */
 }
 
@@ -212,7 +216,10 @@ static int single_stream_stats(bfeed_stream *bs, bfeed_counter *out, size_t max,
                                size_t errlen) {
   single_stream *s = single_stream_of(bs);
   int rc;
-  while ((rc = single_stream_stats_once(s, err, errlen)) == 0) continue;
+  uint64_t gen;
+  while ((rc = single_stream_ask(s, FRAME_STATS_REQ, NULL, NULL, &s->stats_ready, 0, "counters", &gen, err,
+                                 errlen)) == 0)
+    continue;
   if (rc > 0) rc = 0;
   for (size_t i = 0; rc == 0 && i < s->nstats && i < max; i++) {
     out[i].name = api_stream_name(bs, s->stats[i].name);
@@ -264,5 +271,6 @@ static const api_stream_ops single_stream_ops = {
     .wait = single_stream_wait,
     .stats = single_stream_stats,
     .report = single_stream_report,
+    .class_names = single_classes_get,
     .close = single_stream_close,
 };
