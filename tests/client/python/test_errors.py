@@ -94,7 +94,14 @@ def test_forked_error_from_the_one_list():
     class, its strerror, exported like every other."""
     assert bfeed.strerror(-20) == "BFEED_EFORKED: client used after fork"
     assert issubclass(bfeed.ForkedError, bfeed.Error) and "ForkedError" in bfeed.__all__
-    assert bfeed.strerror(-21).startswith("BFEED_E?")  # the last one
+
+
+def test_unsupported_error_from_the_one_list():
+    """The code for a call the daemon predates (class names from an older
+    bfeedd; test_classes.c has that daemon), the last one so far."""
+    assert bfeed.strerror(-21) == "BFEED_EUNSUPPORTED: not served by this daemon"
+    assert issubclass(bfeed.UnsupportedError, bfeed.Error) and "UnsupportedError" in bfeed.__all__
+    assert bfeed.strerror(-22).startswith("BFEED_E?")
 
 
 def test_no_dataset_lists_whole_names(data, tmp_path):
