@@ -18,6 +18,7 @@
  *                       or a BATCH_SHM's slot
  *   single_shm.c        shared-memory streams: the ring mapped, batches in
  *                       its slots, ACK on release
+ *   single_classes.c    a stream's class names, page by page (CLASSES_REQ)
  *
  * Locking: c->base.mu (api.h) also guards every stream's state and queue,
  * the connection's death (dead), gen and the report; c->wmu serialises
@@ -74,6 +75,9 @@ typedef struct single_stream {
   msg_counter stats[MSG_MAX_COUNTERS];
   size_t nstats;
   uint32_t features;  /* the last OPEN_OK's (MSG_FEATURE_TIMING: the daemon takes TIMING) */
+  int classes_wanted, classes_ready; /* a class_names call waits for CLASSES; it came (single_classes.c) */
+  uint8_t *classes;   /* that CLASSES payload, malloc'd (the call frees it) */
+  size_t classes_len;
   uint64_t expand_ns; /* the reader's time checking and decompressing its batches */
 } single_stream;
 
@@ -167,6 +171,23 @@ single_pos single_stream_pos_after(const single_stream *s, single_pos p);
 int single_stream_reset(single_stream *s);
 /* c->base.mu held: the OPEN that resumes s where its caller stands, appended to w. */
 int single_stream_frame_open(single_stream *s, wbuf *w, char *err, size_t errlen);
+
+/* c->base.mu held: ask the daemon on the stream's current connection,
+ * once it is open there: a frame of type (payload by enc from msg, NULL:
+ * empty), then wait until *ready, which the reader sets with the answer.
+ * need: the OPEN_OK feature the daemon must offer (0: none; without it
+ * BFEED_EUNSUPPORTED, naming what, before anything is sent). 1 with *gen
+ * the connection that answered; 0 when the connection was replaced
+ * meanwhile (ask again); or the error. */
+int single_stream_ask(single_stream *s, int type, void (*enc)(wbuf *, const void *), const void *msg, int *ready,
+                      uint32_t need, const char *what, uint64_t *gen, char *err, size_t errlen);
+
+/* single_classes.c */
+/* ops->class_names (c->base.mu held). */
+int single_classes_get(bfeed_stream *bs, api_names *out, char *err, size_t errlen);
+/* Reader, c->base.mu held: a checked CLASSES payload p[n] for s, kept
+ * while a call waits for it. */
+void single_classes_arrived(single_stream *s, const uint8_t *p, size_t n);
 
 /* single_shm.c (see its head for the locking) */
 /* Map the ring SHM_RING announced (fd taken over, closed): *out holds the
