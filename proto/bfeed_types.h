@@ -172,7 +172,9 @@ typedef struct bfeed_stream_opts {
   bfeed_eval_pad eval_pad; /* EVAL: NONE (default) or MASK, equal-length shards with `valid` */
   uint64_t start_sample; /* the first epoch begins after this many samples of its order,
                             consumed before (elastic resume; needs epochs = 1), 0 */
-  uint32_t reserved[18]; /* zero (bfeed_stream_opts_init): room for options to come */
+  uint64_t job;          /* the training job the stream belongs to, 0 = none (0): the daemon
+                            shows a job's streams, on any connection, as one (PROTOCOL.md) */
+  uint32_t reserved[16]; /* zero (bfeed_stream_opts_init): room for options to come */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

@@ -423,8 +423,8 @@ int msg_ack_decode(const void *p, size_t n, msg_ack *m, char *err, size_t errlen
 }
 
 void msg_timing_encode(wbuf *w, const msg_timing *m) {
-  const uint64_t v[] = {m->batches,     m->wait_us,       m->step_us,  m->wait_p50_us,
-                        m->wait_p99_us, m->first_wait_us, m->expand_us};
+  const uint64_t v[] = {m->batches,     m->wait_us,       m->step_us,   m->wait_p50_us,
+                        m->wait_p99_us, m->first_wait_us, m->expand_us, m->flags};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) wbuf_u64(w, v[i]);
 }
 
@@ -434,6 +434,9 @@ int msg_timing_decode(const void *p, size_t n, msg_timing *m, char *err, size_t 
   uint64_t *v[] = {&m->batches,     &m->wait_us,       &m->step_us,  &m->wait_p50_us,
                    &m->wait_p99_us, &m->first_wait_us, &m->expand_us};
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) *v[i] = rbuf_u64(&r);
+  /* Flags only when whole: a client that predates them sends 56 bytes,
+   * and a field cut short reads as none (as OPEN_OK's later fields). */
+  m->flags = !r.failed && rbuf_left(&r) >= 8 ? rbuf_u64(&r) : 0;
   /* A later client may add fields: what follows is not ours to judge. */
   return finish_read(&r, 1, err, errlen, "TIMING truncated");
 }

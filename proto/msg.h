@@ -198,8 +198,13 @@ typedef struct msg_timing {
   uint64_t wait_p99_us;
   uint64_t first_wait_us; /* the first call's wait: the pipeline filling, apart */
   uint64_t expand_us;     /* the client's reader thread checking and decompressing batches */
+  uint64_t flags;         /* MSG_TIMING_LOOP; 0 when the frame has no whole flags (a client that predates them) */
 } msg_timing;
-#define MSG_TIMING_SIZE 56
+#define MSG_TIMING_SIZE 56      /* the least a TIMING holds: the seven totals */
+#define MSG_TIMING_FLAGS_SIZE 64 /* with flags: what this version sends */
+/* The totals are the stream's job's loop, measured where the training
+ * step runs (a loader's main process), not this stream's own next calls. */
+#define MSG_TIMING_LOOP 1u
 void msg_timing_encode(wbuf *w, const msg_timing *m);
 int msg_timing_decode(const void *p, size_t n, msg_timing *m, char *err, size_t errlen);
 

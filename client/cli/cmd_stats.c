@@ -1,16 +1,19 @@
 /*
  * cmd_stats.c -- `bfeed stats`: what is the daemon doing?
  *
- * Prints the daemon's counters (daemon, per dataset, per open stream) as
- * aligned text, or with --json one JSON object:
+ * Prints the daemon's counters (daemon, per dataset, per open stream, per
+ * job) as aligned text, or with --json one JSON object:
  * {"daemon": {...}, "remote": {...}, "datasets": {"name": {...}}, "streams": {"id": {...}},
- *  "verdicts": {"id": "line"}}
+ *  "jobs": {"id": {...}}, "verdicts": {"id": "line"}}
  * ("remote": the object-store and HTTP backends' counters, {} until used).
+ * A job's streams (those opened with the same `job` option, on any
+ * connection: a DataLoader's workers) are folded into its one group, id
+ * "JOB:DATASET" (the job in hex), and not shown on their own.
  *
- * Then one verdict per open stream (verdict.h): is its job input-bound,
- * and by what ("verdict 1/1:train input-bound 38%: decode-limited, ..."),
- * judged since the stream opened; with --json under "verdicts": {"id":
- * "line"}. bfeed top judges each second instead.
+ * Then one verdict per open stream and per job (verdict.h): is it
+ * input-bound, and by what ("verdict 1/1:train input-bound 38%:
+ * decode-limited, ..."), judged since it began; with --json under
+ * "verdicts": {"id": "line"}. bfeed top judges each second instead.
  *
  * With --skipped, the samples each dataset skipped instead (the "skipped"
  * groups of the report: id "DATASET<TAB>NAME<TAB>MESSAGE", counters index
@@ -41,11 +44,11 @@ static const bfeed_stat_group *cmd_stats_daemon(const bfeed_stat_group *g, size_
   return NULL;
 }
 
-/* Each stream's verdict: "verdict ID LINE" lines, or a JSON object's members. */
+/* Each stream's and job's verdict: "verdict ID LINE" lines, or a JSON object's members. */
 static void cmd_stats_verdicts(const bfeed_stat_group *g, size_t n, int json) {
   int first = 1;
   for (size_t i = 0; i < n; i++) {
-    if (strcmp(g[i].kind, "stream") != 0) continue;
+    if (!verdict_judged(&g[i])) continue;
     char line[512];
     verdict_judge(&g[i], NULL, cmd_stats_daemon(g, n), NULL, line, sizeof line);
     if (!json) {
@@ -62,15 +65,15 @@ static void cmd_stats_verdicts(const bfeed_stat_group *g, size_t n, int json) {
 
 static void cmd_stats_print_json(const bfeed_stat_group *g, size_t n) {
   /* The daemon's and its remote storage's counters are one group each. */
-  static const char *const kinds[] = {"daemon", "remote", "dataset", "stream"};
-  static const char *const keys[] = {"daemon", "remote", "datasets", "streams"};
+  static const char *const kinds[] = {"daemon", "remote", "dataset", "stream", "job"};
+  static const char *const keys[] = {"daemon", "remote", "datasets", "streams", "jobs"};
   printf("{");
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     int flat = k < 2;
     printf("%s\"%s\": {", k ? ", " : "", keys[k]);
     int first = 1;
     for (size_t i = 0; i < n; i++) {
-      if (strcmp(g[i].kind, kinds[k]) != 0) continue;
+      if (strcmp(g[i].kind, kinds[k]) != 0 || verdict_folded(&g[i])) continue;
       if (!flat) {
         printf("%s", first ? "" : ", ");
         cli_json_str(stdout, g[i].id);
@@ -93,7 +96,7 @@ static void cmd_stats_print_json(const bfeed_stat_group *g, size_t n) {
 
 static void cmd_stats_print_text(const bfeed_stat_group *g, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    if (strcmp(g[i].kind, "skipped") == 0) continue; /* --skipped prints them */
+    if (strcmp(g[i].kind, "skipped") == 0 || verdict_folded(&g[i])) continue; /* --skipped prints them; a job's stream: its job */
     printf("%s %s\n", g[i].kind, g[i].id);
     for (size_t c = 0; c < g[i].ncounters; c++)
       printf("  %-22s %llu\n", g[i].counters[c].name, (unsigned long long)g[i].counters[c].value);
@@ -228,14 +231,15 @@ static int cmd_stats_fanout(bfeed_client *pc, const bfeed_connect_opts *co, int 
 
 static const char stats_usage[] =
     "usage: bfeed stats --connect ADDR[,ADDR...] [--skipped] [--json]\n"
-    "Prints the daemon's counters: the daemon's, each dataset's and each open stream's.\n"
+    "Prints the daemon's counters: the daemon's, each dataset's, each open stream's and each\n"
+    "job's (the streams opened with the same --job, any connection, any epoch: one group).\n"
     "Several daemons (a list, or a name resolving to several): each under its endpoint,\n"
     "then the total of their daemon counters.\n"
     "  --skipped               the samples each dataset skipped (corrupt, too large, unreadable),\n"
     "                          one per line: index, reason, file, message\n"
     "  --json                  one JSON object: {\"daemon\": {...}, \"remote\": {...}, \"datasets\": {...},\n"
-    "                          \"streams\": {...}, \"verdicts\": {...}}\n"
-    "Each open stream ends with its verdict: is its job input-bound (the client waits for\n"
+    "                          \"streams\": {...}, \"jobs\": {...}, \"verdicts\": {...}}\n"
+    "Each open stream and job ends with its verdict: is it input-bound (the client waits for\n"
     "batches), and by what: the daemon's decode, resize, read or batch stage, its memory\n"
     "budget, the client's decompression, the socket; or the trainer itself.\n";
 

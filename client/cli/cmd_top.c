@@ -7,8 +7,9 @@
  * max_memory, clients and streams; per dataset samples/s and how its
  * worker time split into read, decode, resize and batch; per stream
  * samples/s, the client's stall (its wait fraction), its p99 wait, and the
- * verdict (verdict.h) judged over the interval. The first frame judges
- * since each stream opened. A daemon that does not answer is shown so and
+ * verdict (verdict.h) judged over the interval; per job (the streams
+ * opened with the same `job` option, folded into one line) the same, its
+ * stall its loop's. The first frame judges since each stream or job began. A daemon that does not answer is shown so and
  * asked again next time. Ctrl-C ends it; --count N after N frames. Not on
  * a terminal (a pipe, a log), the frames follow one another, each after a
  * blank line.
@@ -107,13 +108,15 @@ static void cmd_top_daemon(const top_endpoint *e, int cols) {
   }
   for (size_t i = 0; i < e->n; i++) {
     const bfeed_stat_group *g = &e->g[i];
-    if (strcmp(g->kind, "stream") != 0) continue;
+    if (!verdict_judged(g)) continue;
     verdict v;
     char line[512];
-    verdict_judge(g, cmd_top_find(e->pg, e->pn, "stream", g->id), d, &v, line, sizeof line);
-    cmd_top_line(cols, "  stream %-21s %9.1f samples/s  stall %3.0f%%  p99 wait %.1f ms  window %llu  in flight %llu",
-                 g->id, v.samples_per_s, v.wait_fraction * 100, v.wait_p99_ms,
-                 (unsigned long long)verdict_counter(g, "window"), (unsigned long long)verdict_counter(g, "in_flight"));
+    int job = strcmp(g->kind, "job") == 0;
+    verdict_judge(g, cmd_top_find(e->pg, e->pn, g->kind, g->id), d, &v, line, sizeof line);
+    cmd_top_line(cols, "  %-6s %-21s %9.1f samples/s  stall %3.0f%%  p99 wait %.1f ms  %s %llu  in flight %llu", g->kind,
+                 g->id, v.samples_per_s, v.wait_fraction * 100, v.wait_p99_ms, job ? "streams" : "window",
+                 (unsigned long long)verdict_counter(g, job ? "streams" : "window"),
+                 (unsigned long long)verdict_counter(g, "in_flight"));
     cmd_top_line(cols, "    %s", line);
   }
 }
@@ -129,7 +132,9 @@ static const char top_usage[] =
     "A live view of the daemons, their datasets and streams, redrawn every S seconds (1):\n"
     "workers busy, memory, samples/s, where the worker time goes (read, decode, resize,\n"
     "batch), each stream's stall (the share of its client's time spent waiting for\n"
-    "batches) and the verdict: is the job input-bound, and by what. Ctrl-C quits.\n"
+    "batches) and the verdict: is the job input-bound, and by what. The streams of a job\n"
+    "(opened with the same --job: a DataLoader's workers) show as one line, its loop's.\n"
+    "Ctrl-C quits.\n"
     "  --interval S            seconds between frames, 0.1..3600\n"
     "  --count N               stop after N frames (0: never)\n";
 

@@ -10,6 +10,14 @@ uint64_t verdict_counter(const bfeed_stat_group *g, const char *name) {
   return 0;
 }
 
+int verdict_folded(const bfeed_stat_group *g) {
+  return strcmp(g->kind, "stream") == 0 && verdict_counter(g, "job") != 0;
+}
+
+int verdict_judged(const bfeed_stat_group *g) {
+  return (strcmp(g->kind, "stream") == 0 && !verdict_folded(g)) || strcmp(g->kind, "job") == 0;
+}
+
 double verdict_delta(const bfeed_stat_group *now, const bfeed_stat_group *before, const char *name) {
   uint64_t a = verdict_counter(now, name), b = verdict_counter(before, name);
   return a > b ? (double)(a - b) : 0;
@@ -47,8 +55,10 @@ void verdict_judge(const bfeed_stat_group *now, const bfeed_stat_group *before, 
   v.wait_fraction = wait + step > 0 ? wait / (wait + step) : 0;
   v.workers_busy = workers && age > 0 ? verdict_delta(now, before, "workers_busy_us") / ((double)workers * age) : 0;
   if (v.workers_busy > 1) v.workers_busy = 1; /* a build's time lands when it ends */
-  v.memory_wait = age > 0 ? verdict_delta(now, before, "memory_wait_us") / age : 0;
-  v.expand_busy = age > 0 ? verdict_delta(now, before, "client_expand_us") / age : 0;
+  /* A job's streams wait and expand side by side: shares of their time together. */
+  double span = verdict_counter(now, "stream_time_us") ? verdict_delta(now, before, "stream_time_us") : age;
+  v.memory_wait = span > 0 ? verdict_delta(now, before, "memory_wait_us") / span : 0;
+  v.expand_busy = span > 0 ? verdict_delta(now, before, "client_expand_us") / span : 0;
   v.samples_per_s = age > 0 ? verdict_delta(now, before, "samples") / (age * 1e-6) : 0;
   v.mb_per_s = age > 0 ? verdict_delta(now, before, "wire_bytes") / age : 0; /* bytes/us = MB/s */
   v.wait_p99_ms = (double)verdict_counter(now, "client_wait_p99_us") / 1e3;

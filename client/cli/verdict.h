@@ -14,6 +14,12 @@
  * VERDICT_INPUT_BOUND of its time is the limit itself; else busy workers
  * name their stage, then memory, then the client's expansion, and what is
  * left is the socket (or the window).
+ *
+ * A job's group (kind "job": the streams opened with the same `job`
+ * option, PROTOCOL.md "Jobs") is judged the same way from its sums, its
+ * client_* counters the loop's; its memory waits and expansion are shares
+ * of its streams' time together (stream_time_us), not of its age. Its
+ * streams' own groups are folded into it: not judged, not shown.
  */
 #ifndef BFEED_VERDICT_H
 #define BFEED_VERDICT_H
@@ -42,10 +48,14 @@ typedef struct verdict {
 
 /* The counter called name in g, 0 when absent (g may be NULL). */
 uint64_t verdict_counter(const bfeed_stat_group *g, const char *name);
+/* 1 for a stream of a job (a counter "job"): its job's group speaks for it. */
+int verdict_folded(const bfeed_stat_group *g);
+/* 1 for a group that has a verdict: a job, or a stream not folded into one. */
+int verdict_judged(const bfeed_stat_group *g);
 /* name's growth from before (NULL: from 0) to now; 0 if it shrank (a
  * daemon restarted, a stream reopened). */
 double verdict_delta(const bfeed_stat_group *now, const bfeed_stat_group *before, const char *name);
-/* Judge stream group now against before (the same stream's earlier group,
+/* Judge stream or job group now against before (the same stream's earlier group,
  * or NULL: since it opened), with its daemon's group; the line into
  * buf[cap] ("input-bound 38%: decode-limited, 2 workers busy 97%; add
  * workers or hosts, or use a pack"), and what it found into *v (may be

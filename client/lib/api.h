@@ -129,6 +129,8 @@ struct bfeed_stream {
   size_t nnames;
   bfeed_stream *next_stream; /* c->streams (c->mu) */
   api_timing timing;         /* around ops->wait and ops->next (c->mu) */
+  msg_timing loop;           /* bfeed_stream_report_timing's, sent instead of timing's (c->mu) */
+  int has_loop;              /* loop is set */
 };
 
 /* Made by single/ (its reader thread) from a frame; a fan-out stream hands
@@ -228,14 +230,18 @@ int api_fork_check(const bfeed_client *c, char *err, size_t errlen);
  * the last next counts); next returns at now, with a batch or not. */
 void api_timing_enter(api_timing *t, uint64_t now);
 void api_timing_leave(api_timing *t, uint64_t now, int got);
-/* The totals so far, for bfeed_stream_get_timing; as TIMING (expand 0). */
+/* The totals so far, for bfeed_stream_get_timing. */
 void api_timing_get(const api_timing *t, uint64_t expand_ns, bfeed_stream_timing *out);
-void api_timing_msg(const api_timing *t, msg_timing *m);
+/* What s sends as TIMING (expand 0): the loop's totals once
+ * bfeed_stream_report_timing gave them, else its own. */
+void api_timing_msg(const bfeed_stream *s, msg_timing *m);
 /* 1 when the totals are due to the daemon (and from now on counted sent). */
 int api_timing_due(api_timing *t, uint64_t now);
 /* The client's counters (client_*, wait_fraction_ppm) set in out[*count],
  * over the daemon's copies, added where absent (up to max). */
 int api_timing_counters(bfeed_stream *s, uint64_t expand_ns, bfeed_counter *out, size_t max, size_t *count);
+/* bfeed_stream_report_timing: t is the job's loop from now on, sent at once. */
+int api_timing_report(bfeed_stream *s, const bfeed_stream_timing *t, char *err, size_t errlen);
 /* fanout/ passes its totals on to each member stream (api_client_enter'd). */
 uint64_t api_stream_report(bfeed_stream *s, const msg_timing *t);
 

@@ -95,7 +95,7 @@ int api_stream_next(bfeed_stream *s, bfeed_batch **out, char *err, size_t errlen
   api_timing_leave(&s->timing, now, *out != NULL);
   if (*out && api_timing_due(&s->timing, now)) {
     msg_timing t;
-    api_timing_msg(&s->timing, &t);
+    api_timing_msg(s, &t);
     s->ops->report(s, &t);
   }
   api_client_leave(s->c);
@@ -150,6 +150,11 @@ BFEED_API int bfeed_stream_get_timing(bfeed_stream *s, bfeed_stream_timing *out)
   api_client_leave(s->c);
   pthread_mutex_unlock(&s->c->mu);
   return 0;
+}
+
+BFEED_API int bfeed_stream_report_timing(bfeed_stream *s, const bfeed_stream_timing *t, bfeed_error *err) {
+  char e[API_ERRLEN] = "";
+  return api_err_public(err, api_timing_report(s, t, e, sizeof e), "%s", e);
 }
 
 BFEED_API void bfeed_stream_close(bfeed_stream *s) {

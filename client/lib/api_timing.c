@@ -9,7 +9,10 @@
  *
  * Both implementations' streams are timed here, around ops->next and
  * ops->wait (api_stream.c); ops->report passes the totals on to the daemon (TIMING),
- * at most every API_TIMING_REPORT_NS. Under c->mu, like the stream.
+ * at most every API_TIMING_REPORT_NS. Once the caller has reported its
+ * job's loop (bfeed_stream_report_timing: a loader's main process, where
+ * the training step runs), the stream sends the loop's totals instead,
+ * marked MSG_TIMING_LOOP. Under c->mu, like the stream.
  */
 #include <string.h>
 
@@ -69,6 +72,13 @@ static uint64_t api_timing_quantile(const api_timing *t, double q) {
   return api_timing_mid(API_TIMING_BINS - 1) * 1000;
 }
 
+/* wait_fraction and batches_per_s from the totals. */
+static void api_timing_rates(bfeed_stream_timing *out) {
+  double all = (double)(out->wait_ns + out->step_ns);
+  out->wait_fraction = all > 0 ? (double)out->wait_ns / all : 0;
+  out->batches_per_s = all > 0 ? (double)out->batches / (all * 1e-9) : 0;
+}
+
 void api_timing_get(const api_timing *t, uint64_t expand_ns, bfeed_stream_timing *out) {
   memset(out, 0, sizeof *out);
   out->batches = t->batches;
@@ -78,21 +88,42 @@ void api_timing_get(const api_timing *t, uint64_t expand_ns, bfeed_stream_timing
   out->wait_p99_ns = api_timing_quantile(t, 0.99);
   out->first_wait_ns = t->first_wait_ns;
   out->expand_ns = expand_ns;
-  double all = (double)(t->wait_ns + t->step_ns);
-  out->wait_fraction = all > 0 ? (double)t->wait_ns / all : 0;
-  out->batches_per_s = all > 0 ? (double)t->batches / (all * 1e-9) : 0;
+  api_timing_rates(out);
 }
 
-void api_timing_msg(const api_timing *t, msg_timing *m) {
+/* p's totals as TIMING's microseconds; expand 0: ops->report fills it in
+ * (the reader thread's). */
+static void api_timing_to_msg(const bfeed_stream_timing *p, uint64_t flags, msg_timing *m) {
+  *m = (msg_timing){.batches = p->batches,
+                    .wait_us = p->wait_ns / 1000,
+                    .step_us = p->step_ns / 1000,
+                    .wait_p50_us = p->wait_p50_ns / 1000,
+                    .wait_p99_us = p->wait_p99_ns / 1000,
+                    .first_wait_us = p->first_wait_ns / 1000,
+                    .flags = flags};
+}
+
+void api_timing_msg(const bfeed_stream *s, msg_timing *m) {
+  if (s->has_loop) {
+    *m = s->loop;
+    return;
+  }
   bfeed_stream_timing p;
-  api_timing_get(t, 0, &p);
-  m->batches = p.batches;
-  m->wait_us = p.wait_ns / 1000;
-  m->step_us = p.step_ns / 1000;
-  m->wait_p50_us = p.wait_p50_ns / 1000;
-  m->wait_p99_us = p.wait_p99_ns / 1000;
-  m->first_wait_us = p.first_wait_ns / 1000;
-  m->expand_us = 0; /* ops->report fills it in: the reader thread's */
+  api_timing_get(&s->timing, 0, &p);
+  api_timing_to_msg(&p, 0, m);
+}
+
+int api_timing_report(bfeed_stream *s, const bfeed_stream_timing *t, char *err, size_t errlen) {
+  if (!t) return api_err(err, errlen, BFEED_EINVAL, "bfeed_stream_report_timing: no timing given (t is NULL)");
+  int rc = api_client_enter(s->c, err, errlen);
+  if (rc < 0) return rc;
+  api_timing_to_msg(t, MSG_TIMING_LOOP, &s->loop);
+  s->has_loop = 1;
+  msg_timing m = s->loop; /* ops->report may let c->mu go: another report may change s->loop meanwhile */
+  s->ops->report(s, &m);
+  api_client_leave(s->c);
+  pthread_mutex_unlock(&s->c->mu);
+  return 0;
 }
 
 int api_timing_due(api_timing *t, uint64_t now) {
@@ -102,10 +133,18 @@ int api_timing_due(api_timing *t, uint64_t now) {
 }
 
 /* The client's own counters over the daemon's copies of them (which lag
- * by up to a report; a fan-out stream's members each had the whole). */
+ * by up to a report; a fan-out stream's members each had the whole): what
+ * it sends, the loop's once reported. */
 int api_timing_counters(bfeed_stream *s, uint64_t expand_ns, bfeed_counter *out, size_t max, size_t *count) {
   bfeed_stream_timing p;
   api_timing_get(&s->timing, expand_ns, &p);
+  if (s->has_loop) { /* what it sends: the loop's */
+    const msg_timing *l = &s->loop;
+    p.batches = l->batches, p.wait_ns = l->wait_us * 1000, p.step_ns = l->step_us * 1000;
+    p.wait_p50_ns = l->wait_p50_us * 1000, p.wait_p99_ns = l->wait_p99_us * 1000;
+    p.first_wait_ns = l->first_wait_us * 1000;
+    api_timing_rates(&p);
+  }
   const struct {
     const char *name;
     uint64_t value;

@@ -259,13 +259,21 @@ typedef struct bfeed_stream_timing {
 } bfeed_stream_timing;
 BFEED_API int bfeed_stream_get_timing(bfeed_stream *s, bfeed_stream_timing *out);
 
+/* The job's loop, timed where the training step runs (a loader's main process; the stream opened with its `job`):
+ * t's batches, wait, step, p50/p99 and first wait (the rest ignored) go to the daemon now, one TIMING frame a call,
+ * and from now on instead of this stream's own (bfeed_stream_get_timing still gives those). Works on a stream that
+ * never asks for batches (select on-demand, no request); a daemon without TIMING ignores it. 0, or BFEED_EINVAL
+ * (t NULL), BFEED_ECLOSED, BFEED_EFORKED. */
+BFEED_API int bfeed_stream_report_timing(bfeed_stream *s, const bfeed_stream_timing *t, bfeed_error *err);
+
 /* Stop the stream and free it. Pending batches are dropped. */
 BFEED_API void bfeed_stream_close(bfeed_stream *s);
 
 /* The daemon's statistics: groups of named counters, one "daemon" group,
- * one "dataset" group per dataset (id: its name) and one "stream" group per
- * open stream (id: "client/stream:dataset"). Blocks for the answer; free
- * the result with bfeed_daemon_stats_free. */
+ * one "dataset" group per dataset (id: its name), one "stream" group per
+ * open stream (id: "client/stream:dataset") and one "job" group per job
+ * (streams opened with the same `job` option; id: "JOB:DATASET", the job in
+ * hex). Blocks for the answer; free the result with bfeed_daemon_stats_free. */
 typedef struct bfeed_stat_group {
   const char *kind;
   const char *id;

@@ -118,6 +118,7 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
                    sizeof err);
   if (rc < 0) return conn_send_error(c, id, rc, "%s", err);
   stream_set_max_pixels(st, s->limits.max_pixels);
+  stream_set_job(st, jobs_join(s->jobs, m.opts.job, ds->name, workers_busy_ns(s->workers)));
   ok.fingerprint = fingerprint_stream(ds->fingerprint, &m.opts, s->limits.max_pixels);
   c->streams[c->nstreams++] = st;
   conn_streams_changed(c);
@@ -149,12 +150,15 @@ static void on_request(conn *c, int i, const uint8_t *p, size_t n) {
   if (i >= 0) stream_request(c->streams[i], &m);
 }
 
-/* TIMING, like ACK: malformed ends the connection, late is ignored. */
+/* TIMING, like ACK: malformed ends the connection, late is ignored. A
+ * loop's (MSG_TIMING_LOOP) is also its stream's job's (jobs.h). */
 static void on_timing(conn *c, int i, const uint8_t *p, size_t n) {
   msg_timing t;
   char why[MSG_ERROR_MAX];
   if (msg_timing_decode(p, n, &t, why, sizeof why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
-  if (i >= 0) stream_timing(c->streams[i], &t);
+  if (i < 0) return;
+  stream_timing(c->streams[i], &t);
+  if (t.flags & MSG_TIMING_LOOP) jobs_loop(stream_job(c->streams[i]), &t);
 }
 
 static void on_stats_req(conn *c, uint32_t id, int i) {

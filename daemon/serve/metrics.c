@@ -114,47 +114,84 @@ static void metrics_remote(wbuf *w) {
   }
 }
 
-/* Each open stream's exposed stall, as its client reported it (TIMING):
- * labels stream ("client/stream") and dataset. */
+/* The client's timing and the memory waits, per open stream (labels
+ * stream "client/stream" and dataset) and per job (job, its id in hex, and
+ * dataset): the families bfeed_stream_* and bfeed_job_*, from counters
+ * of the same names (a job's timing is its loop's, jobs.h). */
+static const struct {
+  const char *suffix, *counter, *type, *help;
+  double scale;
+} metrics_timing_rows[] = {
+    {"wait_fraction", "wait_fraction_ppm", "gauge",
+     "Share of the client's time (a job's: its loop's) spent waiting for batches since it began: wait / (wait + "
+     "step).", 1e-6},
+    {"client_wait_seconds_total", "client_wait_us", "counter",
+     "Time the client's caller (a job's: its loop) waited for batches (the first batch apart).", 1e-6},
+    {"client_step_seconds_total", "client_step_us", "counter",
+     "Time between the client's next calls: the training step.", 1e-6},
+    {"client_batches_total", "client_batches", "counter", "Batches the client's caller took.", 1},
+    {"memory_wait_seconds_total", "memory_wait_us", "counter",
+     "Time the window had room while max_memory kept it from making a batch (a job's: summed over its streams).",
+     1e-6},
+};
+#define METRICS_NTIMING (sizeof metrics_timing_rows / sizeof metrics_timing_rows[0])
+
+/* One series of each family: its labels' values and its counters. */
+typedef struct metrics_series {
+  char id[64];
+  const char *dataset;
+  uint64_t v[METRICS_NTIMING];
+} metrics_series;
+
+static void metrics_take(metrics_series *se, const char *counter, uint64_t value) {
+  for (size_t k = 0; k < METRICS_NTIMING; k++)
+    if (strcmp(metrics_timing_rows[k].counter, counter) == 0) se->v[k] = value;
+}
+
+/* Family by family, as the format wants: bfeed_KIND_SUFFIX{KIND="id",dataset="..."}. */
+static void metrics_timing(wbuf *w, const char *kind, const metrics_series *se, size_t n) {
+  for (size_t k = 0; k < METRICS_NTIMING; k++) {
+    char name[96];
+    snprintf(name, sizeof name, "bfeed_%s_%s", kind, metrics_timing_rows[k].suffix);
+    help(w, name, metrics_timing_rows[k].type, metrics_timing_rows[k].help);
+    for (size_t i = 0; i < n; i++) {
+      printfw(w, "%s{%s=\"%s\",dataset=\"", name, kind, se[i].id);
+      label(w, se[i].dataset);
+      printfw(w, "\"} %.6f\n", (double)se[i].v[k] * metrics_timing_rows[k].scale);
+    }
+  }
+}
+
+/* Each stream's counters read once (stream_stats asks the workers for
+ * their busy time). */
 static void metrics_streams(wbuf *w, server *s) {
-  static const struct {
-    const char *metric, *counter, *type, *help;
-    double scale;
-  } rows[] = {
-      {"bfeed_stream_wait_fraction", "wait_fraction_ppm", "gauge",
-       "Share of the client's time spent waiting for batches since the stream opened: wait / (wait + step).", 1e-6},
-      {"bfeed_stream_client_wait_seconds_total", "client_wait_us", "counter",
-       "Time the client's caller waited for batches (the first batch apart).", 1e-6},
-      {"bfeed_stream_client_step_seconds_total", "client_step_us", "counter",
-       "Time between the client's next calls: the training step.", 1e-6},
-      {"bfeed_stream_client_batches_total", "client_batches", "counter", "Batches the client's caller took.", 1},
-      {"bfeed_stream_memory_wait_seconds_total", "memory_wait_us", "counter",
-       "Time the stream's window had room while max_memory kept it from making a batch.", 1e-6},
-  };
-  enum { NROWS = sizeof rows / sizeof rows[0] };
-  /* Each stream's counters once (stream_stats asks the workers for their
-   * busy time), then printed family by family, as the format wants. */
   size_t n = (size_t)server_stream_count(s), at = 0;
-  uint64_t(*v)[NROWS] = n ? calloc(n, sizeof *v) : NULL;
-  if (n && !v) return;
+  metrics_series *se = n ? calloc(n, sizeof *se) : NULL;
+  if (n && !se) return;
   for (conn *c = s->conns; c; c = c->next)
     for (int i = 0; i < c->nstreams && at < n; i++, at++) {
       msg_counter ctr[MSG_MAX_COUNTERS];
       size_t got = stream_stats(c->streams[i], ctr, MSG_MAX_COUNTERS);
-      for (size_t j = 0; j < got; j++)
-        for (size_t k = 0; k < NROWS; k++)
-          if (strcmp(ctr[j].name, rows[k].counter) == 0) v[at][k] = ctr[j].value;
+      snprintf(se[at].id, sizeof se[at].id, "%u/%u", c->id, stream_id(c->streams[i]));
+      se[at].dataset = stream_dataset(c->streams[i])->name;
+      for (size_t j = 0; j < got; j++) metrics_take(&se[at], ctr[j].name, ctr[j].value);
     }
-  for (size_t k = 0; k < NROWS; k++) {
-    help(w, rows[k].metric, rows[k].type, rows[k].help);
-    at = 0;
-    for (conn *c = s->conns; c; c = c->next)
-      for (int i = 0; i < c->nstreams && at < n; i++, at++) {
-        printfw(w, "%s{stream=\"%u/%u\",dataset=\"", rows[k].metric, c->id, stream_id(c->streams[i]));
-        label(w, stream_dataset(c->streams[i])->name);
-        printfw(w, "\"} %.6f\n", (double)v[at][k] * rows[k].scale);
-      }
+  metrics_timing(w, "stream", se, at);
+  free(se);
+}
+
+static void metrics_jobs(wbuf *w, server *s) {
+  size_t n;
+  jobs_view *v = jobs_collect(s, &n);
+  metrics_series *se = n ? calloc(n, sizeof *se) : NULL;
+  if (n && !se) n = 0;
+  for (size_t i = 0; i < n; i++) {
+    snprintf(se[i].id, sizeof se[i].id, "%016llx", (unsigned long long)v[i].id);
+    se[i].dataset = v[i].dataset;
+    for (size_t k = 0; k < v[i].n; k++) metrics_take(&se[i], jobs_counter_name(k), v[i].v[k]);
   }
+  metrics_timing(w, "job", se, n);
+  free(se);
   free(v);
 }
 
@@ -221,6 +258,7 @@ void metrics_render(server *s, wbuf *w) {
       printfw(w, "\",stage=\"%s\"} %.6f\n", batch_stage_names[k], (double)d->stage_ns[k] * 1e-9);
     }
   metrics_streams(w, s);
+  metrics_jobs(w, s);
   ds_hist(w, s, "bfeed_batch_latency_seconds", "From scheduling a batch to queueing it on the socket.",
           offsetof(ds_stats, batch_latency));
   ds_hist(w, s, "bfeed_sample_seconds", "Worker time per sample: read, decode, transform, cast.",

@@ -28,7 +28,8 @@ int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dat
   s->ndatasets = ndatasets;
   s->limits = *limits;
   /* Enough for every stream's window to cycle without allocating. */
-  if (!(s->buffers = bufcache_new(32)) || !(s->flow = flow_new(&s->limits.max_memory, s->buffers)))
+  if (!(s->buffers = bufcache_new(32)) || !(s->flow = flow_new(&s->limits.max_memory, s->buffers)) ||
+      !(s->jobs = jobs_new(&s->limits.idle_timeout_ms, log)))
     return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   int rc = workers_start(&s->workers, nworkers, loop, on_job_done, s, err, errlen);
   if (rc < 0) return rc;
@@ -85,4 +86,6 @@ void server_free(server *s) {
   bufcache_unref(s->buffers);
   s->buffers = NULL;
   stats_free(s);
+  jobs_free(s->jobs);
+  s->jobs = NULL;
 }

@@ -17,6 +17,7 @@
 
 #include "dataset.h"
 #include "flow.h"
+#include "jobs.h"
 #include "log.h"
 #include "msg.h"
 #include "stats.h"
@@ -50,6 +51,7 @@ typedef struct server {
   bufcache *buffers;
   flow *flow;         /* flow control for every stream: window, max_memory (flow.h) */
   share *share;       /* batches built once for the streams that want the same bytes (share.h) */
+  jobs *jobs;         /* streams counted as one training job (jobs.h) */
   dataset **datasets; /* the server holds a reference to each */
   size_t ndatasets;
   server_limits limits;

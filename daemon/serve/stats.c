@@ -66,6 +66,18 @@ static void stats_skipped(server *s, report_writer *r) {
   free(e);
 }
 
+/* Each job's group (jobs.h): kind "job", id "JOB:DATASET" (the job in
+ * hex), as many as the report has room for. */
+static void stats_jobs(server *s, report_writer *r) {
+  size_t n;
+  jobs_view *v = jobs_collect(s, &n);
+  for (size_t i = 0; i < n && r->ngroups < REPORT_MAX_GROUPS; i++) {
+    report_group_begin(r, "job", v[i].rid);
+    for (size_t k = 0; k < v[i].n; k++) report_counter_put(r, jobs_counter_name(k), v[i].v[k]);
+  }
+  free(v);
+}
+
 /* The daemon's CPU time so far, user and system, all threads. */
 static uint64_t stats_cpu_us(void) {
   struct rusage ru;
@@ -175,8 +187,10 @@ void stats_report(server *s, wbuf *w) {
       report_group_begin(&r, "stream", id);
       report_counter_put(&r, "client", c->id);
       report_counter_put(&r, "write_queue_bytes", c->write_queue);
+      if (stream_job(c->streams[i])) report_counter_put(&r, "job", jobs_id(stream_job(c->streams[i])));
       for (size_t k = 0; k < n; k++) report_counter_put(&r, ctr[k].name, ctr[k].value);
     }
+  stats_jobs(s, &r);
   stats_skipped(s, &r);
   report_end(&r);
 }

@@ -37,7 +37,8 @@ void stats_served(struct server *s);
 /* Drop every entry (at exit). */
 void stats_free(struct server *s);
 /* Write the daemon-wide report (see proto/report.h): a "daemon" group, one
- * "dataset" group per dataset, one "stream" group per open stream. */
+ * "dataset" group per dataset, one "stream" group per open stream (with a
+ * counter "job" where it counts in one), one "job" group per job (jobs.h). */
 void stats_report(struct server *s, wbuf *w);
 
 /* The remote storage's counters (storage.h's storage_remote_counts), each

@@ -48,6 +48,7 @@ struct stream {
   uint64_t stage_ns[BATCH_STAGES];         /* its busy_ns by stage (batch.h) */
   uint64_t opened_ns, workers_busy_open;   /* when it opened, and the workers' busy time then */
   msg_timing timing;                       /* what its client last said it waited (TIMING) */
+  jobs_entry *job;                         /* the job it counts in (jobs.h), NULL: none */
 };
 
 /* The buffer of a frame whose tensors are elsewhere (a ring slot, a shared
@@ -434,6 +435,8 @@ static void stream_free_jobs(stream *st, batch_job *j) {
 }
 
 void stream_close(stream *st) {
+  jobs_leave(st->job, st); /* while its counters can still be read */
+  st->job = NULL;
   st->conn = NULL;
   flow_close(st->flow); /* its batches still queued on the socket are counted until written */
   st->flow = NULL;
@@ -446,6 +449,9 @@ void stream_close(stream *st) {
 const dataset *stream_dataset(const stream *st) { return st->spec.ds; }
 
 void stream_timing(stream *st, const msg_timing *t) { st->timing = *t; }
+
+void stream_set_job(stream *st, jobs_entry *job) { st->job = job; }
+jobs_entry *stream_job(const stream *st) { return st->job; }
 
 /* wait / (wait + step) in millionths: the share of the client's time spent
  * waiting for batches (its wait_fraction). */

@@ -1,7 +1,8 @@
 /*
  * stream.h -- one client's stream of batches on one dataset: schedule, reorder, send.
  * Called by dispatch.c (open, start, ack, request, close, stats), conn.c (close with its connection),
- * server.c (finished jobs); flow.c reaches it through the flow_ops it gave at open.
+ * server.c (finished jobs), jobs.c (its counters, into its training job's); flow.c reaches it through
+ * the flow_ops it gave at open.
  *
  * Batch number seq (counted from the open) is, with select all, batch
  * (seq + start batch) of the epochs from the start epoch on; select.h says
@@ -20,6 +21,7 @@
 #include "conn.h"
 #include "dataset.h"
 #include "flow.h"
+#include "jobs.h"
 #include "msg.h"
 #include "stats.h"
 #include "share.h"
@@ -51,6 +53,10 @@ int stream_ack(stream *st, const msg_ack *a, char *err, size_t errlen);
 void stream_request(stream *st, const msg_request *m);
 /* The client's TIMING: what its caller waited, shown in the stream's counters. */
 void stream_timing(stream *st, const msg_timing *t);
+/* The job the stream counts in (dispatch.c, at open; NULL: none), left
+ * at stream_close. */
+void stream_set_job(stream *st, jobs_entry *job);
+jobs_entry *stream_job(const stream *st);
 /* Detach from the connection and free once no job is in flight. */
 void stream_close(stream *st);
 /* A job of this stream finished (from the workers' callback). */

@@ -40,7 +40,7 @@ static const struct {
     {"shard", "2/5"},    {"codec", "zstd:9"},   {"window", "64"},         {"shuffle", "off"},
     {"keep-partial", NULL}, {"epochs", "3"},    {"pool", "mean"},         {"max_len", "1048576"},
     {"fixed_len", "true"}, {"bucket", "4"},     {"select", "residue:2/3"}, {"eval-pad", "mask"},
-    {"start_sample", "18446744073709551615"},
+    {"start_sample", "18446744073709551615"}, {"job", "18446744073709551614"},
 };
 
 static void test_every_option_reaches_its_field(void **state) {
@@ -59,7 +59,7 @@ static void test_every_option_reaches_its_field(void **state) {
   want.window = 64, want.shuffle = BFEED_SHUFFLE_OFF, want.keep_partial = 1, want.epochs = 3;
   want.pool = BFEED_POOL_MEAN, want.max_len = 1u << 20, want.fixed_len = 1, want.bucket = 4;
   want.select = BFEED_SELECT_RESIDUE, want.select_mod = 3, want.select_rem = 2;
-  want.eval_pad = BFEED_EVAL_PAD_MASK, want.start_sample = UINT64_MAX;
+  want.eval_pad = BFEED_EVAL_PAD_MASK, want.start_sample = UINT64_MAX, want.job = UINT64_MAX - 1;
   assert_memory_equal(&o, &want, sizeof o);
   set_ok(&o, "keep_partial", "0");
   set_ok(&o, "codec", "zstd");
@@ -109,14 +109,14 @@ static void test_names_and_size(void **state) {
   const char *want[] = {"batch", "size", "mode", "layout", "normalize", "seed", "epoch", "start-batch", "shard",
                         "codec", "window", "shuffle", "keep-partial", "epochs", "pool", "max-len", "fixed-len",
                         "bucket", "select", "crop-scale", "eval-decode", "share", "eval-pad", "start-sample",
-                        NULL};
+                        "job", NULL};
   for (int i = 0; want[i]; i++) {
     assert_non_null(bfeed_stream_opt_name(i));
     assert_string_equal(bfeed_stream_opt_name(i), want[i]);
     assert_int_equal(bfeed_stream_opt_takes_value(want[i]), strcmp(want[i], "keep-partial") != 0 &&
                                                                strcmp(want[i], "fixed-len") != 0);
   }
-  assert_null(bfeed_stream_opt_name(24));
+  assert_null(bfeed_stream_opt_name(25));
   assert_null(bfeed_stream_opt_name(-1));
   assert_int_equal(bfeed_stream_opt_takes_value("nope"), -1);
   assert_int_equal(bfeed_stream_opts_size(), sizeof(bfeed_stream_opts));

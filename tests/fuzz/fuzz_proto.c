@@ -188,8 +188,9 @@ static const fuzz_codec fuzz_codecs[] = {
     {FUZZ_REQUEST, FRAME_REQUEST, BFEED_EPROTO, BFEED_EPROTO, 0, {0}, 0, fuzz_decode_request, fuzz_encode_request,
      fuzz_accepted_request, fuzz_same_request},
     {FUZZ_U64, FRAME_ACK, BFEED_EPROTO, BFEED_EPROTO, 8, {0}, 0, fuzz_decode_u64, fuzz_encode_u64, NULL, fuzz_same_u64},
-    /* TIMING: seven u64; a later client's fields after them are dropped */
-    {FUZZ_TIMING, FRAME_TIMING, BFEED_EPROTO, BFEED_EPROTO, MSG_TIMING_SIZE, {0}, 1, fuzz_decode_timing,
+    /* TIMING: seven u64, then the flags where whole (else 0); a later
+     * client's fields after them are dropped */
+    {FUZZ_TIMING, FRAME_TIMING, BFEED_EPROTO, BFEED_EPROTO, MSG_TIMING_SIZE, {MSG_TIMING_FLAGS_SIZE}, 0, fuzz_decode_timing,
      fuzz_encode_timing, NULL, fuzz_same_timing},
     {FUZZ_ERROR, FRAME_ERROR, BFEED_EPROTO, BFEED_EPROTO, 0, {0}, 0, fuzz_decode_error, fuzz_encode_error,
      fuzz_accepted_error, fuzz_same_error},

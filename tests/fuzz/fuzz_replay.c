@@ -128,7 +128,7 @@ static void build_seeds(seeds *ss) {
   add_frame(ss, "ack", FUZZ_U64, &w, FRAME_ACK);
 
   msg_timing timing = {.batches = 99, .wait_us = 1234567, .step_us = 7654321, .wait_p50_us = 900,
-                       .wait_p99_us = 40000, .first_wait_us = 250000, .expand_us = 17};
+                       .wait_p99_us = 40000, .first_wait_us = 250000, .expand_us = 17, .flags = MSG_TIMING_LOOP};
   wbuf_init(&w);
   msg_begin(&w);
   msg_timing_encode(&w, &timing);

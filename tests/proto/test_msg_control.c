@@ -244,32 +244,41 @@ static void test_ack(void **state) {
   }
 }
 
-/* TIMING: seven u64, in order; a later client's fields after them are
- * skipped, fewer bytes are malformed. */
+/* TIMING: seven u64 and the flags, in order; a later client's fields
+ * after them are skipped; without the flags (56 bytes, a client that
+ * predates them, or a field cut short) they read as 0; fewer bytes are
+ * malformed. */
 static msg_timing timing_out;
 static int dec_timing(const void *p, size_t n, char *why, size_t whylen) { return msg_timing_decode(p, n, &timing_out, why, whylen); }
 
 static void test_timing(void **state) {
   msg_timing in = {.batches = 1, .wait_us = UINT64_MAX, .step_us = 0x0102030405060708ull, .wait_p50_us = 4,
-                   .wait_p99_us = 5, .first_wait_us = 6, .expand_us = 7};
+                   .wait_p99_us = 5, .first_wait_us = 6, .expand_us = 7, .flags = MSG_TIMING_LOOP | 0x8000000000000000ull};
   wbuf w;
   size_t at = tb_begin(&w), n;
   msg_timing_encode(&w, &in);
   uint8_t *p = tb_take_payload(&w, at, FRAME_TIMING, 3, &n);
   tb t = {.n = 0};
-  const uint64_t want[] = {1, UINT64_MAX, 0x0102030405060708ull, 4, 5, 6, 7};
-  for (int i = 0; i < 7; i++) tb_u64(&t, want[i]);
-  assert_int_equal(n, MSG_TIMING_SIZE);
+  const uint64_t want[] = {1, UINT64_MAX, 0x0102030405060708ull, 4, 5, 6, 7, 0x8000000000000001ull};
+  for (int i = 0; i < 8; i++) tb_u64(&t, want[i]);
+  assert_int_equal(n, MSG_TIMING_FLAGS_SIZE);
   assert_memory_equal(p, t.b, n);
   char why[256] = "";
   memset(&timing_out, 0xa5, sizeof timing_out);
   assert_int_equal(msg_timing_decode(p, n, &timing_out, why, sizeof why), 0);
   assert_memory_equal(&timing_out, &in, sizeof in);
-  uint8_t longer[MSG_TIMING_SIZE + 9] = {0};
+  uint8_t longer[MSG_TIMING_FLAGS_SIZE + 9] = {0};
   memcpy(longer, p, n);
   assert_int_equal(msg_timing_decode(longer, sizeof longer, &timing_out, why, sizeof why), 0);
   assert_memory_equal(&timing_out, &in, sizeof in);
-  tb_expect_prefixes_fail(dec_timing, p, n);
+  msg_timing old = in;
+  old.flags = 0;
+  for (size_t k = MSG_TIMING_SIZE; k < MSG_TIMING_FLAGS_SIZE; k++) { /* no whole flags: none */
+    memset(&timing_out, 0xa5, sizeof timing_out);
+    assert_int_equal(msg_timing_decode(p, k, &timing_out, why, sizeof why), 0);
+    assert_memory_equal(&timing_out, &old, sizeof old);
+  }
+  tb_expect_prefixes_fail(dec_timing, p, MSG_TIMING_SIZE);
   free(p);
 }
 

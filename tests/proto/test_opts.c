@@ -72,6 +72,7 @@ static void test_opts_random(bfeed_stream_opts *o, uint64_t *s) {
   o->eval_decode = (bfeed_eval_decode)(test_opts_rand(s) % 2);
   o->eval_pad = (bfeed_eval_pad)(test_opts_rand(s) % 2);
   o->start_sample = test_opts_rand(s) % 2 ? 0 : test_opts_rand(s);
+  o->job = test_opts_rand(s) % 2 ? 0 : test_opts_rand(s); /* never in the lines: it changes no byte */
   if (test_opts_rand(s) % 4 == 0) o->select = BFEED_SELECT_STRIDE, o->select_mod = 1 + test_opts_rand(s) % 9, o->select_rem = 0;
 }
 
@@ -181,6 +182,15 @@ static void test_open_roundtrip(void **state) {
   assert_true(test_opts_has_tag(&w, 28, &crit) && crit);
   assert_true(back.eval_pad == BFEED_EVAL_PAD_MASK && back.start_sample == 1ull << 40);
   assert_true(back.select == BFEED_SELECT_STRIDE && back.select_mod == 6);
+  wbuf_free(&w);
+  /* job says which streams count as one (PROTOCOL.md "Jobs"): tag 29, not
+   * critical (an older daemon serves the stream on its own), and not in
+   * the fingerprint (it never changes a batch's bytes). */
+  opts_defaults(&o);
+  o.job = 0xfedcba9876543210ull;
+  test_opts_roundtrip(&o, &back, &w);
+  assert_true(test_opts_has_tag(&w, 29, &crit) && !crit);
+  assert_true(back.job == 0xfedcba9876543210ull);
   wbuf_free(&w);
   /* transport says how batches travel: not critical. */
   opts_defaults(&o);

@@ -233,6 +233,50 @@ static PyObject *pystream_stats(pystream *self, PyObject *unused) {
   return d ? pystream_add_timing(self, d) : NULL;
 }
 
+/* Seconds as whole nanoseconds; -1 with ValueError naming what is wrong. */
+static int pystream_ns(const char *name, double s, uint64_t *ns) {
+  if (!(s >= 0 && s < 1.8e10)) { /* NaN fails too; 1.8e10 s is what a u64 of ns holds */
+    char got[32];
+    snprintf(got, sizeof got, "%g", s);
+    PyErr_Format(PyExc_ValueError, "report_timing: %s must be seconds, 0 or more (got %s)", name, got);
+    return -1;
+  }
+  *ns = (uint64_t)(s * 1e9 + 0.5);
+  return 0;
+}
+
+/* report_timing(batches, wait_s, step_s, wait_p50_s, wait_p99_s,
+ * first_wait_s=0): the job's loop, timed where the training step runs
+ * (bfeed_stream_report_timing). */
+static PyObject *pystream_report_timing(pystream *self, PyObject *args, PyObject *kwargs) {
+  static char *kw[] = {"batches", "wait_s", "step_s", "wait_p50_s", "wait_p99_s", "first_wait_s", NULL};
+  PyObject *batches;
+  double sec[5] = {0};
+  const char *names[5] = {"wait_s", "step_s", "wait_p50_s", "wait_p99_s", "first_wait_s"};
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Odddd|d:report_timing", kw, &batches, &sec[0], &sec[1], &sec[2],
+                                   &sec[3], &sec[4]))
+    return NULL;
+  bfeed_stream_timing t = {0};
+  uint64_t *ns[5] = {&t.wait_ns, &t.step_ns, &t.wait_p50_ns, &t.wait_p99_ns, &t.first_wait_ns};
+  if (!PyLong_Check(batches))
+    return PyErr_Format(PyExc_TypeError, "report_timing: batches must be an int, not %.100s", Py_TYPE(batches)->tp_name);
+  t.batches = PyLong_AsUnsignedLongLong(batches);
+  if (PyErr_Occurred())
+    return PyErr_Format(PyExc_ValueError, "report_timing: batches must be 0..2**64-1 (got %R)", batches);
+  for (int i = 0; i < 5; i++)
+    if (pystream_ns(names[i], sec[i], ns[i]) < 0) return NULL;
+  if (pystream_check(self) < 0) return NULL;
+  bfeed_error err;
+  int rc;
+  self->busy = 1;
+  Py_BEGIN_ALLOW_THREADS
+  rc = bfeed_stream_report_timing(self->s, &t, &err);
+  Py_END_ALLOW_THREADS
+  self->busy = 0;
+  if (rc < 0) return module_raise(rc, err.message);
+  Py_RETURN_NONE;
+}
+
 static PyObject *pystream_enter(PyObject *self, PyObject *unused) { return Py_NewRef(self); }
 static PyObject *pystream_exit(pystream *self, PyObject *args) { return pystream_close(self, NULL); }
 
@@ -246,6 +290,11 @@ static PyMethodDef pystream_methods[] = {
     {"close", (PyCFunction)pystream_close, METH_NOARGS, "Stop the stream; batches already taken stay valid."},
     {"stats", (PyCFunction)pystream_stats, METH_NOARGS, "stats() -> the daemon's counters for this stream, and the client's timing: wait_fraction, "
      "batches_per_s, wait_s, step_s, wait_p50_s, wait_p99_s, first_wait_s."},
+    {"report_timing", (PyCFunction)(void (*)(void))pystream_report_timing, METH_VARARGS | METH_KEYWORDS,
+     "report_timing(batches, wait_s, step_s, wait_p50_s, wait_p99_s, first_wait_s=0): the job's loop, timed where "
+     "the training step runs (DataLoader.stats() in the main process), sent to the daemon now and from now on "
+     "instead of this stream's own timing. The stream must have been opened with job=; one that never asks for "
+     "batches (select=\"on-demand\") will do. One small frame per call."},
     {"__enter__", pystream_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)pystream_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
