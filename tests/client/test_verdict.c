@@ -2,7 +2,9 @@
  * test_verdict.c -- the verdict on a stream (client/cli/verdict.c) from
  * counters made here, one case per limit it can name, with the figures it
  * must quote worked out by hand; and over an interval (two reports of one
- * stream), where the earlier totals must not count.
+ * stream), where the earlier totals must not count. A job (PROTOCOL.md
+ * "Jobs") is judged as a stream, its memory waits a share of its streams'
+ * time together; its streams are folded into it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -124,11 +126,32 @@ static void test_interval(void **state) {
   expect(before, before, "idle", "idle: the client took no batch in the interval");
 }
 
+/* Two streams side by side for the job's 10 s (20 s of stream time), each
+ * held back 3 s: memory kept them back 30% of their time, not 60% of the
+ * job's age. Its streams are folded into it; a stream without a job is not. */
+static void test_job(void **state) {
+  group g, s;
+  expect(make(&g, "job", TIMED(9), "workers_busy_us", U(8000000), "memory_wait_us", U(6000000), "stream_time_us",
+              U(20000000), "window", U(4), NULL),
+         NULL, "memory", "input-bound 90%: memory-limited: max_memory held the window back 30% of the time");
+  expect(make(&g, "job", TIMED(9), "workers_busy_us", U(8000000), "memory_wait_us", U(3000000), "stream_time_us",
+              U(20000000), NULL),
+         NULL, "socket", "input-bound 90%: socket-limited");
+  assert_true(verdict_judged(&g.g) && !verdict_folded(&g.g));
+  make(&s, "stream", "job", U(0x1234), NULL);
+  assert_true(verdict_folded(&s.g) && !verdict_judged(&s.g));
+  make(&s, "stream", TIMED(1), NULL);
+  assert_true(!verdict_folded(&s.g) && verdict_judged(&s.g));
+  make(&s, "dataset", "job", U(0x1234), NULL);
+  assert_true(!verdict_folded(&s.g) && !verdict_judged(&s.g));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_no_timing),  cmocka_unit_test(test_trainer),
       cmocka_unit_test(test_stages),     cmocka_unit_test(test_memory),
       cmocka_unit_test(test_client_and_socket), cmocka_unit_test(test_interval),
+      cmocka_unit_test(test_job),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -241,9 +241,9 @@ static uint64_t stats_value(const uint8_t *p, uint32_t n, const char *name) {
 }
 
 /* OPEN_OK offers TIMING; a client's TIMING lands in its stream's counters
- * (fields past the seven known skipped), one for a stream that is not
- * open is ignored, and a truncated one ends the connection (EPROTO) and
- * nothing else. */
+ * (flags for later ignored, fields past the flags skipped), one for a
+ * stream that is not open is ignored, and a truncated one ends the
+ * connection (EPROTO) and nothing else. */
 static void test_timing_frames(void **state) {
   suite *s = *state;
   itest_daemon *d = suite_start(s, 0, "timing", 2, 1);
@@ -260,10 +260,11 @@ static void test_timing_frames(void **state) {
   free(p);
   assert_true(ok.features & MSG_FEATURE_TIMING);
 
-  uint8_t t[MSG_TIMING_SIZE + 16] = {0};
+  uint8_t t[MSG_TIMING_FLAGS_SIZE + 8] = {0};
   const uint64_t v[7] = {41, 2500000, 7500000, 3000, 90000, 120000, 777};
   for (int i = 0; i < 7; i++) wire_put64(t + 8 * i, v[i]);
-  wire_put64(t + MSG_TIMING_SIZE, 0xdeadbeef); /* a later client's field */
+  wire_put64(t + MSG_TIMING_SIZE, 0xdeadbee0);       /* flags: only bits for later (no job here either) */
+  wire_put64(t + MSG_TIMING_FLAGS_SIZE, 0xdeadbeef); /* a later client's field */
   assert_int_equal(itest_raw_send(fd, FRAME_TIMING, 9, t, MSG_TIMING_SIZE), 0); /* no stream 9: ignored */
   assert_int_equal(itest_raw_send(fd, FRAME_TIMING, 1, t, sizeof t), 0);
   assert_int_equal(itest_raw_send(fd, FRAME_STATS_REQ, 1, NULL, 0), 0);
