@@ -9,8 +9,10 @@ import json
 import os
 import random
 import re
+import shutil
 import socket
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -177,6 +179,57 @@ def test_report_timing_refuses_what_is_not_a_time(jobs_daemon):
         s.report_timing(batches=2, wait_s=0.25, step_s=0.75, wait_p50_s=0.125, wait_p99_s=0.125)
         st = s.stats()  # what the stream sends now: the loop's
         assert st["client_wait_us"] == 250000 and st["client_step_us"] == 750000 and st["wait_fraction_ppm"] == 250000
+
+
+@pytest.mark.skipif(not shutil.which("tmux"), reason="tmux is not installed (scripts/deps.sh --test installs it)")
+def test_top_on_a_terminal_shows_the_job(jobs_daemon):
+    """bfeed top in a tmux pane while a loop reports a quarter of its time
+    waiting, report after report: one line for the job, judged from the
+    loop's figures (each interval's as the whole: 25%), none for its
+    streams."""
+    job = random.getrandbits(64) | 1
+    rid = "%016x:demo" % job
+    stop = threading.Event()
+    session = "bfeed-top-jobs-%d" % os.getpid()
+    with bfeed.connect(jobs_daemon.addr) as c, bfeed.connect(jobs_daemon.addr) as w:
+        anchor = c.stream("demo", select="on-demand", job=job, **OPTS)
+        worker = w.stream("demo", job=job, **OPTS)
+        next(worker)
+
+        def loop():  # 4 batches a report: 0.25 s waited, 0.75 s stepped
+            k = 0
+            while not stop.is_set():
+                k += 1
+                anchor.report_timing(4 * k, 0.25 * k, 0.75 * k, 0.0625, 0.125)
+                stop.wait(0.05)
+
+        t = threading.Thread(target=loop)
+        t.start()
+        try:
+            subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "30",
+                            "%s top --connect %s --interval 0.3" % (os.environ["BFEED"], jobs_daemon.addr)],
+                           check=True)
+
+            def pane():
+                return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True,
+                                      text=True).stdout
+
+            def judged():  # a frame after the first: judged over an interval
+                p = pane()
+                return p if "  job    " + rid in p and "input-bound 25%" in p and "stall  25%" in p else None
+
+            screen = wait_for(judged, 20, "bfeed top's job line")
+            lines = [l for l in screen.splitlines() if l.strip()]
+            at = [i for i, l in enumerate(lines) if l.startswith("  job    " + rid)]
+            assert len(at) == 1 and "streams 2" in lines[at[0]], screen
+            assert lines[at[0] + 1].startswith("    input-bound 25%: "), screen
+            assert not any(l.startswith("  stream ") for l in lines), screen
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+            stop.set()
+            t.join()
+        worker.close()
+        anchor.close()
 
 
 def test_an_ended_job_is_forgotten_after_idle_timeout(data, tmp_path):
