@@ -41,7 +41,7 @@ leftovers "sanitizer"
 # its workers (every integration test drives them; test_daemon_life stops
 # them mid-stream; service_reload reloads while they run; test_faults,
 # test_memory and test_access push them to their limits), libbfeed's
-# reader thread beside the caller (test_stream, test_hostile, test_flow,
+# reader thread beside the caller (test_stream, test_shm_write, test_hostile, test_flow,
 # test_text_integration, bfeed fetch in integration_fetch_oracle), and both
 # under many connections with a reload and a restart (load_short); the
 # remote storage's read-ahead threads, block cache and object table under
@@ -53,7 +53,7 @@ cmake -S . -B build-tsan -DBFEED_TSAN=ON >/dev/null
 cmake --build build-tsan -j"$(nproc)"
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 history_size=4" \
   ctest --output-on-failure --timeout 900 \
-  -R '^(test_epoch_cache|test_stream|test_shm|test_hostile|test_flow|test_daemon_life|test_faults|test_memory|test_access|test_text_integration|integration_fetch_oracle|service_reload|load_short|remote_fetch_oracle|share_oracle_identity|share_oracle_reload)$')
+  -R '^(test_epoch_cache|test_stream|test_shm|test_shm_write|test_hostile|test_flow|test_daemon_life|test_faults|test_memory|test_access|test_text_integration|integration_fetch_oracle|service_reload|load_short|remote_fetch_oracle|share_oracle_identity|share_oracle_reload)$')
 leftovers "thread sanitizer"
 if command -v clang >/dev/null 2>&1; then
   echo "== fuzz smoke run (build-fuzz)"

@@ -109,7 +109,10 @@ BFEED_API const char *bfeed_strerror(int code);
 /* Tensors                                                             */
 
 /* A view into a batch. data stays valid until the batch is released;
- * it is aligned to 64 bytes and little-endian, C (row-major) order. */
+ * it is aligned to 64 bytes and little-endian, C (row-major) order. The
+ * batch is the caller's: writing into data (its const cast away) changes
+ * that batch only, never a later one nor another client's, also when it
+ * is in a shared-memory ring (PROTOCOL.md "Shared memory"). */
 typedef struct bfeed_tensor {
   const char *name;
   bfeed_dtype dtype;

@@ -20,6 +20,12 @@ struct shm_ring {
 
 static uint64_t shm_ring_total; /* loop thread only */
 
+uint64_t shm_ring_slot_bytes(uint64_t raw) {
+  long page = sysconf(_SC_PAGESIZE);
+  uint64_t p = page > 0 ? (uint64_t)page : 4096;
+  return raw ? (raw + p - 1) / p * p : p;
+}
+
 shm_ring *shm_ring_new(uint32_t slots, uint64_t slot_size, char *err, size_t errlen) {
   uint64_t size = (uint64_t)slots * slot_size;
   shm_ring *r = calloc(1, sizeof *r);

@@ -1,6 +1,6 @@
 /*
  * shm_ring.h -- a stream's shared-memory ring: `slots` slots of slot_size
- * bytes in one memfd that the client maps read-only (PROTOCOL.md "Shared memory").
+ * bytes in one memfd that the client maps copy-on-write (PROTOCOL.md "Shared memory").
  * Called by stream.c (make, slot addresses, free) and flow.c (bytes held).
  *
  * The memfd is sealed against shrinking (F_SEAL_SHRINK) and growing, so
@@ -19,7 +19,13 @@
 
 typedef struct shm_ring shm_ring;
 
-/* A ring of `slots` slots of slot_size bytes (a multiple of 64). NULL with
+/* The size of a slot for batches of up to `raw` bytes: rounded up to the
+ * page size (at least one page), so that each slot has pages of its own.
+ * Clients map the ring copy-on-write and drop a slot's private pages when
+ * they release its batch (PROTOCOL.md "Shared memory"): that must never
+ * reach into a neighbouring slot. */
+uint64_t shm_ring_slot_bytes(uint64_t raw);
+/* A ring of `slots` slots of slot_size bytes (shm_ring_slot_bytes'). NULL with
  * the reason in err when the memfd cannot be made, sized, sealed or mapped. */
 shm_ring *shm_ring_new(uint32_t slots, uint64_t slot_size, char *err, size_t errlen);
 void shm_ring_free(shm_ring *r);

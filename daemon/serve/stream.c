@@ -61,7 +61,7 @@ uint32_t stream_id(const stream *st) { return st->id; }
 void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.max_pixels = max_pixels; }
 
 /* A client on a Unix socket that asks for shared memory gets a ring of
- * window + 2 slots, each the stream's largest batch, 64-byte aligned; its
+ * window + 2 slots, each the stream's largest batch, page-aligned; its
  * batches travel raw (codec none) whatever codec it asked for. Over TCP
  * the option is ignored, and so it is when the ring does not fit
  * max_memory now (a stream beside clients that do not read must still be
@@ -72,8 +72,7 @@ static void stream_open_ring(stream *st, uint64_t *frame_bytes) {
    * for-loop's variable), and one more, so that a steady reader never
    * finds every slot held and sees its batches fall back to the socket. */
   uint32_t slots = st->spec.opts.window + 2 < MSG_SHM_MAX_SLOTS ? st->spec.opts.window + 2 : MSG_SHM_MAX_SLOTS;
-  uint64_t slot_size = (batch_raw_estimate(&st->spec) + 63) & ~(uint64_t)63;
-  if (slot_size == 0) slot_size = 64;
+  uint64_t slot_size = shm_ring_slot_bytes(batch_raw_estimate(&st->spec));
   st->ring_tried_ns = uv_hrtime();
   if (!flow_make_room(st->fl, slots * slot_size)) {
     /* Streams that have just stopped reading may still have batches being

@@ -114,8 +114,7 @@ int itest_raw_recv(int fd, frame_header *h, uint8_t **payload) {
   return rc < 0 ? rc : BFEED_EPROTO;
 }
 
-/* Send a frame whose payload is built by one of proto's encoders. */
-static int raw_send_msg(int fd, int type, uint32_t stream, void (*enc)(wbuf *, const void *), const void *m) {
+int itest_raw_send_msg(int fd, int type, uint32_t stream, void (*enc)(wbuf *, const void *), const void *m) {
   wbuf w;
   wbuf_init(&w);
   size_t at = msg_begin(&w);
@@ -133,7 +132,7 @@ int itest_raw_hello_as(int fd, const char *agent, const char *token, char *msg, 
   msg_hello m = {.min_version = FRAME_VERSION_MIN, .max_version = FRAME_VERSION_MAX};
   snprintf(m.agent, sizeof m.agent, "%s", agent);
   snprintf(m.token, sizeof m.token, "%s", token ? token : "");
-  int rc = raw_send_msg(fd, FRAME_HELLO, 0, enc_hello, &m);
+  int rc = itest_raw_send_msg(fd, FRAME_HELLO, 0, enc_hello, &m);
   frame_header h;
   uint8_t *p;
   if (rc == 0) rc = itest_raw_recv(fd, &h, &p);
@@ -164,7 +163,7 @@ int itest_raw_open(int fd, uint32_t id, const char *dataset, const bfeed_stream_
   /* AUTO is libbfeed's to resolve (bfeed_types.h); on the wire, as over a
    * Unix socket, it is none. */
   if (m.opts.codec == BFEED_CODEC_AUTO) m.opts.codec = BFEED_CODEC_NONE;
-  return raw_send_msg(fd, FRAME_OPEN, id, enc_open, &m);
+  return itest_raw_send_msg(fd, FRAME_OPEN, id, enc_open, &m);
 }
 
 int itest_raw_expect(int fd, int type, frame_header *h, uint8_t **payload) {

@@ -17,6 +17,7 @@
 
 #include "bfeed.h"
 #include "frame.h"
+#include "tlv.h"
 
 /* ------------------------------------------------------------------ */
 /* Messages, waiting, files (itest_util.c)                             */
@@ -112,6 +113,8 @@ int itest_raw_connect(const char *addr);
 int itest_raw_write(int fd, const void *p, size_t n);
 /* Send one well-formed frame. */
 int itest_raw_send(int fd, int type, uint32_t stream, const void *payload, uint32_t len);
+/* Send a frame whose payload enc (one of proto's encoders) writes from m. */
+int itest_raw_send_msg(int fd, int type, uint32_t stream, void (*enc)(wbuf *, const void *), const void *m);
 /* Read one frame and check its checksum; *payload (freed by the caller) is
  * NULL for an empty one. BFEED_ECLOSED at end of file, BFEED_EIO on a
  * timeout or socket error, or frame_header_decode's code. */

@@ -7,6 +7,7 @@
  * for every batch of an epoch, while the client holds batches (a slot it
  * has not released is never written); a client that releases a batch it
  * was never sent is cut off (EPROTO, as an ACK beyond what was sent).
+ * Slots are whole pages (clients drop a slot's pages they wrote).
  * Through libbfeed, an shm stream equals a socket stream batch for batch,
  * leaves no descriptor behind, and its batches outlive the stream and the
  * client.
@@ -77,6 +78,7 @@ static int shm_raw_open(const char *addr, const bfeed_stream_opts *o, msg_shm_ri
   int memfd;
   shm_recv_ring(fd, 1, ring, &memfd);
   assert_int_equal(ring->slots, o->window + 2);
+  assert_int_equal(ring->slot_size % (uint64_t)sysconf(_SC_PAGESIZE), 0); /* each slot on pages of its own */
   void *m = mmap(NULL, ring->size, PROT_READ, MAP_SHARED, memfd, 0);
   assert_true(m != MAP_FAILED);
   close(memfd);

@@ -198,12 +198,22 @@ int single_shm_map(single_client *c, uint32_t stream, int fd, const msg_shm_ring
 int single_shm_batch_decode(const single_shm *t, const uint8_t *p, size_t n, msg_batch *m, uint32_t *slot,
                             char *err, size_t errlen);
 void single_shm_ref(single_shm *t);
-/* A decoded BATCH_SHM into b: its tensors in the slot, a reference held. */
-int single_shm_batch(single_shm *t, const msg_batch *m, uint32_t slot, bfeed_batch *b, char *err, size_t errlen);
-/* Batch seq was released: its reference dropped; with ack, the daemon is
- * told its slot is free (no c->base.mu or c->wmu held then); without, only
- * the reference goes (any lock may be held). */
-void single_shm_release(single_shm *t, uint64_t seq, int ack);
+/* A decoded BATCH_SHM into b: its tensors in the slot, a reference held;
+ * or, from a ring whose slots are not page-aligned, a copy in c's pooled
+ * memory, the slot released at once (no c->base.mu or c->wmu held). */
+int single_shm_batch(single_client *c, single_shm *t, const msg_batch *m, uint32_t slot, bfeed_batch *b, char *err,
+                     size_t errlen);
+/* Batch seq, whose tensors are at raw, was released: its reference
+ * dropped; with ack, the slot's pages the caller wrote are dropped and the
+ * daemon told the slot is free (no c->base.mu or c->wmu held then);
+ * without, only the reference goes (any lock may be held). */
+void single_shm_release(single_shm *t, uint64_t seq, const uint8_t *raw, int ack);
+/* Drop the pages of [p, p + n) (page-aligned, in a copy-on-write mapping
+ * of a file) that are private copies, the caller's writes: the next
+ * access reads the file again. pagemap: this process's /proc/self/pagemap
+ * open, or -1 (opened here). 0, or -1 when madvise failed (the copies may
+ * remain). */
+int single_shm_discard(int pagemap, uint8_t *p, size_t n);
 /* No more ACKs (the stream or client is closing); no base.mu or wmu held. */
 void single_shm_forget(single_shm *t);
 /* The stream's count of batches taken, which every release's ACK repeats. */

@@ -13,7 +13,7 @@
 
 static void single_batch_dispose(bfeed_batch *b, int ack) {
   if (!b) return;
-  if (b->shm) single_shm_release(b->shm, b->seq, ack);
+  if (b->shm) single_shm_release(b->shm, b->seq, b->raw, ack);
   bufcache_put(b->cache, b->mem, b->mem_cap);
   bufcache_unref(b->cache);
   free(b);
@@ -90,7 +90,7 @@ int single_batch_from_shm(single_client *c, single_shm *t, const frame_header *h
   b->cache = bufcache_ref(c->cache);
   b->forks = c->base.forks;
   single_batch_fields(b, h, &m);
-  if ((rc = single_shm_batch(t, &m, slot, b, err, errlen)) < 0) {
+  if ((rc = single_shm_batch(c, t, &m, slot, b, err, errlen)) < 0) {
     single_batch_drop(b);
     return rc;
   }
