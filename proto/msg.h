@@ -75,6 +75,7 @@ typedef struct msg_open_ok {
 } msg_open_ok;
 /* OPEN_OK's features: what the daemon takes on this stream beside version 1's frames. */
 #define MSG_FEATURE_TIMING 1u /* TIMING frames */
+#define MSG_FEATURE_CLASSES 2u /* CLASSES_REQ frames */
 void msg_open_ok_encode(wbuf *w, const msg_open_ok *m);
 int msg_open_ok_decode(const void *p, size_t n, msg_open_ok *m, char *err, size_t errlen);
 
@@ -207,5 +208,40 @@ typedef struct msg_timing {
 #define MSG_TIMING_LOOP 1u
 void msg_timing_encode(wbuf *w, const msg_timing *m);
 int msg_timing_decode(const void *p, size_t n, msg_timing *m, char *err, size_t errlen);
+
+/* CLASSES_REQ / CLASSES (msg_classes.c; PROTOCOL.md "Class names"): the
+ * names of the stream's dataset's classes, in label order, a page at a
+ * time. CLASSES_REQ is u32 first (fields a later client adds after it are
+ * skipped). CLASSES is u32 total (0: the dataset has no names), u32 first,
+ * u32 count, then count names, each u16 length + bytes (no NUL); the
+ * daemon fills a page up to MSG_CLASSES_MAX bytes, the frame limit a
+ * client takes for control frames, and the client asks again from first +
+ * count until it has total. Sent only on a stream whose OPEN_OK had
+ * MSG_FEATURE_CLASSES: an older daemon would end the connection at the
+ * unknown type. */
+#define MSG_CLASSES_MAX FRAME_MAX_CONTROL
+#define MSG_CLASSES_HEAD 12
+typedef struct msg_classes_req {
+  uint32_t first;
+} msg_classes_req;
+void msg_classes_req_encode(wbuf *w, const msg_classes_req *m);
+int msg_classes_req_decode(const void *p, size_t n, msg_classes_req *m, char *err, size_t errlen);
+typedef struct msg_classes {
+  uint32_t total, first, count;
+  const uint8_t *names; /* decode: the count names as sent (checked), in the payload */
+  size_t names_len;
+} msg_classes;
+/* names[0..avail) are the dataset's names from first on: as many as fit a
+ * payload of max bytes go, at least one while avail > 0 (a name too long
+ * for a page alone is cut to fit). Returns how many went. */
+uint32_t msg_classes_encode(wbuf *w, uint32_t total, uint32_t first, const char *const *names, uint32_t avail,
+                            size_t max);
+/* EPROTO for a short or long payload, count past total, a name with a
+ * NUL, or no name in a page while names remain (a client would ask for
+ * the same page forever). */
+int msg_classes_decode(const void *p, size_t n, msg_classes *m, char *err, size_t errlen);
+/* The name at *off in a decoded CLASSES' names (*off 0: the first): its
+ * bytes, not NUL-terminated, and length; *off moves past it. */
+const char *msg_classes_name(const msg_classes *m, size_t *off, size_t *len);
 
 #endif

@@ -22,6 +22,8 @@
  *   api_daemon.c  bfeed_daemon_stats: the report asked of the
  *                 implementation, decoded into the public groups
  *   api_batch.c   the bfeed_batch_* accessors
+ *   api_classes.c bfeed_stream_class_names: the dataset's class names
+ *                 (ops->class_names), handed out as one array
  *   api_err.c     errors: messages into caller buffers, and the one place
  *                 they become a bfeed_error (api_err_public)
  *   api_fork.c    after fork(): which process a client and its batches
@@ -88,6 +90,13 @@ typedef struct api_timing {
   uint32_t hist[API_TIMING_BINS];
   uint64_t reported_ns;         /* the last TIMING went (api_timing_due) */
 } api_timing;
+
+/* A growing list of names (api_classes.c): v[0..n) and a NULL after them,
+ * the array bfeed_stream_class_names hands out. */
+typedef struct api_names {
+  char **v;
+  size_t n, cap;
+} api_names;
 
 typedef struct api_client_ops api_client_ops;
 typedef struct api_stream_ops api_stream_ops;
@@ -190,6 +199,9 @@ struct api_stream_ops {
    * the daemon, where it takes TIMING; return the ns the client's reader
    * spent checking and decompressing the stream's batches. */
   uint64_t (*report)(bfeed_stream *s, const msg_timing *t);
+  /* bfeed_stream_class_names: the dataset's class names, added to out
+   * (empty: none), asked of the daemon (c->mu may be let go meanwhile). */
+  int (*class_names)(bfeed_stream *s, api_names *out, char *err, size_t errlen);
   /* bfeed_stream_close, s already out of c->streams: tell the daemon (or
    * the members) and free s. */
   void (*close)(bfeed_stream *s);
@@ -215,6 +227,14 @@ int api_client_enter(bfeed_client *c, char *err, size_t errlen);
 void api_client_leave(bfeed_client *c);
 /* ops->free: take the next stream still open out of c (NULL: none left). */
 bfeed_stream *api_client_pop_stream(bfeed_client *c);
+
+/* api_classes.c */
+/* Add s[0..len) to a (a NUL-terminated copy): 0 or BFEED_ENOMEM. */
+int api_names_add(api_names *a, const char *s, size_t len, char *err, size_t errlen);
+/* Free what a holds and empty it. */
+void api_names_clear(api_names *a);
+/* The public call in the internal error style (fanout/ asks a member's stream). */
+int api_stream_class_names(bfeed_stream *s, api_names *out, char *err, size_t errlen);
 
 /* api_fork.c */
 /* Forks this process is away from the one that loaded libbfeed (each

@@ -220,6 +220,17 @@ typedef struct bfeed_stream_info {
 } bfeed_stream_info;
 BFEED_API int bfeed_stream_get_info(const bfeed_stream *s, bfeed_stream_info *info);
 
+/* The dataset's class names, in label order (names[i] is label i's): an
+ * image folder's class folders, a list's or text's distinct labels sorted,
+ * "0".."max" where those labels are numbers; none (*count 0) for npy,
+ * tfrecord and tar. Asks the daemon (pages of 64 KiB, again after a
+ * reconnect), also before any batch; *names is a NULL-terminated array of
+ * *count strings (UTF-8 as the files name them), freed with
+ * bfeed_class_names_free. BFEED_EUNSUPPORTED from a daemon older than the
+ * call (its connection and streams unharmed). */
+BFEED_API int bfeed_stream_class_names(bfeed_stream *s, char ***names, size_t *count, bfeed_error *err);
+BFEED_API void bfeed_class_names_free(char **names, size_t count);
+
 /* Next batch, in order. Blocks until it has arrived (usually it already has:
  * the client keeps `window` batches in flight; after a lost connection,
  * until the stream is resumed). Returns BFEED_EEOF once the requested

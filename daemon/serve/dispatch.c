@@ -120,6 +120,7 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   stream_set_max_pixels(st, s->limits.max_pixels);
   stream_set_job(st, jobs_join(s->jobs, m.opts.job, ds->name, workers_busy_ns(s->workers)));
   ok.fingerprint = fingerprint_stream(ds->fingerprint, &m.opts, s->limits.max_pixels);
+  ok.features |= MSG_FEATURE_CLASSES; /* on_classes_req */
   c->streams[c->nstreams++] = st;
   conn_streams_changed(c);
   log_info(s->log, "client %u: stream %u on %s: batch %u, size %u, %s, seed %llu, epoch %llu batch %llu", c->id,
@@ -176,6 +177,31 @@ static void on_stats_req(conn *c, uint32_t id, int i) {
   conn_send_frame(c, &w);
 }
 
+/* CLASSES_REQ: a page of the stream's dataset's class names (none for
+ * kinds without them, npy, tfrecord and tar: total 0). Malformed, or on
+ * stream 0, it breaks the protocol; on a stream not open it is answered as
+ * STATS_REQ's; past the names it fails the stream (EINVAL). */
+static void on_classes_req(conn *c, uint32_t id, int i, const uint8_t *p, size_t n) {
+  msg_classes_req m;
+  char why[MSG_ERROR_MAX];
+  if (msg_classes_req_decode(p, n, &m, why, sizeof why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
+  if (id == 0) return conn_fail(c, BFEED_EPROTO, "CLASSES_REQ on stream 0: class names are a stream's dataset's");
+  if (i < 0) return conn_send_error(c, id, BFEED_EINVAL, "no open stream %u", id);
+  const dataset *ds = stream_dataset(c->streams[i]);
+  uint32_t total = ds->classes ? (uint32_t)ds->nclasses : 0;
+  if (m.first > total) {
+    snprintf(why, sizeof why, "CLASSES_REQ from name %u, past dataset %s's %u class names", m.first, ds->name, total);
+    return stream_fail(c->streams[i], BFEED_EINVAL, why);
+  }
+  wbuf w;
+  wbuf_init(&w);
+  size_t at = msg_begin(&w);
+  msg_classes_encode(&w, total, m.first, (const char *const *)(ds->classes ? ds->classes + m.first : NULL),
+                     total - m.first, MSG_CLASSES_MAX);
+  msg_finish(&w, at, FRAME_CLASSES, id);
+  conn_send_frame(c, &w);
+}
+
 void dispatch_frame(conn *c, const frame_header *h, const uint8_t *p) {
   if (!c->hello_done && h->type != FRAME_HELLO)
     return conn_fail(c, BFEED_EPROTO, "first frame must be HELLO, got %s", frame_type_name(h->type));
@@ -196,6 +222,7 @@ void dispatch_frame(conn *c, const frame_header *h, const uint8_t *p) {
     case FRAME_STATS_REQ: return on_stats_req(c, h->stream, i);
     case FRAME_REQUEST: return on_request(c, i, p, h->length);
     case FRAME_TIMING: return on_timing(c, i, p, h->length);
+    case FRAME_CLASSES_REQ: return on_classes_req(c, h->stream, i, p, h->length);
     default:
       return conn_fail(c, BFEED_EPROTO, "unexpected %s frame from a client", frame_type_name(h->type));
   }

@@ -230,6 +230,8 @@ static void fail(stream *st, int code, const char *msg) {
   if (st->conn) conn_send_error(st->conn, st->id, code, "%s", msg);
 }
 
+void stream_fail(stream *st, int code, const char *msg) { fail(st, code, msg); }
+
 /* Schedule what flow allows. A shared-memory stream's batch is made in the
  * slot flow picks; when the caller still holds every slot's batch (it may
  * keep batches as long as it likes), the batch travels over the socket

@@ -57,6 +57,9 @@ void stream_timing(stream *st, const msg_timing *t);
  * at stream_close. */
 void stream_set_job(stream *st, jobs_entry *job);
 jobs_entry *stream_job(const stream *st);
+/* Fail the stream: ERROR code, msg on it, nothing more served (a request
+ * about it the daemon cannot take: CLASSES_REQ past the names). */
+void stream_fail(stream *st, int code, const char *msg);
 /* Detach from the connection and free once no job is in flight. */
 void stream_close(stream *st);
 /* A job of this stream finished (from the workers' callback). */

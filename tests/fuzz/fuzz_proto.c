@@ -74,6 +74,7 @@ typedef union fuzz_msg {
   uint64_t u64;
   msg_error error;
   msg_timing timing;
+  msg_classes_req classes_req;
 } fuzz_msg;
 
 typedef struct fuzz_codec {
@@ -104,12 +105,14 @@ FUZZ_DEFINE_DECODE(request)
 FUZZ_DEFINE_DECODE(u64)
 FUZZ_DEFINE_DECODE(error)
 FUZZ_DEFINE_DECODE(timing)
+FUZZ_DEFINE_DECODE(classes_req)
 FUZZ_DEFINE_ENCODE(hello)
 FUZZ_DEFINE_ENCODE(hello_ok)
 FUZZ_DEFINE_ENCODE(open)
 FUZZ_DEFINE_ENCODE(open_ok)
 FUZZ_DEFINE_ENCODE(request)
 FUZZ_DEFINE_ENCODE(timing)
+FUZZ_DEFINE_ENCODE(classes_req)
 static void fuzz_encode_u64(wbuf *w, const fuzz_msg *m) { msg_u64_encode(w, m->u64); }
 static void fuzz_encode_error(wbuf *w, const fuzz_msg *m) { msg_error_encode(w, m->error.code, m->error.message); }
 
@@ -170,6 +173,10 @@ static void fuzz_same_timing(const fuzz_msg *a, const fuzz_msg *b) {
   CHECK(memcmp(&a->timing, &b->timing, sizeof a->timing) == 0);
 }
 
+static void fuzz_same_classes_req(const fuzz_msg *a, const fuzz_msg *b) {
+  CHECK(a->classes_req.first == b->classes_req.first);
+}
+
 static void fuzz_same_u64(const fuzz_msg *a, const fuzz_msg *b) { CHECK(a->u64 == b->u64); }
 
 static void fuzz_same_error(const fuzz_msg *a, const fuzz_msg *b) {
@@ -194,6 +201,9 @@ static const fuzz_codec fuzz_codecs[] = {
      fuzz_encode_timing, NULL, fuzz_same_timing},
     {FUZZ_ERROR, FRAME_ERROR, BFEED_EPROTO, BFEED_EPROTO, 0, {0}, 0, fuzz_decode_error, fuzz_encode_error,
      fuzz_accepted_error, fuzz_same_error},
+    /* CLASSES_REQ: u32 first; a later client's fields after it are dropped */
+    {FUZZ_CLASSES_REQ, FRAME_CLASSES_REQ, BFEED_EPROTO, BFEED_EPROTO, 4, {0}, 1, fuzz_decode_classes_req,
+     fuzz_encode_classes_req, NULL, fuzz_same_classes_req},
 };
 
 static int fuzz_round_trip(const fuzz_codec *c, const uint8_t *p, size_t n) {
@@ -245,6 +255,55 @@ static int fuzz_stats(const uint8_t *p, size_t n) {
     CHECK(strcmp(a[i].name, b[i].name) == 0 && a[i].value == b[i].value);
   wbuf_free(&w);
   return FUZZ_STATS;
+}
+
+/* A decoded CLASSES page's names as C strings (the decoder let no NUL
+ * through); the caller frees them with fuzz_classes_free. */
+static char **fuzz_classes_names(const msg_classes *m) {
+  char **v = calloc(m->count ? m->count : 1, sizeof *v);
+  size_t off = 0, len;
+  CHECK(v != NULL);
+  for (uint32_t i = 0; i < m->count; i++) {
+    const char *s = msg_classes_name(m, &off, &len);
+    CHECK(off <= m->names_len && memchr(s, 0, len) == NULL);
+    CHECK((v[i] = strndup(s, len)) != NULL);
+  }
+  CHECK(off == m->names_len);
+  return v;
+}
+
+static void fuzz_classes_free(char **v, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) free(v[i]);
+  free(v);
+}
+
+/* CLASSES: an accepted page names no class past its total and moves a
+ * client on; it re-encodes byte for byte with room for all of it, and
+ * with a byte less the page holds a prefix of its names (the one cut, if
+ * any, a prefix of its own), still a page that decodes. */
+static int fuzz_classes(const uint8_t *p, size_t n) {
+  msg_classes a, b;
+  char why[256] = "";
+  int rc = msg_classes_decode(p, n, &a, why, sizeof why);
+  if (rc < 0) return check_refusal(rc, why, BFEED_EPROTO, BFEED_EPROTO), 0;
+  CHECK(a.first <= a.total && a.count <= a.total - a.first && (a.count > 0 || a.first == a.total));
+  char **names = fuzz_classes_names(&a);
+  for (size_t room = n; room + 1 >= n && room >= MSG_CLASSES_HEAD + (a.count ? 2u : 0u); room--) {
+    wbuf w = frame_start();
+    uint32_t count = msg_classes_encode(&w, a.total, a.first, (const char *const *)names, a.count, room);
+    payload q = as_frame(&w, FRAME_CLASSES);
+    CHECK(q.n <= room && (count > 0 || a.count == 0) && count <= a.count);
+    if (room == n) CHECK(count == a.count && q.n == n && memcmp(q.p, p, n) == 0);
+    CHECK(msg_classes_decode(q.p, q.n, &b, why, sizeof why) == 0);
+    CHECK(b.total == a.total && b.first == a.first && b.count == count);
+    char **again = fuzz_classes_names(&b);
+    for (uint32_t i = 0; i < count; i++)
+      CHECK(strncmp(again[i], names[i], strlen(again[i])) == 0 && (i + 1 == count || !strcmp(again[i], names[i])));
+    fuzz_classes_free(again, count);
+    wbuf_free(&w);
+  }
+  fuzz_classes_free(names, a.count);
+  return FUZZ_CLASSES;
 }
 
 typedef unsigned __int128 u128;
@@ -376,6 +435,7 @@ int fuzz_proto_one(const uint8_t *data, size_t size) {
   for (size_t i = 0; i < sizeof fuzz_codecs / sizeof fuzz_codecs[0]; i++)
     accepted |= fuzz_round_trip(&fuzz_codecs[i], p, n);
   accepted |= fuzz_stats(p, n);
+  accepted |= fuzz_classes(p, n);
   accepted |= fuzz_batch(p, n);
   fuzz_shm(p, n);
   accepted |= fuzz_open_tlv(p, n);

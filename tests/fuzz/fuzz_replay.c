@@ -136,6 +136,17 @@ static void build_seeds(seeds *ss) {
 
   wbuf_init(&w);
   msg_begin(&w);
+  msg_classes_req_encode(&w, &(msg_classes_req){.first = 1056});
+  add_frame(ss, "classes_req", FUZZ_CLASSES_REQ, &w, FRAME_CLASSES_REQ);
+
+  static const char *const class_names[] = {"n01440764", "tench, Tinca tinca", "caf\xc3\xa9"};
+  wbuf_init(&w);
+  msg_begin(&w);
+  msg_classes_encode(&w, 1000, 997, class_names, 3, MSG_CLASSES_MAX);
+  add_frame(ss, "classes", FUZZ_CLASSES, &w, FRAME_CLASSES);
+
+  wbuf_init(&w);
+  msg_begin(&w);
   msg_error_encode(&w, BFEED_ENODATASET, "no dataset \"x\"; served: imagenet");
   add_frame(ss, "error", FUZZ_ERROR, &w, FRAME_ERROR);
 
@@ -355,8 +366,9 @@ int main(int argc, char **argv) {
     run_one(&t, buf, size);
   }
 
-  static const char *const names[] = {"header", "hello", "hello_ok", "open",    "open_ok", "u64",   "error",
-                                      "stats",  "batch", "tlv",      "addr",    "freader", "request"};
+  static const char *const names[] = {"header",  "hello",  "hello_ok", "open",   "open_ok",     "u64",
+                                      "error",   "stats",  "batch",    "tlv",    "addr",        "freader",
+                                      "request", "timing", "classes_req", "classes"};
   printf("%ld inputs; accepted/refused per parser:\n", t.runs);
   for (int b = 0; b < (int)(sizeof names / sizeof names[0]); b++) {
     printf("  %-9s %6ld %6ld\n", names[b], t.accepted[b], t.refused[b]);

@@ -277,6 +277,32 @@ static PyObject *pystream_report_timing(pystream *self, PyObject *args, PyObject
   Py_RETURN_NONE;
 }
 
+/* class_names() -> the dataset's class names (bfeed_stream_class_names),
+ * each decoded as os.fsdecode decodes a file name (UTF-8, other bytes as
+ * surrogate escapes), so that an image folder's equal what
+ * ImageFolder(root).classes reads from the same folders. */
+static PyObject *pystream_class_names(pystream *self, PyObject *unused) {
+  if (pystream_check(self) < 0) return NULL;
+  char **names;
+  size_t n;
+  bfeed_error err;
+  int rc;
+  self->busy = 1;
+  Py_BEGIN_ALLOW_THREADS
+  rc = bfeed_stream_class_names(self->s, &names, &n, &err);
+  Py_END_ALLOW_THREADS
+  self->busy = 0;
+  if (rc < 0) return module_raise(rc, err.message); /* ClosedError when the client was closed meanwhile */
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  for (size_t i = 0; list && i < n; i++) {
+    PyObject *name = PyUnicode_DecodeFSDefault(names[i]);
+    if (name) PyList_SET_ITEM(list, (Py_ssize_t)i, name);
+    else Py_CLEAR(list);
+  }
+  bfeed_class_names_free(names, n);
+  return list;
+}
+
 static PyObject *pystream_enter(PyObject *self, PyObject *unused) { return Py_NewRef(self); }
 static PyObject *pystream_exit(pystream *self, PyObject *args) { return pystream_close(self, NULL); }
 
@@ -295,6 +321,10 @@ static PyMethodDef pystream_methods[] = {
      "the training step runs (DataLoader.stats() in the main process), sent to the daemon now and from now on "
      "instead of this stream's own timing. The stream must have been opened with job=; one that never asks for "
      "batches (select=\"on-demand\") will do. One small frame per call."},
+    {"class_names", (PyCFunction)pystream_class_names, METH_NOARGS,
+     "class_names() -> the dataset's class names in label order, as torchvision's ImageFolder.classes (a list "
+     "or text dataset's labels sorted; \"0\", \"1\", ... for numbered labels; [] for npy, tfrecord and tar). Asks "
+     "the daemon, also before any batch; UnsupportedError from a daemon older than this call."},
     {"__enter__", pystream_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)pystream_exit, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}};
