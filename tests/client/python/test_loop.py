@@ -202,3 +202,36 @@ def test_readme_loop_runs(daemon, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     state = torch.load(str(tmp_path / "ckpt.pt"))["data"]
     assert state["epoch"] == 2 and state["batch"] == 0  # two whole epochs, the last checkpoint after them
+
+
+@pytest.mark.parametrize("step_s", [0.0, 0.02])
+def test_job_verdict_with_workers_agrees_with_the_loader(daemon, step_s):
+    """A loader with 2 workers over two epochs is one job to the daemon:
+    every worker's stream of both epochs in it, and its wait fraction and
+    verdict those of loader.stats(), measured in this process."""
+    import json
+    import subprocess
+    import time
+    ds = bfeed.torch.Dataset(daemon.addr, "demo", **OPTS)
+    loader = _loader(ds, 2)
+    for epoch in range(2):
+        ds.set_epoch(epoch)
+        for _ in loader:
+            time.sleep(step_s)  # the training step
+    st = loader.stats()
+    assert st["batches"] == 2 * 19  # each pass's first apart
+    out = subprocess.run([os.environ["BFEED"], "stats", "--connect", daemon.addr, "--json"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    key = "%016x:demo" % ds.job
+    job = report["jobs"][key]
+    assert job["loop"] == 1 and job["client_batches"] == st["batches"]
+    assert job["streams_total"] == 4 + 2  # 2 workers x 2 epochs, and each pass's anchor
+    assert abs(job["wait_fraction_ppm"] / 1e6 - st["wait_fraction"]) <= 0.1
+    verdict = report["verdicts"][key]
+    if st["wait_fraction"] < 0.1:
+        assert verdict.startswith("trainer-bound"), (verdict, st)
+    else:
+        assert verdict.startswith("input-bound %d%%" % round(st["wait_fraction"] * 100)), (verdict, st)
+    assert not any(str(ds.job) in k for k in report.get("streams", {})), "a job's streams are folded into it"
