@@ -57,9 +57,17 @@ bfeed.torch.DataLoader), as torch's StatefulDataLoader: a pass starts where
 the state stands, except that a new pass after one that stopped mid-epoch
 (a `break`) starts the next epoch, unless load_state_dict or set_epoch
 said where to start since. An evaluation pass always starts at the
-epoch's first batch. The state lives in a small shared-memory block that
-DataLoader workers read as each pass begins, so persistent_workers=True
-follows set_epoch and load_state_dict like fresh workers do.
+epoch's first batch. Where a pass starts lives in a small shared-memory
+block that DataLoader workers read as they begin it, so
+persistent_workers=True follows set_epoch and load_state_dict as fresh
+workers do. (With torch's own DataLoader and workers the block is set by
+set_epoch, load_state_dict and the Dataset's own iteration in the main
+process; the rule for a pass after a break is bfeed.torch.DataLoader's.)
+
+One job: every stream of a Dataset (each worker's, each epoch's) carries
+its `job` id (random, or job=), so `bfeed stats` and `bfeed top` show the
+loader as one line; bfeed.torch.DataLoader reports the loop's own wait
+(loader.stats()) to the daemon for it, and the verdict is the loop's.
 
 Sizes known before iterating, in the main process: len(ds) (and so
 len(loader)) is the batches a whole pass of this rank yields, ds.classes

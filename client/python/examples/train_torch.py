@@ -43,7 +43,7 @@ def main():
     # Workers take the rank's batches in turn: the same batches as none, and
     # loader.state_dict() follows what this loop received.
     loader = bfeed.torch.DataLoader(data, num_workers=a.workers)
-    model = torchvision.models.resnet18(num_classes=8)
+    model = torchvision.models.resnet18(num_classes=data.num_classes)  # asked of the daemon
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     step = 0
     if os.path.exists(a.ckpt):

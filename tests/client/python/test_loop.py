@@ -235,3 +235,21 @@ def test_job_verdict_with_workers_agrees_with_the_loader(daemon, step_s):
     else:
         assert verdict.startswith("input-bound %d%%" % round(st["wait_fraction"] * 100)), (verdict, st)
     assert not any(str(ds.job) in k for k in report.get("streams", {})), "a job's streams are folded into it"
+
+
+def test_example_train_torch_kill_and_resume(daemon, tmp_path):
+    """client/python/examples/train_torch.py as its docstring runs it: the
+    class count from the daemon, killed (SIGKILL) after 3 steps and run
+    again, it resumes at the checkpoint's batch and ends the same epochs."""
+    import subprocess
+    import sys
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "..", "client", "python", "examples",
+                           "train_torch.py")
+    argv = [sys.executable, example, "--connect", daemon.addr, "--dataset", "demo", "--ckpt",
+            str(tmp_path / "ckpt.pt"), "--batch", "16", "--size", "32", "--ckpt-every", "2", "--epochs", "2"]
+    killed = subprocess.run(argv + ["--kill-after", "3"], capture_output=True, text=True, timeout=300)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "resumed from %s: step 2, epoch 0, batch 2" % (tmp_path / "ckpt.pt") in again.stdout, again.stdout
+    assert "done: 10 steps" in again.stdout  # 80 samples / 16 = 5 steps an epoch
