@@ -32,10 +32,6 @@
 #include "sample.h"
 #include "tlv.h"
 
-/* The random stream that permutes bucketed batches: Philox keyed by the
- * seed, this domain (distinct from rng.h's), the epoch and the bucket. */
-#define BATCH_RNG_DOMAIN_BUCKET 3u
-
 
 /* What every batch of a stream shares; immutable while jobs run. */
 typedef struct batch_spec {

@@ -161,7 +161,7 @@ int batch_text_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffl
     for (uint32_t b = 0; b < nb; b++) order[b] = b;
     if (shuffle && nb > 1) { /* Fisher-Yates over the run's batches */
       rng_t g;
-      rng_init(&g, s->opts.seed, BATCH_RNG_DOMAIN_BUCKET, epoch, r);
+      rng_init(&g, s->opts.seed, RNG_DOMAIN_BUCKET, epoch, r);
       for (uint32_t b = nb - 1; b > 0; b--) {
         uint32_t j = (uint32_t)rng_below(&g, (uint64_t)b + 1), t = order[b];
         order[b] = order[j];

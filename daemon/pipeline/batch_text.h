@@ -48,7 +48,7 @@ int batch_text_put_features(const batch_spec *s, const uint32_t *sel, uint32_t B
 /* Reorder idx[0..n) (an epoch's shard order) for length bucketing: the
  * whole batches' positions are cut into runs of opts.bucket batches, each
  * run sorted by served length (ties by position) and, with shuffle, its
- * batches permuted by Philox(seed, BATCH_RNG_DOMAIN_BUCKET, epoch, run).
+ * batches permuted by Philox(seed, RNG_DOMAIN_BUCKET, epoch, run).
  * The last n mod B positions (the short batch) are left alone. BFEED_ENOMEM when out
  * of memory. */
 int batch_text_bucket(const batch_spec *s, uint32_t *idx, uint32_t n, int shuffle, uint64_t epoch);

@@ -14,6 +14,8 @@
  */
 #include "rng.h"
 
+#include <math.h>
+
 #include <Random123/philox.h>
 
 /* The block function is Random123's own (librandom123-dev, header only):
@@ -53,6 +55,35 @@ float rng_uniform_f32(rng_t *r) { return (float)(rng_u32(r) >> 8) * 0x1p-24f; }
 
 uint64_t rng_below(rng_t *r, uint64_t n) {
   return (uint64_t)(((__uint128_t)rng_u64(r) * n) >> 64);
+}
+
+/* Uniform in (0, 1), 53 bits: never 0, so its log is finite. */
+static double rng_open01(rng_t *r) { return ((double)(rng_u64(r) >> 11) + 0.5) * 0x1p-53; }
+
+float rng_normal_f32(rng_t *r) {
+  double u = rng_open01(r), v = rng_open01(r);
+  return (float)(sqrt(-2.0 * log(u)) * cos(2.0 * M_PI * v));
+}
+
+double rng_gamma(rng_t *r, double shape) {
+  if (shape < 1) /* Gamma(a) = Gamma(a + 1) * U^(1/a) */
+    return rng_gamma(r, shape + 1) * pow(rng_open01(r), 1.0 / shape);
+  double d = shape - 1.0 / 3, c = 1 / sqrt(9 * d);
+  for (;;) {
+    double x, v;
+    do {
+      x = rng_normal_f32(r);
+      v = 1 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    double u = rng_open01(r);
+    if (u < 1 - 0.0331 * x * x * x * x || log(u) < 0.5 * x * x + d * (1 - v + log(v))) return d * v;
+  }
+}
+
+double rng_beta(rng_t *r, double a, double b) {
+  double x = rng_gamma(r, a), y = rng_gamma(r, b);
+  return x + y > 0 ? x / (x + y) : 0.5;
 }
 
 void rng_permutation(uint32_t *perm, size_t n, uint64_t seed, uint64_t epoch) {

@@ -14,8 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Domains keep the streams of different uses independent. */
-enum rng_domain { RNG_DOMAIN_SHUFFLE = 1, RNG_DOMAIN_SAMPLE = 2 };
+/* Domains keep the streams of different uses independent: the epoch's
+ * order, a sample's crop and augmentation, the bucketed batches' order
+ * (batch_text.c), a batch's MixUp/CutMix (aug_mix.h). */
+enum rng_domain { RNG_DOMAIN_SHUFFLE = 1, RNG_DOMAIN_SAMPLE = 2, RNG_DOMAIN_BUCKET = 3, RNG_DOMAIN_MIX = 4 };
 
 typedef struct rng {
   uint32_t key[2];
@@ -33,6 +35,14 @@ uint64_t rng_u64(rng_t *r);
 float rng_uniform_f32(rng_t *r);
 /* Uniform integer in [0, n), n >= 1 (multiply-shift; bias below 2^-32). */
 uint64_t rng_below(rng_t *r, uint64_t n);
+/* A standard normal float32 (Box-Muller on two 53-bit uniforms, in
+ * double): the distribution of torch's normal_(); its numbers are ours. */
+float rng_normal_f32(rng_t *r);
+/* Gamma(shape, 1) for shape > 0 (Marsaglia and Tsang, with the shape + 1
+ * boost below 1), and Beta(a, b) from two of them: the distributions of
+ * torch's _standard_gamma and _sample_dirichlet. */
+double rng_gamma(rng_t *r, double shape);
+double rng_beta(rng_t *r, double a, double b);
 
 /* Philox4x32-10 block function, exposed for the known-answer test. */
 void rng_philox4x32(const uint32_t key[2], const uint32_t ctr[4], uint32_t out[4]);

@@ -55,6 +55,9 @@ static float transform_expf_sleef(float d) {
   return ldexpf(u, (int)qf);
 }
 
+float transform_exp_f32(float x) { return transform_expf_sleef(x); }
+float transform_log_f32(float x) { return logf(x); }
+
 /* The draws of one call, read in order; past the end they read as 0 and
  * are still counted, so a caller can tell it gave too few. */
 struct transform_draws {

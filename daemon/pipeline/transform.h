@@ -40,6 +40,14 @@ void transform_rrc_draws(int img_w, int img_h, float scale_lo, float scale_hi, c
  * torch for all 2^24 draws. */
 float transform_aspect_from_draw(float u);
 
+/* torch.exp of a float32 element, as the AVX2/AVX-512 kernels compute it
+ * (SLEEF's expf_u10; |x| < 100), and torch.log's, as glibc's logf: the
+ * kernels' SLEEF logf differs from it in the last bit for about 0.6% of
+ * arguments (RandomErasing's log-ratio bounds: aug_erase.c; the default
+ * crop ratio's are constants taken from torch). */
+float transform_exp_f32(float x);
+float transform_log_f32(float x);
+
 /* torchvision Resize(round(size*256/224)) then CenterCrop(size): the size of
  * the resized image (shorter side = round(size*256/224), longer side =
  * int(short * long / short_src) as torchvision truncates), and the crop
