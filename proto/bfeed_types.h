@@ -102,6 +102,19 @@ typedef enum { BFEED_TRANSPORT_SOCKET = 0, BFEED_TRANSPORT_SHM = 1 } bfeed_trans
  * not exact: README "Eval decoding"). */
 typedef enum { BFEED_EVAL_DECODE_EXACT = 0, BFEED_EVAL_DECODE_FAST = 1 } bfeed_eval_decode;
 
+/* How train decodes a JPEG: EXACT, at full size, so that a crop is
+ * torchvision's RandomResizedCrop on ImageFolder's image bit for bit; FAST,
+ * a crop at least 4 times the output at the reduced IDCT scale that keeps
+ * twice the output's pixels (what daemons before the option did: faster,
+ * not exact; README "Decoding"). FAST is 0 because it is what those
+ * daemons served (the fingerprint counts EXACT: PROTOCOL.md). */
+typedef enum { BFEED_TRAIN_DECODE_FAST = 0, BFEED_TRAIN_DECODE_EXACT = 1 } bfeed_train_decode;
+
+/* The resampling filter of the train crop's resize and eval's Resize, as
+ * torchvision's InterpolationMode on a PIL image (Pillow 9.4's filters,
+ * antialiased; NEAREST as Pillow's Image.resize maps it). */
+typedef enum { BFEED_INTERP_BILINEAR = 0, BFEED_INTERP_BICUBIC = 1, BFEED_INTERP_NEAREST = 2 } bfeed_interp;
+
 /* Whether a stream takes batches the daemon built for another stream that
  * wants the same bytes (ON, default), or has its own built (OFF: a job
  * that must measure its own cost). Either way the bytes are the same. */
@@ -126,7 +139,7 @@ typedef enum { BFEED_EVAL_PAD_NONE = 0, BFEED_EVAL_PAD_MASK = 1 } bfeed_eval_pad
  * sets the defaults noted below, then change what you need. */
 typedef struct bfeed_stream_opts {
   uint32_t batch;        /* samples per batch, 1..65536 (default 64) */
-  uint32_t size;         /* output height = width in pixels, 8..4096 (224) */
+  uint32_t size;         /* output height (and width, unless width is set) in pixels, 8..4096 (224) */
   bfeed_mode mode;       /* TRAIN: RandomResizedCrop + flip; EVAL: resize + centre crop */
   bfeed_layout layout;   /* NCHW (default) or NHWC for the image tensor */
   bfeed_norm normalize;  /* IMAGENET mean/std (default), NONE: raw 0..255,
@@ -174,7 +187,15 @@ typedef struct bfeed_stream_opts {
                             consumed before (elastic resume; needs epochs = 1), 0 */
   uint64_t job;          /* the training job the stream belongs to, 0 = none (0): the daemon
                             shows a job's streams, on any connection, as one (PROTOCOL.md) */
-  uint32_t reserved[16]; /* zero (bfeed_stream_opts_init): room for options to come */
+  uint32_t width;        /* output width, 8..4096; 0 = size, a square (0) */
+  bfeed_interp interpolation; /* BILINEAR (default), BICUBIC or NEAREST: the train crop's and
+                            eval's resampling, torchvision's InterpolationMode on PIL */
+  uint32_t resize;       /* EVAL: Resize's shorter side, 0..65535, before CenterCrop(size,
+                            width); 0 = round(max(size, width) * 256 / 224) (0) */
+  float crop_ratio[2];   /* TRAIN: RandomResizedCrop's ratio range, 0 < lo <= hi ({3/4, 4/3}) */
+  float hflip;           /* TRAIN: RandomHorizontalFlip's p, 0..1 (0.5) */
+  bfeed_train_decode train_decode; /* TRAIN: EXACT (default) or FAST, JPEG crops at reduced scale */
+  uint32_t reserved[9];  /* zero (bfeed_stream_opts_init): room for options to come */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /*
  * opts.c -- see opts.h. The table is opts.def; this file is the machinery
- * that reads it, one function per thing done with options, plus the three
- * options written as one value (shard, codec, select).
+ * that reads it, one function per thing done with options, plus the four
+ * options written as one value (size, shard, codec, select).
  */
 #include "opts.h"
 
@@ -19,6 +19,7 @@ typedef enum { OPTS_U32, OPTS_U64, OPTS_I32, OPTS_FLAG, OPTS_CHOICE, OPTS_F32S }
 enum {
   OPTS_ALWAYS = 1 << 0, OPTS_NONCRIT = 1 << 1, OPTS_BYTES = 1 << 2, OPTS_BYTES_SET = 1 << 3,
   OPTS_TEXT = 1 << 4, OPTS_RESOLVED = 1 << 5, OPTS_NONZERO = 1 << 6, OPTS_SCALE = 1 << 7,
+  OPTS_RATIO = 1 << 8, OPTS_PROB = 1 << 9, OPTS_WAS0 = 1 << 10,
 };
 
 typedef struct opts_row {
@@ -45,6 +46,8 @@ static const opts_choices opts_eval_decodes = {"eval decoding", 2, 2, (const cha
 static const opts_choices opts_shares = {"sharing", 2, 2, (const char *const[]){"on", "off"}};
 static const opts_choices opts_eval_pads = {"eval padding", 2, 2, (const char *const[]){"none", "mask"}};
 static const opts_choices opts_transports = {"transport", 2, 0, (const char *const[]){"socket", "shm"}};
+static const opts_choices opts_interps = {"interpolation", 3, 3, (const char *const[]){"bilinear", "bicubic", "nearest"}};
+static const opts_choices opts_train_decodes = {"train decoding", 2, 2, (const char *const[]){"fast", "exact"}};
 
 /* What the columns of opts.def become, by type. */
 #define OPTS_CH_U32(a) NULL
@@ -74,6 +77,9 @@ static const opts_choices opts_transports = {"transport", 2, 0, (const char *con
 #define RESOLVED OPTS_RESOLVED
 #define NONZERO OPTS_NONZERO
 #define SCALE OPTS_SCALE
+#define RATIO OPTS_RATIO
+#define PROB OPTS_PROB
+#define WAS0 OPTS_WAS0
 #define OPT(field, tag, type, aux, lo, hi, def, flags, text, arg, help)                                      \
   {#field, tag, OPTS_##type, OPTS_CH_##type(aux), OPTS_NF_##type(aux), offsetof(bfeed_stream_opts, field), lo, hi, \
    OPTS_DEF_##type(def), flags, text, arg, help},
@@ -90,6 +96,9 @@ static const opts_row opts_table[] = {
 #undef RESOLVED
 #undef NONZERO
 #undef SCALE
+#undef RATIO
+#undef PROB
+#undef WAS0
 #define OPTS_N (sizeof opts_table / sizeof opts_table[0])
 _Static_assert(sizeof(bfeed_mode) == sizeof(int) && sizeof(bfeed_codec) == sizeof(int), "enum fields are int-sized");
 
@@ -190,6 +199,32 @@ static int opts_below(uint64_t a, uint64_t b, const char *a_name, const char *b_
   return 0;
 }
 
+/* "S", a square, or "H,W" (also "H/W", a binding's pair, and "HxW"):
+ * width 0 when it is the height's, so that both spellings are one stream. */
+static int opts_size_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
+  unsigned long h = 0, w = 0;
+  char sep = ',', extra;
+  int n = strchr(value, '-') ? 0 : sscanf(value, "%lu%c%lu%c", &h, &sep, &w, &extra);
+  if (n == 1) w = h;
+  if ((n != 1 && n != 3) || !strchr(",/x", sep) || h < 8 || h > 4096 || w < 8 || w > 4096)
+    return snprintf(err, errlen, "size %s: expected S or H,W, each from 8 to 4096", value), BFEED_EINVAL;
+  o->size = (uint32_t)h;
+  o->width = w == h ? 0 : (uint32_t)w;
+  return 0;
+}
+
+static int opts_size_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
+  if (o->width && o->width < 8) return snprintf(err, errlen, "width %u out of range 8..4096 (0: the size's)", o->width), BFEED_EINVAL;
+  return 0;
+}
+
+/* The fingerprint's and --help's form: "224" for a square however it was
+ * spelt, so that square streams kept their fingerprints. */
+static void opts_size_format(const bfeed_stream_opts *o, char *buf, size_t cap) {
+  if (o->width && o->width != o->size) snprintf(buf, cap, "%u,%u", o->size, o->width);
+  else snprintf(buf, cap, "%u", o->size);
+}
+
 static int opts_shard_parse(bfeed_stream_opts *o, const char *value, char *err, size_t errlen) {
   unsigned long long idx, count;
   if (opts_ratio(value, &idx, &count) < 0 || count > UINT32_MAX)
@@ -267,6 +302,7 @@ typedef struct opts_joint {
 } opts_joint;
 
 static const opts_joint opts_joints[] = {
+    {"size", opts_size_parse, opts_size_check, opts_size_format, NULL},
     {"shard", opts_shard_parse, opts_shard_check, opts_shard_format, NULL},
     {"codec", opts_codec_parse, opts_codec_check, opts_codec_format, opts_codec_metavar},
     {"select", opts_select_parse, opts_select_check, NULL, NULL},
@@ -287,6 +323,8 @@ static int opts_first_of_text(const opts_row *r) {
 
 /* ---- checks ------------------------------------------------------------ */
 
+static void opts_default_text(const opts_row *r, const bfeed_stream_opts *d, char *buf, size_t n);
+
 static int opts_check_row(const bfeed_stream_opts *o, const opts_row *r, char *err, size_t errlen) {
   uint64_t v = opts_get(o, r);
   if ((r->type == OPTS_U32 || r->type == OPTS_U64) && (v < r->lo || v > r->hi))
@@ -302,10 +340,14 @@ static int opts_check_row(const bfeed_stream_opts *o, const opts_row *r, char *e
       return snprintf(err, errlen, "%s[%d] must be finite and non-zero", r->field, c), BFEED_EINVAL;
     if (!isfinite(f[c])) return snprintf(err, errlen, "%s[%d] is not finite", r->field, c), BFEED_EINVAL;
   }
-  if ((r->flags & OPTS_SCALE) && !(f[0] > 0.0f && f[0] <= f[1] && f[1] <= 1.0f))
-    return snprintf(err, errlen, "%s %g,%g: expected 0 < LO <= HI <= 1", r->field, (double)f[0], (double)f[1]),
-           BFEED_EINVAL;
-  return 0;
+  const char *want = (r->flags & OPTS_SCALE) && !(f[0] > 0.0f && f[0] <= f[1] && f[1] <= 1.0f) ? "0 < LO <= HI <= 1"
+                     : (r->flags & OPTS_RATIO) && !(f[0] > 0.0f && f[0] <= f[1])            ? "0 < LO <= HI"
+                     : (r->flags & OPTS_PROB) && !(f[0] >= 0.0f && f[0] <= 1.0f)            ? "0 <= P <= 1"
+                                                                                            : NULL;
+  if (!want) return 0;
+  char text[64];
+  opts_default_text(r, o, text, sizeof text);
+  return snprintf(err, errlen, "%s %s: expected %s", r->field, text, want), BFEED_EINVAL;
 }
 
 int opts_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
@@ -540,11 +582,18 @@ static uint32_t opts_bits(float f) {
   return u;
 }
 
+/* Whether r has a line in o's fingerprint (opts.def's flags say when). */
+static int opts_in_canon(const bfeed_stream_opts *o, const opts_row *r) {
+  if (r->flags & OPTS_WAS0) return o->mode == BFEED_MODE_TRAIN && opts_get(o, r) != 0;
+  if (r->flags & OPTS_BYTES_SET) return !opts_is_default(o, r);
+  return (r->flags & OPTS_BYTES) != 0;
+}
+
 size_t opts_canon(const bfeed_stream_opts *o, char *buf, size_t cap) {
   size_t at = 0;
   for (size_t i = 0; i < OPTS_N && at < cap; i++) {
     const opts_row *r = &opts_table[i];
-    if (!(r->flags & (OPTS_BYTES | OPTS_BYTES_SET)) || ((r->flags & OPTS_BYTES_SET) && opts_is_default(o, r))) continue;
+    if (!opts_in_canon(o, r)) continue;
     const opts_joint *j = opts_joint_of(r);
     if (j && !opts_first_of_text(r)) continue; /* the first field says it all */
     opts_appendf(buf, cap, &at, "%s", j ? j->text : r->field);

@@ -4,7 +4,7 @@
  * the command line (flags and --help), the daemon (fingerprint, shuffle).
  *
  * Every function here walks the table: none names an option, except the
- * three written as one value (shard I/N, codec, select), whose text forms
+ * four written as one value (size H,W, shard I/N, codec, select), whose text forms
  * and joint checks opts.c keeps beside the table.
  */
 #ifndef BFEED_OPTS_H

@@ -15,7 +15,9 @@
  * before it kept its offset. eval_decode then took four bytes of
  * `reserved`: the size and every other offset stayed, and so did the soname;
  * share then took four more, eval_pad four and start_sample eight (at 176,
- * its natural alignment), and job eight more (at 184).
+ * its natural alignment), and job eight more (at 184); the recipes' geometry
+ * then took 28: width, interpolation, resize, crop_ratio (8), hflip and
+ * train_decode (192..219).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -51,7 +53,10 @@ static const layout_entry layout[] = {
     FIELD(bfeed_stream_opts, select_rem, 144),    FIELD(bfeed_stream_opts, transport, 152),
     FIELD(bfeed_stream_opts, crop_scale, 156),    FIELD(bfeed_stream_opts, eval_decode, 164), FIELD(bfeed_stream_opts, share, 168),
     FIELD(bfeed_stream_opts, eval_pad, 172),      FIELD(bfeed_stream_opts, start_sample, 176),
-    FIELD(bfeed_stream_opts, job, 184),           FIELD(bfeed_stream_opts, reserved, 192),
+    FIELD(bfeed_stream_opts, job, 184),           FIELD(bfeed_stream_opts, width, 192),
+    FIELD(bfeed_stream_opts, interpolation, 196), FIELD(bfeed_stream_opts, resize, 200),
+    FIELD(bfeed_stream_opts, crop_ratio, 204),    FIELD(bfeed_stream_opts, hflip, 212),
+    FIELD(bfeed_stream_opts, train_decode, 216),  FIELD(bfeed_stream_opts, reserved, 220),
     FIELD(bfeed_connect_opts, reconnect, 0),      FIELD(bfeed_connect_opts, reconnect_deadline, 8),
     FIELD(bfeed_connect_opts, token, 16),         FIELD(bfeed_connect_opts, token_file, 24),
     FIELD(bfeed_connect_opts, stall_timeout, 32), FIELD(bfeed_connect_opts, shm, 40),

@@ -11,7 +11,9 @@
  *    the first nineteen are sent only when set (a daemon that predates
  *    crop_scale still opens a default stream), critical unless they only
  *    say how batches travel;
- *  - crop_scale by name: "LO,HI", refused unless 0 < LO <= HI <= 1;
+ *  - crop_scale by name: "LO,HI", refused unless 0 < LO <= HI <= 1; the
+ *    recipes' options (size H,W, interpolation, resize, crop_ratio, hflip,
+ *    train_decode) by name, on the wire and in the fingerprint;
  *  - --help names every option set by name but those commands own.
  */
 #include <setjmp.h>
@@ -74,15 +76,28 @@ static void test_opts_random(bfeed_stream_opts *o, uint64_t *s) {
   o->start_sample = test_opts_rand(s) % 2 ? 0 : test_opts_rand(s);
   o->job = test_opts_rand(s) % 2 ? 0 : test_opts_rand(s); /* never in the lines: it changes no byte */
   if (test_opts_rand(s) % 4 == 0) o->select = BFEED_SELECT_STRIDE, o->select_mod = 1 + test_opts_rand(s) % 9, o->select_rem = 0;
+  /* The recipes' geometry (tags 30, 31, 36..39): each set in about half the cases. */
+  if (test_opts_rand(s) % 2) o->width = test_opts_rand(s) % 3 ? 8 + (uint32_t)(test_opts_rand(s) % 4089) : o->size;
+  o->interpolation = (bfeed_interp)(test_opts_rand(s) % 3);
+  o->resize = test_opts_rand(s) % 2 ? 0 : (uint32_t)(test_opts_rand(s) % 16385);
+  if (test_opts_rand(s) % 2) {
+    o->crop_ratio[0] = 0.1f + (float)(test_opts_rand(s) % 100) / 50.0f;
+    o->crop_ratio[1] = o->crop_ratio[0] * (1.0f + (float)(test_opts_rand(s) % 100) / 25.0f);
+  }
+  if (test_opts_rand(s) % 2) o->hflip = (float)(test_opts_rand(s) % 101) / 100.0f;
+  o->train_decode = (bfeed_train_decode)(test_opts_rand(s) % 2);
 }
 
 /* PROTOCOL.md "canonical form", the options' lines, as the spec writes them. */
 static int test_opts_spec_lines(const bfeed_stream_opts *o, char *s, size_t cap) {
   int shuffle = o->shuffle == BFEED_SHUFFLE_ON || (o->shuffle == BFEED_SHUFFLE_AUTO && o->mode == BFEED_MODE_TRAIN);
+  char size[32]; /* "H,W", or "S" for a square, however it was given */
+  if (o->width && o->width != o->size) snprintf(size, sizeof size, "%u,%u", o->size, o->width);
+  else snprintf(size, sizeof size, "%u", o->size);
   int n = snprintf(s, cap,
-                   "batch %u\nsize %u\nmode %d\nlayout %d\nnormalize %d\nmean %08x %08x %08x\nstd %08x %08x %08x\n"
+                   "batch %u\nsize %s\nmode %d\nlayout %d\nnormalize %d\nmean %08x %08x %08x\nstd %08x %08x %08x\n"
                    "seed %llu\nshard %u/%u\nshuffle %d\nkeep_partial %d\npool %d\nmax_len %u\nfixed_len %d\nbucket %u\n",
-                   o->batch, o->size, (int)o->mode, (int)o->layout, (int)o->normalize, tb_f32_bits(o->mean[0]),
+                   o->batch, size, (int)o->mode, (int)o->layout, (int)o->normalize, tb_f32_bits(o->mean[0]),
                    tb_f32_bits(o->mean[1]), tb_f32_bits(o->mean[2]), tb_f32_bits(o->std[0]), tb_f32_bits(o->std[1]),
                    tb_f32_bits(o->std[2]), (unsigned long long)o->seed, o->shard_index, o->shard_count, shuffle,
                    o->keep_partial != 0, (int)o->pool, o->max_len, o->fixed_len != 0, o->bucket);
@@ -93,6 +108,16 @@ static int test_opts_spec_lines(const bfeed_stream_opts *o, char *s, size_t cap)
     n += snprintf(s + n, cap - (size_t)n, "eval_decode %d\n", (int)o->eval_decode);
   if (o->eval_pad != BFEED_EVAL_PAD_NONE) n += snprintf(s + n, cap - (size_t)n, "eval_pad %d\n", (int)o->eval_pad);
   if (o->start_sample) n += snprintf(s + n, cap - (size_t)n, "start_sample %llu\n", (unsigned long long)o->start_sample);
+  if (o->interpolation) n += snprintf(s + n, cap - (size_t)n, "interpolation %d\n", (int)o->interpolation);
+  if (o->resize) n += snprintf(s + n, cap - (size_t)n, "resize %u\n", o->resize);
+  if (o->crop_ratio[0] != 0.75f || o->crop_ratio[1] != 4.0f / 3.0f)
+    n += snprintf(s + n, cap - (size_t)n, "crop_ratio %08x %08x\n", tb_f32_bits(o->crop_ratio[0]),
+                  tb_f32_bits(o->crop_ratio[1]));
+  if (o->hflip != 0.5f) n += snprintf(s + n, cap - (size_t)n, "hflip %08x\n", tb_f32_bits(o->hflip));
+  /* train_decode: counted when it is not what daemons before it served
+   * (fast), and only where it can change a byte (train). */
+  if (o->train_decode == BFEED_TRAIN_DECODE_EXACT && o->mode == BFEED_MODE_TRAIN)
+    n += snprintf(s + n, cap - (size_t)n, "train_decode 1\n");
   return n;
 }
 
@@ -224,6 +249,87 @@ static void test_crop_scale_by_name(void **state) {
   assert_int_equal(opts_check(&o, err, sizeof err), BFEED_EINVAL);
 }
 
+/* The recipes' options (tags 30, 31, 36..39): by name as the CLI and the
+ * Python keywords set them, refused with the option's name, sent as
+ * critical tags only when set. */
+static void test_recipe_options(void **state) {
+  bfeed_stream_opts o, back;
+  char err[256];
+  wbuf w;
+  int crit = 0;
+  opts_defaults(&o);
+  assert_true(o.width == 0 && o.interpolation == BFEED_INTERP_BILINEAR && o.resize == 0);
+  assert_true(o.crop_ratio[0] == 0.75f && o.crop_ratio[1] == 4.0f / 3.0f && o.hflip == 0.5f);
+  assert_int_equal(o.train_decode, BFEED_TRAIN_DECODE_EXACT);
+  /* size: "S", "H,W", a binding's "H/W"; a square spelt H,W is the square. */
+  assert_int_equal(opts_set(&o, "size", "160,224", err, sizeof err), 0);
+  assert_true(o.size == 160 && o.width == 224);
+  assert_int_equal(opts_set(&o, "size", "300/200", err, sizeof err), 0);
+  assert_true(o.size == 300 && o.width == 200);
+  assert_int_equal(opts_set(&o, "size", "96,96", err, sizeof err), 0);
+  assert_true(o.size == 96 && o.width == 0);
+  assert_int_equal(opts_set(&o, "size", "64", err, sizeof err), 0);
+  assert_true(o.size == 64 && o.width == 0);
+  const char *bad_size[] = {"7", "8,7", "4097,8", "160,", ",160", "160,224,3", "-160,224", "a", "160;224", ""};
+  for (size_t i = 0; i < sizeof bad_size / sizeof bad_size[0]; i++) {
+    bfeed_stream_opts before = o;
+    assert_int_equal(opts_set(&o, "size", bad_size[i], err, sizeof err), BFEED_EINVAL);
+    if (!strstr(err, "size")) fail_msg("%s: %s", bad_size[i], err);
+    assert_memory_equal(&o, &before, sizeof o);
+  }
+  o.width = 5; /* what an OPEN may carry */
+  assert_int_equal(opts_check(&o, err, sizeof err), BFEED_EINVAL);
+  assert_non_null(strstr(err, "width 5"));
+  o.width = 0;
+  assert_int_equal(opts_set(&o, "interpolation", "bicubic", err, sizeof err), 0);
+  assert_int_equal(o.interpolation, BFEED_INTERP_BICUBIC);
+  assert_int_equal(opts_set(&o, "interpolation", "lanczos", err, sizeof err), BFEED_EINVAL);
+  assert_non_null(strstr(err, "interpolation lanczos: expected one of bilinear bicubic nearest"));
+  assert_int_equal(opts_set(&o, "resize", "232", err, sizeof err), 0);
+  assert_int_equal(o.resize, 232);
+  assert_int_equal(opts_set(&o, "resize", "16385", err, sizeof err), BFEED_EINVAL);
+  assert_non_null(strstr(err, "resize 16385"));
+  assert_int_equal(opts_set(&o, "crop-ratio", "0.5,2", err, sizeof err), 0);
+  assert_true(o.crop_ratio[0] == 0.5f && o.crop_ratio[1] == 2.0f);
+  const char *bad_ratio[] = {"0,1", "2,1", "-1,1", "inf,inf", "1"};
+  for (size_t i = 0; i < sizeof bad_ratio / sizeof bad_ratio[0]; i++) {
+    assert_int_equal(opts_set(&o, "crop_ratio", bad_ratio[i], err, sizeof err), BFEED_EINVAL);
+    if (!strstr(err, "crop-ratio") || !strstr(err, bad_ratio[i])) fail_msg("%s: %s", bad_ratio[i], err);
+  }
+  assert_int_equal(opts_set(&o, "hflip", "0", err, sizeof err), 0);
+  assert_true(o.hflip == 0.0f);
+  assert_int_equal(opts_set(&o, "hflip", "1.5", err, sizeof err), BFEED_EINVAL);
+  assert_non_null(strstr(err, "0 <= P <= 1"));
+  assert_int_equal(opts_set(&o, "train-decode", "fast", err, sizeof err), 0);
+  assert_int_equal(o.train_decode, BFEED_TRAIN_DECODE_FAST);
+  assert_int_equal(opts_check(&o, err, sizeof err), 0);
+  /* All of them change bytes: critical, so that an older daemon refuses
+   * rather than serve other pixels. */
+  o.size = 160, o.width = 224;
+  test_opts_roundtrip(&o, &back, &w);
+  assert_memory_equal(&o, &back, sizeof o);
+  for (uint16_t tag = 30; tag < 40; tag++)
+    if (tag < 32 || tag > 35) assert_true(test_opts_has_tag(&w, tag, &crit) && crit);
+  wbuf_free(&w);
+  /* The fingerprint: a square spelt H,W is the square's line; train_decode
+   * exact (the default) is counted in train only, fast not at all (what
+   * daemons before the option served). */
+  char lines[2048];
+  opts_defaults(&o);
+  opts_canon(&o, lines, sizeof lines);
+  assert_non_null(strstr(lines, "size 224\n"));
+  assert_non_null(strstr(lines, "train_decode 1\n"));
+  o.width = 224;
+  opts_canon(&o, lines, sizeof lines);
+  assert_non_null(strstr(lines, "size 224\n"));
+  o.mode = BFEED_MODE_EVAL;
+  opts_canon(&o, lines, sizeof lines);
+  assert_null(strstr(lines, "train_decode"));
+  o.mode = BFEED_MODE_TRAIN, o.train_decode = BFEED_TRAIN_DECODE_FAST;
+  opts_canon(&o, lines, sizeof lines);
+  assert_null(strstr(lines, "train_decode"));
+}
+
 static void test_help_names_options(void **state) {
   bfeed_stream_opts d;
   char image[4096], text[4096];
@@ -240,9 +346,13 @@ static void test_help_names_options(void **state) {
   }
   assert_non_null(strstr(image, "--crop-scale LO,HI"));
   assert_non_null(strstr(image, "(0.08,1)"));
+  assert_non_null(strstr(image, "--size S|H,W"));
+  assert_non_null(strstr(image, "--crop-ratio LO,HI"));
+  assert_non_null(strstr(image, "--interpolation bilinear|bicubic|nearest"));
   assert_non_null(strstr(image, "--batch N               samples per batch (64)\n"));
   assert_non_null(strstr(text, "--max-len N"));
 }
 
 TB_MAIN(cmocka_unit_test(test_canonical_lines), cmocka_unit_test(test_open_roundtrip),
-        cmocka_unit_test(test_crop_scale_by_name), cmocka_unit_test(test_help_names_options))
+        cmocka_unit_test(test_crop_scale_by_name), cmocka_unit_test(test_recipe_options),
+        cmocka_unit_test(test_help_names_options))
