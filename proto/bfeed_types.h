@@ -114,6 +114,9 @@ typedef enum { BFEED_TRAIN_DECODE_FAST = 0, BFEED_TRAIN_DECODE_EXACT = 1 } bfeed
  * torchvision's InterpolationMode on a PIL image (Pillow 9.4's filters,
  * antialiased; NEAREST as Pillow's Image.resize maps it). */
 typedef enum { BFEED_INTERP_BILINEAR = 0, BFEED_INTERP_BICUBIC = 1, BFEED_INTERP_NEAREST = 2 } bfeed_interp;
+/* The augmentation policy of a train stream: none, torchvision's
+ * AutoAugment(IMAGENET), RandAugment or TrivialAugmentWide. */
+typedef enum { BFEED_AA_NONE = 0, BFEED_AA_IMAGENET = 1, BFEED_AA_RAND = 2, BFEED_AA_TA_WIDE = 3 } bfeed_auto_augment;
 
 /* Whether a stream takes batches the daemon built for another stream that
  * wants the same bytes (ON, default), or has its own built (OFF: a job
@@ -195,7 +198,27 @@ typedef struct bfeed_stream_opts {
   float crop_ratio[2];   /* TRAIN: RandomResizedCrop's ratio range, 0 < lo <= hi ({3/4, 4/3}) */
   float hflip;           /* TRAIN: RandomHorizontalFlip's p, 0..1 (0.5) */
   bfeed_train_decode train_decode; /* TRAIN: EXACT (default) or FAST, JPEG crops at reduced scale */
-  uint32_t reserved[9];  /* zero (bfeed_stream_opts_init): room for options to come */
+  uint32_t reserved_geometry; /* zero: the four bytes left before the struct grew (below) */
+  /* The recipes' augmentation (README "Recipes"): the struct grew from 256
+   * to 384 bytes here (soname libbfeed.so.2). */
+  float color_jitter[4]; /* TRAIN: ColorJitter's brightness, contrast, saturation (>= 0) and
+                            hue (0..0.5); 0 turns one off ({0, 0, 0, 0}) */
+  bfeed_auto_augment auto_augment; /* TRAIN: NONE (default), IMAGENET, RAND or TA_WIDE */
+  uint32_t aa_num_ops;   /* RandAugment's num_ops, 1..16 (2) */
+  uint32_t aa_magnitude; /* RandAugment's magnitude: a bin, below aa_bins (9) */
+  uint32_t aa_bins;      /* num_magnitude_bins of RandAugment and TrivialAugmentWide, 2..256 (31) */
+  bfeed_interp aa_interpolation; /* the policies' rotate/affine filter (NEAREST) */
+  float aa_fill[3];      /* the policies' fill, 0..255 ({0, 0, 0}) */
+  float random_erase;    /* TRAIN: RandomErasing's p, after Normalize (0) */
+  float erase_scale[2];  /* its scale= ({0.02, 0.33}) */
+  float erase_ratio[2];  /* its ratio= ({0.3, 3.3}) */
+  float erase_value[3];  /* its value= per channel, normalised ({0, 0, 0}) */
+  int erase_random;      /* 1: value="random", standard normal values (0) */
+  float mixup_alpha;     /* TRAIN: MixUp over each batch, lam ~ Beta(a, a); 0 = off (0) */
+  float cutmix_alpha;    /* TRAIN: CutMix over each batch; with MixUp, one of the two (0) */
+  uint32_t mix_classes;  /* width of the mixed `target` tensor, 0 = the dataset's classes (0) */
+  int explain;           /* 1: each batch carries what was drawn for it (`explain`, JSON) (0) */
+  uint32_t reserved[15]; /* zero (bfeed_stream_opts_init): room for options to come */
 } bfeed_stream_opts;
 
 #ifdef __cplusplus

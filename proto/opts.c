@@ -19,7 +19,8 @@ typedef enum { OPTS_U32, OPTS_U64, OPTS_I32, OPTS_FLAG, OPTS_CHOICE, OPTS_F32S }
 enum {
   OPTS_ALWAYS = 1 << 0, OPTS_NONCRIT = 1 << 1, OPTS_BYTES = 1 << 2, OPTS_BYTES_SET = 1 << 3,
   OPTS_TEXT = 1 << 4, OPTS_RESOLVED = 1 << 5, OPTS_NONZERO = 1 << 6, OPTS_SCALE = 1 << 7,
-  OPTS_RATIO = 1 << 8, OPTS_PROB = 1 << 9, OPTS_WAS0 = 1 << 10,
+  OPTS_RATIO = 1 << 8, OPTS_PROB = 1 << 9, OPTS_WAS0 = 1 << 10, OPTS_JITTER = 1 << 11, OPTS_FILL = 1 << 12,
+  OPTS_NONNEG = 1 << 13,
 };
 
 typedef struct opts_row {
@@ -47,6 +48,8 @@ static const opts_choices opts_shares = {"sharing", 2, 2, (const char *const[]){
 static const opts_choices opts_eval_pads = {"eval padding", 2, 2, (const char *const[]){"none", "mask"}};
 static const opts_choices opts_transports = {"transport", 2, 0, (const char *const[]){"socket", "shm"}};
 static const opts_choices opts_interps = {"interpolation", 3, 3, (const char *const[]){"bilinear", "bicubic", "nearest"}};
+static const opts_choices opts_auto_augments = {"augmentation policy", 4, 4,
+                                                (const char *const[]){"none", "imagenet", "rand", "ta_wide"}};
 static const opts_choices opts_train_decodes = {"train decoding", 2, 2, (const char *const[]){"fast", "exact"}};
 
 /* What the columns of opts.def become, by type. */
@@ -80,6 +83,9 @@ static const opts_choices opts_train_decodes = {"train decoding", 2, 2, (const c
 #define RATIO OPTS_RATIO
 #define PROB OPTS_PROB
 #define WAS0 OPTS_WAS0
+#define JITTER OPTS_JITTER
+#define FILL OPTS_FILL
+#define NONNEG OPTS_NONNEG
 #define OPT(field, tag, type, aux, lo, hi, def, flags, text, arg, help)                                      \
   {#field, tag, OPTS_##type, OPTS_CH_##type(aux), OPTS_NF_##type(aux), offsetof(bfeed_stream_opts, field), lo, hi, \
    OPTS_DEF_##type(def), flags, text, arg, help},
@@ -99,6 +105,9 @@ static const opts_row opts_table[] = {
 #undef RATIO
 #undef PROB
 #undef WAS0
+#undef JITTER
+#undef FILL
+#undef NONNEG
 #define OPTS_N (sizeof opts_table / sizeof opts_table[0])
 _Static_assert(sizeof(bfeed_mode) == sizeof(int) && sizeof(bfeed_codec) == sizeof(int), "enum fields are int-sized");
 
@@ -325,6 +334,8 @@ static int opts_first_of_text(const opts_row *r) {
 
 static void opts_default_text(const opts_row *r, const bfeed_stream_opts *d, char *buf, size_t n);
 
+static int opts_in_0_255(float f) { return f >= 0.0f && f <= 255.0f; }
+
 static int opts_check_row(const bfeed_stream_opts *o, const opts_row *r, char *err, size_t errlen) {
   uint64_t v = opts_get(o, r);
   if ((r->type == OPTS_U32 || r->type == OPTS_U64) && (v < r->lo || v > r->hi))
@@ -343,11 +354,40 @@ static int opts_check_row(const bfeed_stream_opts *o, const opts_row *r, char *e
   const char *want = (r->flags & OPTS_SCALE) && !(f[0] > 0.0f && f[0] <= f[1] && f[1] <= 1.0f) ? "0 < LO <= HI <= 1"
                      : (r->flags & OPTS_RATIO) && !(f[0] > 0.0f && f[0] <= f[1])            ? "0 < LO <= HI"
                      : (r->flags & OPTS_PROB) && !(f[0] >= 0.0f && f[0] <= 1.0f)            ? "0 <= P <= 1"
-                                                                                            : NULL;
+                     : (r->flags & OPTS_NONNEG) && !(f[0] >= 0.0f)                          ? "A >= 0"
+                     : (r->flags & OPTS_JITTER) && !(f[0] >= 0 && f[1] >= 0 && f[2] >= 0 && f[3] >= 0 && f[3] <= 0.5f)
+                         ? "B, C, S >= 0 and 0 <= H <= 0.5"
+                     : (r->flags & OPTS_FILL) && !(opts_in_0_255(f[0]) && opts_in_0_255(f[1]) && opts_in_0_255(f[2]))
+                         ? "0..255 each"
+                         : NULL;
   if (!want) return 0;
   char text[64];
   opts_default_text(r, o, text, sizeof text);
   return snprintf(err, errlen, "%s %s: expected %s", r->field, text, want), BFEED_EINVAL;
+}
+
+int opts_after_normalize(const bfeed_stream_opts *o) {
+  return o->random_erase > 0 || o->mixup_alpha > 0 || o->cutmix_alpha > 0;
+}
+
+/* The augmentation's options together: what one alone cannot say. */
+static int opts_check_recipe(const bfeed_stream_opts *o, char *err, size_t errlen) {
+  int augments = o->color_jitter[0] > 0 || o->color_jitter[1] > 0 || o->color_jitter[2] > 0 ||
+                 o->color_jitter[3] > 0 || o->auto_augment != BFEED_AA_NONE || opts_after_normalize(o);
+  if (augments && o->mode == BFEED_MODE_EVAL)
+    return snprintf(err, errlen, "color-jitter, auto-augment, random-erase, mixup-alpha and cutmix-alpha are "
+                                 "train transforms: an eval stream takes none"),
+           BFEED_EINVAL;
+  if (o->auto_augment == BFEED_AA_RAND && o->aa_magnitude >= o->aa_bins)
+    return snprintf(err, errlen, "aa-magnitude %u: RandAugment's magnitude is a bin, below aa-bins %u",
+                    o->aa_magnitude, o->aa_bins),
+           BFEED_EINVAL;
+  if (opts_after_normalize(o) && codec_get(o->codec) && codec_get(o->codec)->u8)
+    return snprintf(err, errlen, "codec %s sends 8-bit pixels, before Normalize: random-erase, mixup and cutmix "
+                                 "make values after it (use none, zstd or lz4)",
+                    codec_get(o->codec)->name),
+           BFEED_EINVAL;
+  return 0;
 }
 
 int opts_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
@@ -358,6 +398,8 @@ int opts_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
     if (rc == 0 && j && opts_first_of_text(r)) rc = j->check(o, err, errlen);
     if (rc < 0) return rc;
   }
+  int rc = opts_check_recipe(o, err, errlen);
+  if (rc < 0) return rc;
   /* Whether a batch fits one frame depends on the dataset's kind: the
    * daemon checks that when it opens the stream (batch_spec_check). */
   return 0;

@@ -53,6 +53,9 @@ int opts_text_set(const bfeed_stream_opts *o, char *names, size_t cap);
 /* The text datasets' options as "pool mean, max-len 9, fixed-len, bucket
  * 4" (flags only when set), for a command's summary line. */
 size_t opts_text_describe(const bfeed_stream_opts *o, char *buf, size_t cap);
+/* Whether the stream's recipe makes values after Normalize (RandomErasing,
+ * MixUp, CutMix), which 8-bit pixels cannot carry: no u8 codec then. */
+int opts_after_normalize(const bfeed_stream_opts *o);
 /* Whether the stream's epochs are shuffled: shuffle on, or auto in train. */
 int opts_shuffled(const bfeed_stream_opts *o);
 /* The options' lines of the stream fingerprint's canonical form

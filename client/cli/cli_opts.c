@@ -12,7 +12,7 @@
 
 /* From the options' table (proto/opts.def), with libbfeed's defaults. */
 const char *cli_stream_opts_help(void) {
-  static char help[4096];
+  static char help[16384]; /* every option of opts.def with its words (test_cli checks none is cut) */
   if (!help[0]) {
     bfeed_stream_opts d;
     bfeed_stream_opts_init(&d);

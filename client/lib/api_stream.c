@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "opts.h"
 #include "clock.h"
 #include "codec.h"
 
@@ -57,6 +58,10 @@ static int api_stream_request(bfeed_client *c, const char *dataset, const bfeed_
   m->opts = *o;
   if (o->codec == BFEED_CODEC_AUTO) /* one codec for all of a fan-out client's members: the same bytes from each */
     m->opts.codec = (bfeed_codec)codec_auto(c->ops->any_tcp(c));
+  /* 8-bit pixels cannot carry values made after Normalize (erasing,
+   * mixing): auto's u8 over TCP becomes lz4, compressed at memory speed. */
+  if (o->codec == BFEED_CODEC_AUTO && opts_after_normalize(o) && codec_get(m->opts.codec)->u8)
+    m->opts.codec = BFEED_CODEC_LZ4;
   /* Shared memory only where descriptors can travel; TCP never asks, nor a
    * fan-out client (its members are clients of their own, on the socket). */
   m->opts.transport = c->ops->shm(c) ? BFEED_TRANSPORT_SHM : BFEED_TRANSPORT_SOCKET;

@@ -17,7 +17,11 @@
  * share then took four more, eval_pad four and start_sample eight (at 176,
  * its natural alignment), and job eight more (at 184); the recipes' geometry
  * then took 28: width, interpolation, resize, crop_ratio (8), hflip and
- * train_decode (192..219).
+ * train_decode (192..219). The recipes' augmentation then made it grow a
+ * second time, from 256 to 384 bytes (soname libbfeed.so.2): the four
+ * bytes left became reserved_geometry, every field before it kept its
+ * offset, and color_jitter came at 224 with fifteen words of `reserved`
+ * after explain.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -56,7 +60,16 @@ static const layout_entry layout[] = {
     FIELD(bfeed_stream_opts, job, 184),           FIELD(bfeed_stream_opts, width, 192),
     FIELD(bfeed_stream_opts, interpolation, 196), FIELD(bfeed_stream_opts, resize, 200),
     FIELD(bfeed_stream_opts, crop_ratio, 204),    FIELD(bfeed_stream_opts, hflip, 212),
-    FIELD(bfeed_stream_opts, train_decode, 216),  FIELD(bfeed_stream_opts, reserved, 220),
+    FIELD(bfeed_stream_opts, train_decode, 216),  FIELD(bfeed_stream_opts, reserved_geometry, 220),
+    FIELD(bfeed_stream_opts, color_jitter, 224),  FIELD(bfeed_stream_opts, auto_augment, 240),
+    FIELD(bfeed_stream_opts, aa_num_ops, 244),    FIELD(bfeed_stream_opts, aa_magnitude, 248),
+    FIELD(bfeed_stream_opts, aa_bins, 252),       FIELD(bfeed_stream_opts, aa_interpolation, 256),
+    FIELD(bfeed_stream_opts, aa_fill, 260),       FIELD(bfeed_stream_opts, random_erase, 272),
+    FIELD(bfeed_stream_opts, erase_scale, 276),   FIELD(bfeed_stream_opts, erase_ratio, 284),
+    FIELD(bfeed_stream_opts, erase_value, 292),   FIELD(bfeed_stream_opts, erase_random, 304),
+    FIELD(bfeed_stream_opts, mixup_alpha, 308),   FIELD(bfeed_stream_opts, cutmix_alpha, 312),
+    FIELD(bfeed_stream_opts, mix_classes, 316),   FIELD(bfeed_stream_opts, explain, 320),
+    FIELD(bfeed_stream_opts, reserved, 324),
     FIELD(bfeed_connect_opts, reconnect, 0),      FIELD(bfeed_connect_opts, reconnect_deadline, 8),
     FIELD(bfeed_connect_opts, token, 16),         FIELD(bfeed_connect_opts, token_file, 24),
     FIELD(bfeed_connect_opts, stall_timeout, 32), FIELD(bfeed_connect_opts, shm, 40),
@@ -68,7 +81,7 @@ static const layout_entry layout[] = {
     FIELD(bfeed_stream_info, classes, 16),        FIELD(bfeed_counter, name, 0),
     FIELD(bfeed_counter, value, 8),               FIELD(bfeed_stat_group, kind, 0),
     FIELD(bfeed_stat_group, id, 8),               FIELD(bfeed_stat_group, ncounters, 16),
-    FIELD(bfeed_stat_group, counters, 24),        SIZE(bfeed_stream_opts, 256),
+    FIELD(bfeed_stat_group, counters, 24),        SIZE(bfeed_stream_opts, 384),
     SIZE(bfeed_connect_opts, 48),                 SIZE(bfeed_error, 260),
     SIZE(bfeed_tensor, 96),                       SIZE(bfeed_stream_info, 24),
     SIZE(bfeed_counter, 16),                      SIZE(bfeed_stat_group, 32),
@@ -89,7 +102,7 @@ static void test_layout(void **state) {
 /* The library's own view of the struct, whatever header this was built with. */
 static void test_opts_size(void **state) {
   (void)state;
-  assert_int_equal(bfeed_stream_opts_size(), 256);
+  assert_int_equal(bfeed_stream_opts_size(), 384);
 }
 
 int main(void) {

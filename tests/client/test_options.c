@@ -106,17 +106,23 @@ static void test_refusals_name_option_and_value(void **state) {
 }
 
 static void test_names_and_size(void **state) {
-  const char *want[] = {"batch", "size", "mode", "layout", "normalize", "seed", "epoch", "start-batch", "shard",
-                        "codec", "window", "shuffle", "keep-partial", "epochs", "pool", "max-len", "fixed-len",
-                        "bucket", "select", "crop-scale", "eval-decode", "share", "eval-pad", "start-sample",
-                        "job", NULL};
-  for (int i = 0; want[i]; i++) {
+  const char *want[] = {"batch", "size", "mode", "layout", "normalize", "mean", "std", "seed", "epoch",
+                        "start-batch", "shard", "codec", "window", "shuffle", "keep-partial", "epochs", "pool",
+                        "max-len", "fixed-len", "bucket", "select", "crop-scale", "eval-decode", "share",
+                        "eval-pad", "start-sample", "job", "interpolation", "resize", "crop-ratio", "hflip",
+                        "train-decode", "color-jitter", "auto-augment", "aa-num-ops", "aa-magnitude", "aa-bins",
+                        "aa-interpolation", "aa-fill", "random-erase", "erase-scale", "erase-ratio", "erase-value",
+                        "erase-random", "mixup-alpha", "cutmix-alpha", "mix-classes", "explain", NULL};
+  static const char *const flags[] = {"keep-partial", "fixed-len", "erase-random", "explain"};
+  int n = 0;
+  for (int i = 0; want[i]; i++, n++) {
+    int flag = 0;
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) flag |= strcmp(want[i], flags[k]) == 0;
     assert_non_null(bfeed_stream_opt_name(i));
     assert_string_equal(bfeed_stream_opt_name(i), want[i]);
-    assert_int_equal(bfeed_stream_opt_takes_value(want[i]), strcmp(want[i], "keep-partial") != 0 &&
-                                                               strcmp(want[i], "fixed-len") != 0);
+    assert_int_equal(bfeed_stream_opt_takes_value(want[i]), !flag);
   }
-  assert_null(bfeed_stream_opt_name(25));
+  assert_null(bfeed_stream_opt_name(n));
   assert_null(bfeed_stream_opt_name(-1));
   assert_int_equal(bfeed_stream_opt_takes_value("nope"), -1);
   assert_int_equal(bfeed_stream_opts_size(), sizeof(bfeed_stream_opts));

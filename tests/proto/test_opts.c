@@ -332,7 +332,7 @@ static void test_recipe_options(void **state) {
 
 static void test_help_names_options(void **state) {
   bfeed_stream_opts d;
-  char image[4096], text[4096];
+  char image[16384], text[4096];
   opts_defaults(&d);
   opts_help(0, &d, image, sizeof image);
   opts_help(1, &d, text, sizeof text);

@@ -254,7 +254,7 @@ def test_deb():
     check("SocketGroup=bfeed" in text and "SocketMode=0660" in text, "the socket belongs to the bfeed group")
     r = run(["readelf", "-d", [os.path.join(dp, f) for dp, _, fs in os.walk(x) for f in fs
                                if re.match(r"libbfeed\.so\.1\.", f)][0]])
-    check("Library soname: [libbfeed.so.1]" in r.stdout, "libbfeed has its soname")
+    check("Library soname: [libbfeed.so.2]" in r.stdout, "libbfeed has its soname")
     r = run(["lintian", "--no-tag-display-limit", deb])
     errors = [l for l in r.stdout.splitlines() if l.startswith("E:")]
     check(not errors, f"lintian finds no error: {errors}")
