@@ -1,7 +1,9 @@
 /*
  * opts.c -- see opts.h. The table is opts.def; this file is the machinery
- * that reads it, one function per thing done with options, plus the four
- * options written as one value (size, shard, codec, select).
+ * that reads it, one function per thing done with options (OPEN's
+ * encoding, defaults, checks, the fingerprint), plus the four options
+ * written as one value (size, shard, codec, select). opts_name.c sets
+ * them by name and writes --help.
  */
 #include "opts.h"
 
@@ -13,28 +15,7 @@
 #include <string.h>
 
 #include "codec.h"
-
-typedef enum { OPTS_U32, OPTS_U64, OPTS_I32, OPTS_FLAG, OPTS_CHOICE, OPTS_F32S } opts_type;
-/* opts.def's flags (its header says what each means). */
-enum {
-  OPTS_ALWAYS = 1 << 0, OPTS_NONCRIT = 1 << 1, OPTS_BYTES = 1 << 2, OPTS_BYTES_SET = 1 << 3,
-  OPTS_TEXT = 1 << 4, OPTS_RESOLVED = 1 << 5, OPTS_NONZERO = 1 << 6, OPTS_SCALE = 1 << 7,
-  OPTS_RATIO = 1 << 8, OPTS_PROB = 1 << 9, OPTS_WAS0 = 1 << 10, OPTS_JITTER = 1 << 11, OPTS_FILL = 1 << 12,
-  OPTS_NONNEG = 1 << 13,
-};
-
-typedef struct opts_row {
-  const char *field; /* the member's name: the fingerprint's and the messages' */
-  uint16_t tag;
-  opts_type type;
-  const opts_choices *choices; /* CHOICE */
-  int nf;                      /* F32S: floats */
-  size_t offset;
-  uint64_t lo, hi, def;
-  const float *deff; /* F32S */
-  unsigned flags;
-  const char *text, *arg, *help;
-} opts_row;
+#include "opts_row.h"
 
 static const opts_choices opts_modes = {"mode", 2, 2, (const char *const[]){"train", "eval"}};
 static const opts_choices opts_layouts = {"layout", 2, 2, (const char *const[]){"nchw", "nhwc"}};
@@ -89,7 +70,7 @@ static const opts_choices opts_train_decodes = {"train decoding", 2, 2, (const c
 #define OPT(field, tag, type, aux, lo, hi, def, flags, text, arg, help)                                      \
   {#field, tag, OPTS_##type, OPTS_CH_##type(aux), OPTS_NF_##type(aux), offsetof(bfeed_stream_opts, field), lo, hi, \
    OPTS_DEF_##type(def), flags, text, arg, help},
-static const opts_row opts_table[] = {
+const opts_row opts_table[] = {
 #include "opts.def"
 };
 #undef OPT
@@ -108,15 +89,12 @@ static const opts_row opts_table[] = {
 #undef JITTER
 #undef FILL
 #undef NONNEG
-#define OPTS_N (sizeof opts_table / sizeof opts_table[0])
+const size_t opts_count = sizeof opts_table / sizeof opts_table[0];
 _Static_assert(sizeof(bfeed_mode) == sizeof(int) && sizeof(bfeed_codec) == sizeof(int), "enum fields are int-sized");
 
-/* A row's field in o, by type. */
-#define OPTS_AT(o, r, T) ((T *)((char *)(o) + (r)->offset))
-#define OPTS_CAT(o, r, T) ((const T *)((const char *)(o) + (r)->offset))
 
 /* An integer row's value (CHOICE, FLAG and I32 are ints). */
-static uint64_t opts_get(const bfeed_stream_opts *o, const opts_row *r) {
+uint64_t opts_get(const bfeed_stream_opts *o, const opts_row *r) {
   switch (r->type) {
     case OPTS_U32: return *OPTS_CAT(o, r, uint32_t);
     case OPTS_U64: return *OPTS_CAT(o, r, uint64_t);
@@ -125,7 +103,7 @@ static uint64_t opts_get(const bfeed_stream_opts *o, const opts_row *r) {
   }
 }
 
-static void opts_put(bfeed_stream_opts *o, const opts_row *r, uint64_t v) {
+void opts_put(bfeed_stream_opts *o, const opts_row *r, uint64_t v) {
   switch (r->type) {
     case OPTS_U32: *OPTS_AT(o, r, uint32_t) = (uint32_t)v; break;
     case OPTS_U64: *OPTS_AT(o, r, uint64_t) = v; break;
@@ -134,7 +112,7 @@ static void opts_put(bfeed_stream_opts *o, const opts_row *r, uint64_t v) {
   }
 }
 
-static int opts_is_default(const bfeed_stream_opts *o, const opts_row *r) {
+int opts_is_default(const bfeed_stream_opts *o, const opts_row *r) {
   if (r->type == OPTS_F32S) return memcmp(OPTS_CAT(o, r, float), r->deff, sizeof(float) * (size_t)r->nf) == 0;
   if (r->type == OPTS_FLAG) return (opts_get(o, r) != 0) == (r->def != 0);
   return opts_get(o, r) == r->def;
@@ -299,16 +277,7 @@ static int opts_select_check(const bfeed_stream_opts *o, char *err, size_t errle
   return opts_below(o->select_rem, o->select_mod, "select_rem", "select_mod", err, errlen);
 }
 
-typedef struct opts_joint {
-  const char *text; /* the name its fields share in opts.def */
-  int (*parse)(bfeed_stream_opts *o, const char *value, char *err, size_t errlen);
-  int (*check)(const bfeed_stream_opts *o, char *err, size_t errlen);
-  /* Its text form: --help's default, and the fingerprint's value for a
-   * joint option of BYTES fields (shard). */
-  void (*format)(const bfeed_stream_opts *o, char *buf, size_t cap);
-  /* --help's metavariable, when the row has none. */
-  void (*metavar)(char *buf, size_t cap);
-} opts_joint;
+
 
 static const opts_joint opts_joints[] = {
     {"size", opts_size_parse, opts_size_check, opts_size_format, NULL},
@@ -317,14 +286,14 @@ static const opts_joint opts_joints[] = {
     {"select", opts_select_parse, opts_select_check, NULL, NULL},
 };
 
-static const opts_joint *opts_joint_of(const opts_row *r) {
+const opts_joint *opts_joint_of(const opts_row *r) {
   for (size_t i = 0; r->text && i < sizeof opts_joints / sizeof opts_joints[0]; i++)
     if (strcmp(opts_joints[i].text, r->text) == 0) return &opts_joints[i];
   return NULL;
 }
 
 /* Whether r is the first row of its option (a joint option's others are not). */
-static int opts_first_of_text(const opts_row *r) {
+int opts_first_of_text(const opts_row *r) {
   for (const opts_row *q = opts_table; q < r; q++)
     if (q->text && r->text && strcmp(q->text, r->text) == 0) return 0;
   return r->text != NULL;
@@ -332,11 +301,9 @@ static int opts_first_of_text(const opts_row *r) {
 
 /* ---- checks ------------------------------------------------------------ */
 
-static void opts_default_text(const opts_row *r, const bfeed_stream_opts *d, char *buf, size_t n);
-
 static int opts_in_0_255(float f) { return f >= 0.0f && f <= 255.0f; }
 
-static int opts_check_row(const bfeed_stream_opts *o, const opts_row *r, char *err, size_t errlen) {
+int opts_check_row(const bfeed_stream_opts *o, const opts_row *r, char *err, size_t errlen) {
   uint64_t v = opts_get(o, r);
   if ((r->type == OPTS_U32 || r->type == OPTS_U64) && (v < r->lo || v > r->hi))
     return snprintf(err, errlen, "%s %llu out of range %llu..%llu", r->field, (unsigned long long)v,
@@ -403,215 +370,6 @@ int opts_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
   /* Whether a batch fits one frame depends on the dataset's kind: the
    * daemon checks that when it opens the stream (batch_spec_check). */
   return 0;
-}
-
-/* ---- by name ----------------------------------------------------------- */
-
-/* printf at buf + *at, never past cap (the text is cut, NUL-terminated). */
-static void opts_appendf(char *buf, size_t cap, size_t *at, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void opts_appendf(char *buf, size_t cap, size_t *at, const char *fmt, ...) {
-  if (*at >= cap) return;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf + *at, cap - *at, fmt, ap);
-  va_end(ap);
-  *at = n < 0 ? *at : *at + (size_t)n < cap ? *at + (size_t)n : cap - 1;
-}
-
-/* "start_batch" and "start-batch" name the same option. */
-static int opts_same_name(const char *spelled, const char *name) {
-  for (; *spelled && *name; spelled++, name++)
-    if (*spelled != *name && !(*spelled == '_' && *name == '-')) return 0;
-  return *spelled == *name;
-}
-
-static const opts_row *opts_find(const char *name) {
-  for (size_t i = 0; name && i < OPTS_N; i++)
-    if (opts_table[i].text && opts_same_name(name, opts_table[i].text)) return &opts_table[i];
-  return NULL;
-}
-
-/* Edit distance between a and b (letters; '_' and '-' alike), capped at
- * 9: enough to name the option a misspelt one meant. */
-static int opts_distance(const char *a, const char *b) {
-  size_t n = strlen(b);
-  if (strlen(a) > 32 || n > 32) return 9;
-  int row[33];
-  for (size_t j = 0; j <= n; j++) row[j] = (int)j;
-  for (size_t i = 1; a[i - 1]; i++) {
-    int diag = row[0];
-    row[0] = (int)i;
-    for (size_t j = 1; j <= n; j++) {
-      char x = a[i - 1] == '_' ? '-' : a[i - 1], y = b[j - 1];
-      int best = diag + (x != y);
-      if (row[j] + 1 < best) best = row[j] + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      diag = row[j];
-      row[j] = best;
-    }
-  }
-  return row[n] < 9 ? row[n] : 9;
-}
-
-/* "unknown stream option 'sise' (did you mean 'size'?)": the nearest name
- * within a third of its length, if any. */
-static int opts_unknown(const char *name, char *err, size_t errlen) {
-  if (!name) return snprintf(err, errlen, "unknown stream option (null)"), BFEED_EINVAL;
-  const char *best = NULL;
-  int best_d = 9;
-  for (size_t i = 0; i < OPTS_N; i++) {
-    const char *t = opts_table[i].text;
-    int d = t && (!best || strcmp(t, best) != 0) ? opts_distance(name, t) : 9;
-    if (d < best_d && d * 3 <= (int)strlen(t)) best = t, best_d = d;
-  }
-  if (best) return snprintf(err, errlen, "unknown stream option '%s' (did you mean '%s'?)", name, best), BFEED_EINVAL;
-  return snprintf(err, errlen, "unknown stream option '%s'", name), BFEED_EINVAL;
-}
-
-static int opts_parse_number(const opts_row *r, const char *value, uint64_t *out, char *err, size_t errlen) {
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(value, &end, 10);
-  if (!*value || *end || errno || value[0] == '-' || v < r->lo || v > r->hi)
-    return snprintf(err, errlen, "%s %s: expected a whole number from %llu to %llu", r->text, value,
-                    (unsigned long long)r->lo, (unsigned long long)r->hi),
-           BFEED_EINVAL;
-  *out = v;
-  return 0;
-}
-
-static int opts_parse_choice(const opts_row *r, const char *value, uint64_t *out, char *err, size_t errlen) {
-  char list[96] = "";
-  for (int i = 0; i < r->choices->nset; i++) {
-    if (strcmp(value, r->choices->names[i]) == 0) return *out = (uint64_t)i, 0;
-    snprintf(list + strlen(list), sizeof list - strlen(list), " %s", r->choices->names[i]);
-  }
-  return snprintf(err, errlen, "%s %s: expected one of%s", r->text, value, list), BFEED_EINVAL;
-}
-
-/* "LO,HI": nf numbers separated by commas, then the row's checks. A slash
- * separates them too: a binding turns a pair of whole numbers into "A/B"
- * whatever the option (shard=(3, 4) and a scale range (1, 1) alike). */
-static int opts_parse_floats(bfeed_stream_opts *o, const opts_row *r, const char *value, char *err, size_t errlen) {
-  float f[8];
-  const char *p = value;
-  for (int c = 0; c < r->nf; c++) {
-    char *end;
-    errno = 0;
-    f[c] = strtof(p, &end);
-    if (end == p || errno || (c + 1 < r->nf ? *end != ',' && *end != '/' : *end != 0))
-      return snprintf(err, errlen, "%s %s: expected %d numbers separated by commas", r->text, value, r->nf),
-             BFEED_EINVAL;
-    p = end + 1;
-  }
-  bfeed_stream_opts t = *o;
-  char why[160];
-  memcpy(OPTS_AT(&t, r, float), f, sizeof(float) * (size_t)r->nf);
-  if (opts_check_row(&t, r, why, sizeof why) < 0)
-    return snprintf(err, errlen, "%s %s: %s", r->text, value, why), BFEED_EINVAL;
-  *o = t;
-  return 0;
-}
-
-int opts_set(bfeed_stream_opts *o, const char *name, const char *value, char *err, size_t errlen) {
-  const opts_row *r = opts_find(name);
-  if (!r) return opts_unknown(name, err, errlen);
-  uint64_t v = 0;
-  if (r->type == OPTS_FLAG) {
-    if (!value || strcmp(value, "1") == 0 || strcmp(value, "true") == 0) return opts_put(o, r, 1), 0;
-    if (strcmp(value, "0") == 0 || strcmp(value, "false") == 0) return opts_put(o, r, 0), 0;
-    return snprintf(err, errlen, "%s %s: expected 1 or 0 (true or false)", r->text, value), BFEED_EINVAL;
-  }
-  if (!value) return snprintf(err, errlen, "%s needs a value", r->text), BFEED_EINVAL;
-  const opts_joint *j = opts_joint_of(r);
-  if (j) {
-    bfeed_stream_opts t = *o; /* all or nothing */
-    if (j->parse(&t, value, err, errlen) < 0) return BFEED_EINVAL;
-    return *o = t, 0;
-  }
-  if (r->type == OPTS_F32S) return opts_parse_floats(o, r, value, err, errlen);
-  int rc = r->type == OPTS_CHOICE ? opts_parse_choice(r, value, &v, err, errlen)
-                                  : opts_parse_number(r, value, &v, err, errlen);
-  if (rc < 0) return BFEED_EINVAL;
-  opts_put(o, r, v);
-  return 0;
-}
-
-int opts_takes_value(const char *name) {
-  const opts_row *r = opts_find(name);
-  return r ? r->type != OPTS_FLAG : -1;
-}
-
-const char *opts_name(int i) {
-  for (size_t k = 0; k < OPTS_N && i >= 0; k++)
-    if (opts_first_of_text(&opts_table[k]) && i-- == 0) return opts_table[k].text;
-  return NULL;
-}
-
-/* An option's value in its text form (--help shows the defaults so). */
-static void opts_default_text(const opts_row *r, const bfeed_stream_opts *d, char *buf, size_t n) {
-  uint64_t v = opts_get(d, r);
-  const opts_joint *j = opts_joint_of(r);
-  if (j && j->format) j->format(d, buf, n);
-  else if (r->type == OPTS_CHOICE) snprintf(buf, n, "%s", v < (uint64_t)r->choices->n ? r->choices->names[v] : "?");
-  else if (r->type == OPTS_F32S) {
-    const float *f = OPTS_CAT(d, r, float);
-    size_t at = 0;
-    for (int c = 0; c < r->nf; c++) opts_appendf(buf, n, &at, "%s%g", c ? "," : "", (double)f[c]);
-  } else snprintf(buf, n, "%llu", (unsigned long long)v);
-}
-
-size_t opts_help(int text, const bfeed_stream_opts *d, char *buf, size_t cap) {
-  size_t at = 0;
-  for (size_t i = 0; i < OPTS_N && at < cap; i++) {
-    const opts_row *r = &opts_table[i];
-    if (!r->help || !(r->flags & OPTS_TEXT) != !text) continue;
-    char head[160], def[48] = "", arg[128] = "";
-    const opts_joint *j = opts_joint_of(r);
-    if (r->arg) snprintf(arg, sizeof arg, "%s", r->arg);
-    else if (j && j->metavar) j->metavar(arg, sizeof arg);
-    snprintf(head, sizeof head, "--%s%s%s", r->text, arg[0] ? " " : "", arg);
-    if (r->type != OPTS_FLAG) opts_default_text(r, d, def, sizeof def);
-    /* Words start in column 27; a head too long for that gets two spaces,
-     * or a line of its own; each further line of the words is indented. */
-    size_t hl = strlen(head);
-    if (hl <= 24) opts_appendf(buf, cap, &at, "  %-24s", head);
-    else if (hl <= 26) opts_appendf(buf, cap, &at, "  %s  ", head);
-    else opts_appendf(buf, cap, &at, "  %s\n%26s", head, "");
-    for (const char *p = r->help; *p && at < cap;) {
-      size_t n = strcspn(p, "\n");
-      opts_appendf(buf, cap, &at, "%.*s", (int)n, p);
-      p += n;
-      if (*p == '\n' && at < cap) opts_appendf(buf, cap, &at, "\n%26s", ""), p++;
-    }
-    if (at < cap) opts_appendf(buf, cap, &at, def[0] ? " (%s)\n" : "\n", def);
-  }
-  return at;
-}
-
-/* ---- the daemon's side ------------------------------------------------- */
-
-size_t opts_text_describe(const bfeed_stream_opts *o, char *buf, size_t cap) {
-  size_t at = 0;
-  if (cap) buf[0] = 0;
-  for (size_t i = 0; i < OPTS_N; i++) {
-    const opts_row *r = &opts_table[i];
-    if (!(r->flags & OPTS_TEXT) || (r->type == OPTS_FLAG && !opts_get(o, r))) continue;
-    char v[48] = "";
-    if (r->type != OPTS_FLAG) opts_default_text(r, o, v, sizeof v);
-    opts_appendf(buf, cap, &at, "%s%s%s%s", at ? ", " : "", r->text, v[0] ? " " : "", v);
-  }
-  return at;
-}
-
-int opts_text_set(const bfeed_stream_opts *o, char *names, size_t cap) {
-  int n = 0;
-  size_t at = 0;
-  if (cap) names[0] = 0;
-  for (size_t i = 0; i < OPTS_N; i++)
-    if ((opts_table[i].flags & OPTS_TEXT) && !opts_is_default(o, &opts_table[i]))
-      opts_appendf(names, cap, &at, "%s%s", n++ ? ", " : "", opts_table[i].field);
-  return n;
 }
 
 int opts_shuffled(const bfeed_stream_opts *o) {
