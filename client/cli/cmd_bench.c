@@ -202,7 +202,7 @@ static void cmd_bench_report(const bench_args *b, const bench_result *r) {
             codec);
   else
     fprintf(h, "bfeed bench: %s on %s, %s %ux%u, batch %u, %s, codec %s\n", b->c.dataset, b->c.connect, mode, o->size,
-           o->size, o->batch, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW", codec);
+           o->width ? o->width : o->size, o->batch, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW", codec);
   fprintf(h, "  %llu batches, %llu samples in %.3f s: %.1f samples/s (%.1f MB/s of bf16)\n",
          (unsigned long long)r->batches, (unsigned long long)r->samples, r->seconds, sps,
          r->seconds > 0 ? r->raw / r->seconds / 1e6 : 0);
@@ -228,10 +228,10 @@ static void cmd_bench_report(const bench_args *b, const bench_result *r) {
   if (!b->json) return;
   printf("{\"dataset\":");
   cli_json_str(stdout, b->c.dataset);
-  printf(",\"mode\":\"%s\",\"size\":%u,\"batch\":%u,\"codec\":\"%s\",\"samples\":%llu,\"batches\":%llu,"
+  printf(",\"mode\":\"%s\",\"size\":%u,\"width\":%u,\"batch\":%u,\"codec\":\"%s\",\"samples\":%llu,\"batches\":%llu,"
          "\"seconds\":%.4f,\"samples_per_s\":%.2f,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"p50_batch_ms\":%.3f,"
          "\"p99_batch_ms\":%.3f,\"first_batch_ms\":%.2f,\"skipped\":%llu,\"reconnects\":%llu",
-         mode, o->size, o->batch, codec, (unsigned long long)r->samples, (unsigned long long)r->batches, r->seconds,
+         mode, o->size, o->width ? o->width : o->size, o->batch, codec, (unsigned long long)r->samples, (unsigned long long)r->batches, r->seconds,
          sps, (unsigned long long)r->wire, (unsigned long long)r->raw, r->p50, r->p99, r->first_ms,
          (unsigned long long)r->skipped, (unsigned long long)r->reconnects);
   printf(",\"client_cpu_s_per_1k\":%.4f", r->client_cpu_s * per_k);

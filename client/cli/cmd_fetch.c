@@ -46,11 +46,11 @@ static int cmd_fetch_write_meta(const char *dir, const fetch_args *f, const bfee
   fprintf(m, "{\n  \"dataset\": ");
   cli_json_str(m, f->c.dataset);
   fprintf(m,
-          ",\n  \"epoch\": %llu,\n  \"batch_index\": %llu,\n  \"mode\": \"%s\",\n  \"size\": %u,\n"
+          ",\n  \"epoch\": %llu,\n  \"batch_index\": %llu,\n  \"mode\": \"%s\",\n  \"size\": %u,\n  \"width\": %u,\n"
           "  \"layout\": \"%s\",\n  \"normalize\": \"%s\",\n  \"seed\": %llu,\n  \"shard\": [%u, %u],\n"
           "  \"tensors\": [\n",
           (unsigned long long)bfeed_batch_epoch(b), (unsigned long long)bfeed_batch_index(b),
-          o->mode == BFEED_MODE_EVAL ? "eval" : "train", o->size, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW",
+          o->mode == BFEED_MODE_EVAL ? "eval" : "train", o->size, o->width ? o->width : o->size, o->layout == BFEED_LAYOUT_NHWC ? "NHWC" : "NCHW",
           o->normalize == BFEED_NORM_NONE ? "none" : "imagenet", (unsigned long long)o->seed, o->shard_index,
           o->shard_count);
   for (int i = 0; i < bfeed_batch_ntensors(b); i++) {

@@ -37,10 +37,13 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   s->buffers = buffers;
   s->len_cap = batch_text_cap(o, ds);
   s->sample.size = (int)o->size;
+  s->sample.width = (int)o->width;
   s->sample.mode = o->mode == BFEED_MODE_EVAL ? SAMPLE_EVAL : SAMPLE_TRAIN;
-  s->sample.allow_dct_scale = 1;
+  s->sample.allow_dct_scale = o->train_decode == BFEED_TRAIN_DECODE_FAST;
   s->sample.eval_draft = o->eval_decode == BFEED_EVAL_DECODE_FAST;
-  memcpy(s->sample.crop_scale, o->crop_scale, sizeof s->sample.crop_scale);
+  s->sample.rrc = (transform_rrc_params){{o->crop_scale[0], o->crop_scale[1]}, {o->crop_ratio[0], o->crop_ratio[1]}, o->hflip};
+  s->sample.interp = o->interpolation;
+  s->sample.resize = (int)o->resize;
   s->sample.max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT; /* the server sets its own */
   /* Codec u8 (and zstd, which sends image batches as u8+zstd: batch_build)
    * sends the pixels as served, mirrored; with codec none the mirror is
@@ -62,6 +65,12 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
 }
 
 static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
+
+/* An image's output width: width, or size for a square. */
+static uint32_t batch_width(const bfeed_stream_opts *o) { return o->width ? o->width : o->size; }
+
+/* One image's pixels, H x W x 3. */
+static size_t batch_image_px(const bfeed_stream_opts *o) { return (size_t)o->size * batch_width(o) * 3; }
 
 /* The tensors of a batch of B samples (T tokens per text sample), in the
  * order every kind shares: image, tokens or pooled, length, features,
@@ -94,7 +103,7 @@ static void layout(const batch_spec *s, uint32_t B, uint32_t T, batch_layout *L)
   msg_batch *m = &L->m;
   if (dataset_has_images(ds)) {
     int nhwc = o->layout == BFEED_LAYOUT_NHWC;
-    uint64_t sh[4] = {B, nhwc ? o->size : 3, o->size, nhwc ? 3 : o->size};
+    uint64_t sh[4] = {B, nhwc ? o->size : 3, nhwc ? batch_width(o) : o->size, nhwc ? 3 : batch_width(o)};
     L->image = add_tensor(m, "image", BFEED_DTYPE_BF16, 4, sh);
   }
   if (dataset_has_text(ds)) {
@@ -150,7 +159,8 @@ static int batch_fits(const batch_spec *s, uint64_t limit) {
 
 /* The largest value in [lo, hi] of the option *field (s->opts.batch,
  * .size or .max_len) whose largest batch fits as batch_fits says, 0 if
- * none: the batch grows with each, so a binary search finds it. */
+ * none: the batch grows with each, so a binary search finds it. (.size is
+ * the height: a width of its own stays, a square stays square.) */
 static uint32_t largest_fitting(batch_spec *s, uint32_t *field, uint32_t lo, uint32_t hi, uint64_t limit) {
   uint32_t best = 0;
   while (lo <= hi) {
@@ -162,8 +172,15 @@ static uint32_t largest_fitting(batch_spec *s, uint32_t *field, uint32_t lo, uin
   return best;
 }
 
-/* "batch N fits", and for images "at size S, or size S' at batch B", into
- * hint; "" when not even a batch of one fits. */
+/* The size option's text: "S", or "H,W". */
+static void batch_size_text(const bfeed_stream_opts *o, char *buf, size_t cap) {
+  if (o->width && o->width != o->size) snprintf(buf, cap, "%u,%u", o->size, o->width);
+  else snprintf(buf, cap, "%u", o->size);
+}
+
+/* "batch N fits", and for images "at size S, or size S' at batch B" (H,W
+ * for an image that is not square), into hint; "" when not even a batch
+ * of one fits. */
 static void batch_fit_hint(const batch_spec *spec, uint64_t limit, char *hint, size_t cap) {
   batch_spec s = *spec;
   const bfeed_stream_opts *o = &spec->opts;
@@ -172,9 +189,13 @@ static void batch_fit_hint(const batch_spec *spec, uint64_t limit, char *hint, s
   if (!batch_fits) return;
   int n = snprintf(hint, cap, "batch %u fits", batch_fits);
   s.opts = *o;
-  if (dataset_has_images(s.ds) && n > 0 && (size_t)n < cap)
-    snprintf(hint + n, cap - (size_t)n, " at size %u, or size %u at batch %u", o->size,
-             largest_fitting(&s, &s.opts.size, 8, o->size, limit), o->batch);
+  if (!dataset_has_images(s.ds) || n < 0 || (size_t)n >= cap) return;
+  char now[24], fits[24];
+  batch_size_text(o, now, sizeof now);
+  s.opts.size = largest_fitting(&s, &s.opts.size, 8, o->size, limit);
+  batch_size_text(&s.opts, fits, sizeof fits);
+  snprintf(hint + n, cap - (size_t)n, " at size %s, or size %s at batch %u", now, s.opts.size ? fits : "none",
+           o->batch);
 }
 
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen) {
@@ -330,7 +351,7 @@ static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t
  * the layout, which for text depends on their lengths. */
 static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
   const batch_spec *s = job->spec;
-  size_t slot = (size_t)s->opts.size * s->opts.size * 3;
+  size_t slot = batch_image_px(&s->opts);
   /* Files changed under the dataset: no batch, rather than one that mixes
    * old and new data. */
   if ((job->rc = dataset_check(s->ds, job->err, sizeof job->err)) < 0) return job->rc;
@@ -384,10 +405,10 @@ static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uin
   }
   const uint32_t *sel = w->sel;
   if (L->image && !skip) {
-    size_t slot = (size_t)s->opts.size * s->opts.size * 3;
+    size_t slot = batch_image_px(&s->opts);
     for (uint32_t i = 0; i < B; i++)
-      tobf16_image(w->rgb + slot * i, (int)s->opts.size, w->flip[i], s->opts.layout == BFEED_LAYOUT_NHWC,
-                   s->lut, AT(L->image) + slot * 2 * i);
+      tobf16_rect(w->rgb + slot * i, (int)s->opts.size, (int)batch_width(&s->opts), w->flip[i],
+                  s->opts.layout == BFEED_LAYOUT_NHWC, s->lut, AT(L->image) + slot * 2 * i);
   }
   if (L->tokens) batch_text_put_tokens(s, sel, B, (uint32_t)L->tokens->shape[1], AT(L->tokens));
   if (L->pooled) batch_text_put_pooled(s, sel, B, w->f32, AT(L->pooled));

@@ -1,8 +1,9 @@
 /*
- * resize.c -- Pillow's two-pass bilinear resample, windowed.
+ * resize.c -- Pillow's two-pass resample, windowed.
  *
- * Every floating-point expression in resize_axis_init is written in the
- * same order as Pillow's precompute_coeffs and normalize_coeffs_8bpc, since
+ * Every floating-point expression in resize_axis_filter_init is written in
+ * the same order as Pillow's precompute_coeffs, normalize_coeffs_8bpc and
+ * ImagingScaleAffine, since
  * a weight that differs in its last bit can move a pixel by one level. For
  * the same reason this file must not be built with FMA contraction (e.g.
  * -march=native with -ffp-contract=fast): Pillow's wheels and Debian's
@@ -22,20 +23,41 @@ static double bilinear_filter(double x) {
   return 0.0;
 }
 
+/* Pillow's bicubic_filter with its a = -0.5, the constants folded as its
+ * compiler folds (a + 2.0) and (a + 3.0): exactly 1.5 and 2.5. */
+static double bicubic_filter(double x) {
+  if (x < 0.0)
+    x = -x;
+  if (x < 1.0)
+    return (1.5 * x - 2.5) * x * x + 1;
+  if (x < 2.0)
+    return (((x - 5) * x + 8) * x - 4) * -0.5;
+  return 0.0;
+}
+
+/* A filter's support at unit scale: Pillow's BILINEAR 1.0, BICUBIC 2.0. */
+static double filter_support(bfeed_interp filter) { return filter == BFEED_INTERP_BICUBIC ? 2.0 : 1.0; }
+
 /* Pillow's filter support scales with the reduction factor: that is its
- * antialiasing. Bilinear's support is 1.0 at unit scale. */
+ * antialiasing. */
 static double filter_scale(double in0, double in1, int out_size) {
   double scale = (in1 - in0) / out_size;
   return scale < 1.0 ? 1.0 : scale;
 }
 
-static int kernel_size(double filterscale) {
-  return (int)ceil(1.0 * filterscale) * 2 + 1;
+static int kernel_size(bfeed_interp filter, double in0, double in1, int out_size) {
+  if (filter == BFEED_INTERP_NEAREST)
+    return 1;
+  return (int)ceil(filter_support(filter) * filter_scale(in0, in1, out_size)) * 2 + 1;
+}
+
+size_t resize_axis_filter_size(bfeed_interp filter, double in0, double in1, int out_size, int out_n) {
+  int ksize = kernel_size(filter, in0, in1, out_size);
+  return (size_t)out_n * (2 + (size_t)ksize) * sizeof(int32_t);
 }
 
 size_t resize_axis_size(double in0, double in1, int out_size, int out_n) {
-  int ksize = kernel_size(filter_scale(in0, in1, out_size));
-  return (size_t)out_n * (2 + (size_t)ksize) * sizeof(int32_t);
+  return resize_axis_filter_size(BFEED_INTERP_BILINEAR, in0, in1, out_size, out_n);
 }
 
 static int32_t to_fixed(double k) {
@@ -44,21 +66,56 @@ static int32_t to_fixed(double k) {
   return (int32_t)(0.5 + k * (1 << RESIZE_PRECISION_BITS));
 }
 
-void resize_axis_init(resize_axis *a, void *mem, int in_size, double in0, double in1,
-                      int out_size, int out0, int out_n) {
+/* Output i reads xmax source pixels from xmin: what the passes and the
+ * decoder's rectangle (lo, hi) need to know. */
+static void axis_bound(resize_axis *a, int i, int xmin, int xmax) {
+  a->bounds[2 * i] = xmin;
+  a->bounds[2 * i + 1] = xmax;
+  if (xmax > 0) {
+    if (xmin < a->lo)
+      a->lo = xmin;
+    if (xmin + xmax > a->hi)
+      a->hi = xmin + xmax;
+  }
+}
+
+/* ImagingScaleAffine along one axis, as _imaging.c's resize sets it up:
+ * the box is float32 (its box[4]), the step (box1 - box0) / out_size and
+ * the first position box0 + step / 2 in double, and each later position
+ * the previous plus the step (accumulated, not multiplied: the sums' own
+ * rounding is Pillow's); COORD truncates, -1 below 0. */
+static void axis_nearest(resize_axis *a, int in_size, double in0, double in1, int out_size, int out0) {
+  float b0 = (float)in0, b1 = (float)in1;
+  double step = (double)(b1 - b0) / out_size;
+  double xo = b0 + step * 0.5;
+  for (int i = 0; i < out0; i++)
+    xo += step;
+  for (int i = 0; i < a->out_n; i++, xo += step) {
+    int xin = xo < 0.0 ? -1 : (int)xo;
+    int inside = xin >= 0 && xin < in_size;
+    a->coef[i] = 1 << RESIZE_PRECISION_BITS;
+    axis_bound(a, i, inside ? xin : 0, inside);
+  }
+}
+
+void resize_axis_filter_init(resize_axis *a, void *mem, bfeed_interp filter, int in_size, double in0,
+                             double in1, int out_size, int out0, int out_n) {
+  double (*kernel)(double) = filter == BFEED_INTERP_BICUBIC ? bicubic_filter : bilinear_filter;
   double scale = (in1 - in0) / out_size;
   double filterscale = filter_scale(in0, in1, out_size);
-  double support = 1.0 * filterscale;
+  double support = filter_support(filter) * filterscale;
   double ss = 1.0 / filterscale;
 
   a->out_n = out_n;
-  a->ksize = kernel_size(filterscale);
+  a->ksize = kernel_size(filter, in0, in1, out_size);
   a->bounds = mem;
   a->coef = a->bounds + 2 * (size_t)out_n;
   a->lo = INT_MAX;
   a->hi = 0;
+  if (filter == BFEED_INTERP_NEAREST)
+    axis_nearest(a, in_size, in0, in1, out_size, out0);
 
-  for (int i = 0; i < out_n; i++) {
+  for (int i = 0; filter != BFEED_INTERP_NEAREST && i < out_n; i++) {
     double center = in0 + (out0 + i + 0.5) * scale;
     int xmin = (int)(center - support + 0.5);
     if (xmin < 0)
@@ -73,28 +130,25 @@ void resize_axis_init(resize_axis *a, void *mem, int in_size, double in0, double
      * same doubles without a per-call buffer. */
     double ww = 0.0;
     for (int x = 0; x < xmax; x++)
-      ww += bilinear_filter((x + xmin - center + 0.5) * ss);
+      ww += kernel((x + xmin - center + 0.5) * ss);
     int32_t *k = a->coef + (size_t)i * a->ksize;
     for (int x = 0; x < xmax; x++) {
-      double w = bilinear_filter((x + xmin - center + 0.5) * ss);
+      double w = kernel((x + xmin - center + 0.5) * ss);
       if (ww != 0.0)
         w /= ww;
       k[x] = to_fixed(w);
     }
     for (int x = xmax < 0 ? 0 : xmax; x < a->ksize; x++)
       k[x] = 0;
-
-    a->bounds[2 * i] = xmin;
-    a->bounds[2 * i + 1] = xmax;
-    if (xmax > 0) {
-      if (xmin < a->lo)
-        a->lo = xmin;
-      if (xmin + xmax > a->hi)
-        a->hi = xmin + xmax;
-    }
+    axis_bound(a, i, xmin, xmax);
   }
   if (a->lo > a->hi) /* no output read anything: an empty range */
     a->lo = a->hi;
+}
+
+void resize_axis_init(resize_axis *a, void *mem, int in_size, double in0, double in1,
+                      int out_size, int out0, int out_n) {
+  resize_axis_filter_init(a, mem, BFEED_INTERP_BILINEAR, in_size, in0, in1, out_size, out0, out_n);
 }
 
 size_t resize_tmp_size(const resize_axis *h, const resize_axis *v) {

@@ -1,12 +1,18 @@
 /*
- * resize.h -- Pillow 9.4's bilinear resample, RGBX in, RGB8 out.
- * Called by sample.c (and the resize tests).
+ * resize.h -- Pillow 9.4's Image.resize, RGBX in, RGB8 out: BILINEAR,
+ * BICUBIC and NEAREST. Called by sample.c, tools/pack (and the resize tests).
  *
- * The arithmetic is Pillow's (libImaging/Resample.c): a triangle filter
- * whose support widens with the downscale factor (antialiasing), weights
- * normalised to sum 1 in double precision and then rounded to 22-bit fixed
- * point, a horizontal pass rounded to 8 bits, then a vertical pass. With the
- * same inputs the output is bit-identical to Image.resize(..., BILINEAR).
+ * The arithmetic is Pillow's (libImaging/Resample.c): a filter (triangle,
+ * or the cubic with a = -0.5 and support 2) whose support widens with the
+ * downscale factor (antialiasing), weights normalised to sum 1 in double
+ * precision and then rounded to 22-bit fixed point, a horizontal pass
+ * rounded to 8 bits, then a vertical pass. NEAREST is no filter in Pillow:
+ * Image.resize maps it through an affine transform (_imaging.c's resize,
+ * Geometry.c's ImagingScaleAffine), which picks source pixel
+ * int(box0 + (k + 0.5) * step), the position accumulated output by output;
+ * here that is an axis of one tap of weight 1.0 per output, which both
+ * passes copy exactly. With the same inputs the output is bit-identical to
+ * Image.resize(..., filter).
  *
  * Two generalisations, both of which reduce to Pillow when unused:
  *  - the source box is given in doubles, so that a crop of an image the IDCT
@@ -23,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bfeed_types.h"
+
 /* Pillow's fixed-point precision for 8-bit images. */
 #define RESIZE_PRECISION_BITS 22
 
@@ -34,13 +42,20 @@ typedef struct resize_axis {
   int32_t *coef;   /* per output: ksize weights, 1.0 = 1 << 22 */
 } resize_axis;
 
-/* Bytes resize_axis_init needs in mem for these parameters. */
-size_t resize_axis_size(double in0, double in1, int out_size, int out_n);
+/* Bytes resize_axis_filter_init needs in mem for these parameters. */
+size_t resize_axis_filter_size(bfeed_interp filter, double in0, double in1, int out_size, int out_n);
 
 /* Weights to map source box [in0, in1) (0 <= in0 < in1 <= in_size) onto
- * out_size pixels, for outputs [out0, out0 + out_n) only. mem holds
- * resize_axis_size() bytes, suitably aligned for int32_t; it backs bounds
- * and coef and must outlive the axis. */
+ * out_size pixels with filter, for outputs [out0, out0 + out_n) only. mem
+ * holds resize_axis_filter_size() bytes, suitably aligned for int32_t; it
+ * backs bounds and coef and must outlive the axis. A NEAREST output whose
+ * source pixel falls outside [0, in_size) has no tap, and comes out 0, as
+ * Pillow fills it. */
+void resize_axis_filter_init(resize_axis *a, void *mem, bfeed_interp filter, int in_size, double in0,
+                             double in1, int out_size, int out0, int out_n);
+
+/* The same with BILINEAR. */
+size_t resize_axis_size(double in0, double in1, int out_size, int out_n);
 void resize_axis_init(resize_axis *a, void *mem, int in_size, double in0, double in1,
                       int out_size, int out0, int out_n);
 

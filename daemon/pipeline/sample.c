@@ -3,9 +3,10 @@
  *
  * Train and eval are one computation with different numbers: a clip
  * rectangle of the source (the random crop, or the whole image) is resized
- * to out_w x out_h (size x size, or the Resize() size), and a size x size
- * window of that result is kept (all of it, or the centre crop). Only the
- * window is computed, and only the source pixels its filters touch are
+ * to out_w x out_h (the output's W x H, or the Resize() size), and a W x H
+ * window of that result is kept (all of it, or the centre crop, whose
+ * pixels past the resized image are F.center_crop's zero padding). Only
+ * the window is computed, and only the source pixels its filters touch are
  * decoded.
  */
 #include "sample.h"
@@ -22,7 +23,7 @@
 typedef struct plan {
   int cx0, cy0, cx1, cy1; /* clip rectangle, in source pixels */
   int out_w, out_h;       /* it is resized to this */
-  int wx, wy;             /* and size x size is kept from here */
+  int wx, wy;             /* and W x H is kept from here (negative: padded) */
   int flip;
   int eval;               /* the clip is the whole image (and eval_draft applies) */
 } plan;
@@ -94,9 +95,9 @@ static axis_box axis_box_of(const plan *pl, int c0, int c1, int scaled_len, int 
   return (axis_box){first, end - first, c0 * (m / 8.0) - first, c1 * (m / 8.0) - first};
 }
 
-static void mirror(uint8_t *img, int size) {
-  for (int y = 0; y < size; y++) {
-    uint8_t *l = img + (size_t)y * size * 3, *r = l + (size_t)(size - 1) * 3;
+static void mirror(uint8_t *img, int w, int h) {
+  for (int y = 0; y < h; y++) {
+    uint8_t *l = img + (size_t)y * w * 3, *r = l + (size_t)(w - 1) * 3;
     for (; l < r; l += 3, r -= 3)
       for (int c = 0; c < 3; c++) {
         uint8_t t = l[c];
@@ -111,14 +112,23 @@ static int oom(char *err, size_t errlen) {
   return BFEED_ENOMEM;
 }
 
+/* The part [*lo, *hi) of the window [w0, w0 + n) that lies in [0, len):
+ * all of it, unless F.center_crop padded that axis. */
+static int window_inside(int w0, int n, int len, int *lo, int *hi) {
+  *lo = w0 < 0 ? 0 : w0;
+  *hi = w0 + n > len ? len : w0 + n;
+  return *lo != w0 || *hi != w0 + n;
+}
+
 /* The header has been read into s->dec. Only JPEG can be decoded at M/8:
  * PNG and WebP are always resampled from their full-size pixels. */
 static int run_plan(sample_scratch *s, const image_decode_info *info, const plan *pl,
                     const sample_params *p, uint8_t *out, char *err, size_t errlen) {
-  int size = p->size;
-  /* Eval is exact unless asked otherwise: torchvision's Resize sees the
-   * full decode, and no IDCT scale gives its pixels (README "Eval
-   * decoding" measures what draft changes). */
+  int oh = p->size, ow = sample_width(p), x0, x1, y0, y1;
+  int padded = window_inside(pl->wx, ow, pl->out_w, &x0, &x1) | window_inside(pl->wy, oh, pl->out_h, &y0, &y1);
+  /* Exact unless asked otherwise: torchvision's Resize and resized_crop
+   * see the full decode, and no IDCT scale gives their pixels (README
+   * "Decoding" measures what the fast options change). */
   int m = 8, cw = pl->cx1 - pl->cx0, ch = pl->cy1 - pl->cy0;
   if (info->scalable && pl->eval && p->eval_draft)
     m = sample_draft_scale(cw, ch, pl->out_w, pl->out_h);
@@ -131,14 +141,14 @@ static int run_plan(sample_scratch *s, const image_decode_info *info, const plan
   image_decode_scaled_size(info, m, &sw, &sh);
 
   axis_box hb = axis_box_of(pl, pl->cx0, pl->cx1, sw, m), vb = axis_box_of(pl, pl->cy0, pl->cy1, sh, m);
-  size_t hbytes = resize_axis_size(hb.in0, hb.in1, pl->out_w, size);
-  size_t vbytes = resize_axis_size(vb.in0, vb.in1, pl->out_h, size);
+  size_t hbytes = resize_axis_filter_size(p->interp, hb.in0, hb.in1, pl->out_w, x1 - x0);
+  size_t vbytes = resize_axis_filter_size(p->interp, vb.in0, vb.in1, pl->out_h, y1 - y0);
   uint8_t *weights = reserve(s, BUF_WEIGHTS, hbytes + vbytes);
   if (!weights)
     return oom(err, errlen);
   resize_axis h, v;
-  resize_axis_init(&h, weights, hb.in_size, hb.in0, hb.in1, pl->out_w, pl->wx, size);
-  resize_axis_init(&v, weights + hbytes, vb.in_size, vb.in0, vb.in1, pl->out_h, pl->wy, size);
+  resize_axis_filter_init(&h, weights, p->interp, hb.in_size, hb.in0, hb.in1, pl->out_w, x0, x1 - x0);
+  resize_axis_filter_init(&v, weights + hbytes, p->interp, vb.in_size, vb.in0, vb.in1, pl->out_h, y0, y1 - y0);
   int xlo = hb.first, ylo = vb.first;
 
   const uint8_t *pixels;
@@ -151,10 +161,13 @@ static int run_plan(sample_scratch *s, const image_decode_info *info, const plan
   if (rc != 0)
     return rc;
   uint64_t t0 = clock_now_ns();
-  resize_rgb8(&h, &v, pixels, stride, out, (size_t)size * 3, tmp);
+  if (padded)
+    memset(out, 0, (size_t)oh * ow * 3);
+  resize_rgb8(&h, &v, pixels, stride, out + ((size_t)(y0 - pl->wy) * ow + (size_t)(x0 - pl->wx)) * 3,
+              (size_t)ow * 3, tmp);
   s->flip = pl->flip && p->defer_flip; /* batch.c mirrors while it casts (tobf16.h) */
   if (pl->flip && !p->defer_flip)
-    mirror(out, size);
+    mirror(out, ow, oh);
   s->resize_ns += clock_now_ns() - t0;
   return 0;
 }
@@ -166,18 +179,22 @@ static int read_header(sample_scratch *s, const uint8_t *buf, size_t len, const 
   return image_decode_header(s->dec, buf, len, p->max_pixels, info, err, errlen);
 }
 
-static int crop_plan(const image_decode_info *info, const transform_crop *c, int size, plan *pl) {
-  if (size < 1 || c->width < 1 || c->height < 1 || c->left < 0 || c->top < 0 ||
+static int crop_plan(const image_decode_info *info, const transform_crop *c, int w, int h, plan *pl) {
+  if (w < 1 || h < 1 || c->width < 1 || c->height < 1 || c->left < 0 || c->top < 0 ||
       c->width > info->width - c->left || c->height > info->height - c->top)
     return BFEED_EINTERNAL;
-  *pl = (plan){c->left, c->top, c->left + c->width, c->top + c->height, size, size, 0, 0,
-               c->flip, 0};
+  *pl = (plan){c->left, c->top, c->left + c->width, c->top + c->height, w, h, 0, 0, c->flip, 0};
   return 0;
 }
 
-static int eval_plan(const image_decode_info *info, const transform_eval *e, int size, plan *pl) {
-  if (size < 1 || e->left < 0 || e->top < 0 || e->resized_w < 1 || e->resized_h < 1 ||
-      size > e->resized_w - e->left || size > e->resized_h - e->top)
+/* A window of n at off along an axis of len: inside, or over all of it
+ * (from off <= 0), the padding F.center_crop adds. */
+static int window_ok(int off, int n, int len) {
+  return n >= 1 && len >= 1 && ((off >= 0 && n <= len - off) || (off <= 0 && n + off >= len));
+}
+
+static int eval_plan(const image_decode_info *info, const transform_eval *e, int w, int h, plan *pl) {
+  if (!window_ok(e->left, w, e->resized_w) || !window_ok(e->top, h, e->resized_h))
     return BFEED_EINTERNAL;
   *pl = (plan){0, 0, info->width, info->height, e->resized_w, e->resized_h, e->left, e->top, 0, 1};
   return 0;
@@ -210,15 +227,15 @@ static int sample_decode(const uint8_t *buf, size_t len, const sample_params *p,
   int rc = read_header(scratch, buf, len, p, &info, err, errlen);
   if (rc != 0)
     return rc;
+  int w = sample_width(p), h = p->size;
   if (!crop && !ev && p->mode == SAMPLE_EVAL) {
-    transform_eval_params(info.width, info.height, p->size, &e);
+    transform_eval_geometry(info.width, info.height, p->resize, w, h, &e);
     ev = &e;
   } else if (!crop && !ev) {
-    if (p->crop_scale[1] > 0) transform_rrc(info.width, info.height, p->crop_scale[0], p->crop_scale[1], rng, &c);
-    else transform_random_resized_crop(info.width, info.height, rng, &c);
+    transform_rrc(info.width, info.height, p->rrc.scale[1] > 0 ? &p->rrc : &transform_rrc_default, rng, &c);
     crop = &c;
   }
-  if (ev ? eval_plan(&info, ev, p->size, &pl) : crop_plan(&info, crop, p->size, &pl))
+  if (ev ? eval_plan(&info, ev, w, h, &pl) : crop_plan(&info, crop, w, h, &pl))
     return bad_geometry(err, errlen);
   return run_plan(scratch, &info, &pl, p, out, err, errlen);
 }

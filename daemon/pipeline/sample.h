@@ -1,14 +1,16 @@
 /*
- * sample.h -- one image sample: JPEG, PNG or WebP bytes in, size x size RGB8 out.
+ * sample.h -- one image sample: JPEG, PNG or WebP bytes in, height x width RGB8 out.
  * Called by batch.c (a worker making a batch) and the tests' dump and bench tools.
  *
  * Decodes through image_decode.h to the pixels of Pillow's convert("RGB"):
  * a JPEG decoding only the rows and columns the crop (or eval's centre
- * window) needs and letting the IDCT scale down (M/8) when the crop is much
- * larger than the output (eval: exactly when Pillow's Image.draft would), a PNG
- * keeping only the rows it needs, a WebP whole; then resamples with
- * Pillow's bilinear+antialias filter (the same coefficients and 8-bit
- * fixed-point arithmetic as Pillow's Resample.c), and mirrors.
+ * window) needs, at full size unless asked (train_decode=fast: the IDCT
+ * scales down (M/8) a crop much larger than the output; eval_decode=fast:
+ * exactly when Pillow's Image.draft would), a PNG keeping only the rows it
+ * needs, a WebP whole; then resamples with Pillow's filter (bilinear or
+ * bicubic with antialias, the same coefficients and 8-bit fixed-point
+ * arithmetic as Pillow's Resample.c; nearest as Image.resize maps it),
+ * and mirrors.
  */
 #ifndef BFEED_SAMPLE_H
 #define BFEED_SAMPLE_H
@@ -16,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bfeed_types.h"
 #include "decode_mem.h"
 #include "rng.h"
 #include "transform.h"
@@ -23,15 +26,23 @@
 enum sample_mode { SAMPLE_TRAIN = 0, SAMPLE_EVAL = 1 };
 
 typedef struct sample_params {
-  int size;            /* output is size x size */
+  int size;            /* output height, and width unless width is set */
+  int width;           /* output width; 0: size, a square */
   enum sample_mode mode;
-  int allow_dct_scale; /* 1 (default): let the IDCT shrink large train crops */
+  int allow_dct_scale; /* 1: let the IDCT shrink large train crops (train_decode=fast);
+                          0: at full size, as torchvision (the streams' default) */
   int eval_draft;      /* 1: eval JPEGs at Pillow's draft scale (eval_decode=fast);
                           0 (default): at full size, as torchvision */
   uint64_t max_pixels; /* larger images are refused from their header; 0 = no limit */
   int defer_flip;      /* 1: leave a train flip to the caller (scratch.flip) instead of mirroring */
-  float crop_scale[2]; /* train: RandomResizedCrop's scale range; {0, 0} (zeroed): (0.08, 1) */
+  transform_rrc_params rrc; /* train: RandomResizedCrop's scale and ratio, the flip's p;
+                               zeroed (scale[1] == 0): torchvision's defaults */
+  bfeed_interp interp; /* the train crop's and eval Resize's filter (0: bilinear) */
+  int resize;          /* eval: Resize's shorter side; 0: round(max(H, W) * 256 / 224) */
 } sample_params;
+
+/* The output's width: p->width, or p->size for a square. */
+static inline int sample_width(const sample_params *p) { return p->width ? p->width : p->size; }
 
 /* Per-thread scratch memory reused across samples (grows as needed, so a
  * worker stops allocating once it has seen its largest ordinary image;
@@ -48,7 +59,7 @@ typedef struct sample_scratch {
 void sample_scratch_free(sample_scratch *s);
 
 /* Decode and transform one image, buf[0..len), whose format its first bytes
- * tell. out gets size*size*3 bytes, HWC, RGB. rng supplies the train-mode
+ * tell. out gets size*width*3 bytes, HWC, RGB. rng supplies the train-mode
  * crop and flip draws (unused in EVAL). Returns 0, or BFEED_EDATASET
  * (BFEED_ENOMEM, BFEED_EINTERNAL) with a one-line reason in err that starts
  * with name (a path, a record: "NAME: truncated data", "NAME: not a JPEG,
@@ -59,8 +70,9 @@ int sample_load(const uint8_t *buf, size_t len, const char *name, const sample_p
 
 /* The same pipeline with the train crop or the eval geometry given instead
  * of drawn or derived from the image size: for tests and tools that drive
- * exact crops. p->mode is ignored. A crop or window outside the image is an
- * error. */
+ * exact crops. p->mode is ignored. A crop outside the image is an error,
+ * as is an eval window that leaves the resized image on a side it does
+ * not cover whole (only F.center_crop's padding goes past the image). */
 int sample_load_crop(const uint8_t *buf, size_t len, const char *name, const sample_params *p,
                      const transform_crop *crop, uint8_t *out, sample_scratch *scratch, char *err,
                      size_t errlen);

@@ -123,8 +123,8 @@ static void on_open(conn *c, uint32_t id, const uint8_t *p, size_t n) {
   ok.features |= MSG_FEATURE_CLASSES; /* on_classes_req */
   c->streams[c->nstreams++] = st;
   conn_streams_changed(c);
-  log_info(s->log, "client %u: stream %u on %s: batch %u, size %u, %s, seed %llu, epoch %llu batch %llu", c->id,
-           id, ds->name, m.opts.batch, m.opts.size, m.opts.mode == BFEED_MODE_EVAL ? "eval" : "train",
+  log_info(s->log, "client %u: stream %u on %s: batch %u, size %ux%u, %s, seed %llu, epoch %llu batch %llu", c->id,
+           id, ds->name, m.opts.batch, m.opts.size, m.opts.width ? m.opts.width : m.opts.size, m.opts.mode == BFEED_MODE_EVAL ? "eval" : "train",
            (unsigned long long)m.opts.seed, (unsigned long long)m.opts.epoch,
            (unsigned long long)m.opts.batch_index);
   send_reply(c, FRAME_OPEN_OK, id, enc_open_ok, &ok);

@@ -13,10 +13,16 @@ Usage: crop_oracle.py CROP_DUMP_TOOL
    gets floor(u * n), as transform.c defines), then RandomHorizontalFlip for
    real on a 2-pixel image, for many image sizes (tiny, extreme aspect
    ratios that reach the fallback, 500x375) and draw vectors; and with other
-   scale ranges (the stream option crop_scale, RandomResizedCrop's scale=).
-4. Resize(round(size*256/224)) + CenterCrop(size): torchvision's transforms
-   applied to tensor images whose pixels hold their coordinates, so the
-   resized size and the crop offset are read off the output.
+   scale ranges (the stream option crop_scale, RandomResizedCrop's scale=),
+   and with other ratio ranges and flip probabilities (crop_ratio, hflip:
+   RandomResizedCrop's ratio=, RandomHorizontalFlip(p)).
+4. torch.log of a float32, which get_params takes of the ratio bounds: the
+   tool's SLEEF logf_u10 against torch.log over a sweep of float32 values.
+5. Resize(round(size*256/224)) + CenterCrop(size), and Resize(N) +
+   CenterCrop((H, W)) (the options resize and size H,W), padding included:
+   torchvision's transforms applied to tensor images whose pixels hold their
+   coordinates plus one, so the resized size and the crop offset are read
+   off the output (0: F.center_crop's padding).
 Every mismatch is printed; any mismatch fails.
 """
 import math
@@ -137,14 +143,14 @@ class Draws:
 FLIP_PROBE = torch.tensor([[[0, 1]]], dtype=torch.uint8)
 
 
-def torchvision_crop(w, h, ks, scale=SCALE):
+def torchvision_crop(w, h, ks, scale=SCALE, ratio=RATIO, p=0.5):
     d = Draws(ks)
     img = torch.empty((1, h, w), dtype=torch.uint8)
     fake_uniform = lambda self, a=0.0, b=1.0: d.uniform_(self, a, b)  # noqa: E731
     with mock.patch.object(torch.Tensor, "uniform_", fake_uniform), \
             mock.patch("torch.randint", d.randint), mock.patch("torch.rand", d.rand):
-        i, j, ch, cw = T.RandomResizedCrop.get_params(img, list(scale), list(RATIO))
-        flip = int(T.RandomHorizontalFlip(0.5)(FLIP_PROBE)[0, 0, 0].item() == 1)
+        i, j, ch, cw = T.RandomResizedCrop.get_params(img, list(scale), list(ratio))
+        flip = int(T.RandomHorizontalFlip(p)(FLIP_PROBE)[0, 0, 0].item() == 1)
     return (j, i, cw, ch, flip, d.used)
 
 
@@ -231,6 +237,113 @@ def check_crop_scales(tool):
     return bad
 
 
+# ratio= ranges and flip p's a recipe might pass (crop_ratio "LO,HI", hflip
+# P), as Python floats: the daemon gets their float32 (bit patterns here).
+RATIOS = [(0.5, 2.0), (1.0, 1.0), (3 / 4, 4 / 3), (0.8, 1.25), (0.25, 0.5), (2.0, 4.0), (0.9, 1.1), (0.3, 3.3)]
+FLIPS = [0.0, 1.0, 0.5, 0.2, 0.9]
+
+
+def f32_hex(x):
+    return "%08x" % int(np.array(f32(x)).view(np.uint32))
+
+
+def check_crop_ratios(tool):
+    """RandomResizedCrop(scale=, ratio=) + RandomHorizontalFlip(p) for other
+    ratio ranges and flip p's: every try's log-uniform ratio from torch.log
+    of the float32 bounds, the fallback's clamp with the Python floats."""
+    rnd = random.Random(31)
+    sizes = [(500, 375), (375, 500), (224, 224), (1, 1), (10, 1000), (1000, 10), (4000, 3000), (333, 500), (7, 5)]
+    top = ONE - 1
+    cases = []
+    for k, ratio in enumerate(RATIOS):
+        for w, h in sizes:
+            p, scale = FLIPS[k % len(FLIPS)], SCALES[k % len(SCALES)] if k % 3 == 0 else SCALE
+            cases += [(w, h, [rnd.randrange(ONE) for _ in range(MAX_DRAWS)], scale, ratio, p) for _ in range(40)]
+            cases += [(w, h, [top, rk] * 10 + [rnd.randrange(ONE) for _ in range(3)], scale, ratio, p)
+                      for rk in (0, top)]  # failing tries: the fallback clamps to the ratio range
+    for p in FLIPS:  # the flip draw at and around p
+        for k in (int(p * ONE) - 1, int(p * ONE), int(p * ONE) + 1, 0, top):
+            cases.append((500, 375, [0, 0, ONE // 2, ONE // 2, min(max(k, 0), top)] + [0] * 18, SCALE, RATIO, p))
+
+    def command(w, h, ks, scale, ratio, p):
+        bits = " ".join(f32_hex(v) for v in (*scale, *ratio, p))
+        return f"rrcp {bits} {w} {h} {' '.join(map(str, ks))}"
+    answers, bad = compare(tool, "crop ratio", "left top w h flip used", cases, command, torchvision_crop,
+                           lambda w, h, ks, s, r, p: f"{w}x{h} scale {s} ratio {r} p {p} draws {ks}")
+    if answers is None:
+        return bad
+    flips = {p: [a[4] for a, c in zip(answers, cases) if c[5] == p] for p in FLIPS}
+    if any(flips[0.0]) or not all(flips[1.0]):
+        print("FAIL: p=0 flipped or p=1 did not")
+        bad += 1
+    fallbacks = sum(a[5] == 21 for a in answers)
+    print(f"RandomResizedCrop with ratio= and flip p: {len(cases)} cases over {len(RATIOS)} ratios "
+          f"({fallbacks} fallbacks), {bad} mismatches")
+    return bad
+
+
+def check_logs(tool):
+    """torch.log of float32 values against the tool's: all of [1/16, 16)
+    every 7th bit pattern, and the ratio bounds above."""
+    lo, hi = (int(np.array(f32(v)).view(np.uint32)) for v in (1 / 16, 16.0))
+    run = subprocess.run([tool], input=f"logs {lo:x} {hi:x}\n".encode(), capture_output=True, check=True)
+    ours = np.frombuffer(run.stdout, dtype=np.float32)[::7]
+    x = np.arange(lo, hi, dtype=np.uint32).view(np.float32)[::7]
+    bad = 0
+    for start in range(0, x.size, 1 << 20):  # torch.log on vectors, as on the 2-element ratio tensor
+        chunk = slice(start, start + (1 << 20))
+        theirs = torch.log(torch.from_numpy(x[chunk].copy())).numpy()
+        bad += int(np.count_nonzero(theirs.view(np.uint32) != ours[chunk].view(np.uint32)))
+    pairs = [torch.log(torch.tensor(r)).numpy() for r in RATIOS]
+    ours_pairs = []
+    for r in RATIOS:
+        for v in r:
+            b = int(np.array(f32(v)).view(np.uint32))
+            got = subprocess.run([tool], input=f"logs {b:x} {b + 1:x}\n".encode(), capture_output=True, check=True)
+            ours_pairs.append(np.frombuffer(got.stdout, dtype=np.float32)[0])
+    bad_pairs = int(np.count_nonzero(np.concatenate(pairs).view(np.uint32) != np.array(ours_pairs).view(np.uint32)))
+    rounded = np.log(x.astype(np.float64)).astype(np.float32)
+    print(f"torch.log: {x.size} float32 values in [1/16, 16), {bad} mismatches ({bad_pairs} on the ratio bounds); "
+          f"{int(np.count_nonzero(rounded != ours))} of them are not the correctly rounded log")
+    return bad + bad_pairs
+
+
+def torchvision_eval_geometry(w, h, resize, ow, oh):
+    """Resize(resize or the default) + CenterCrop((oh, ow)) read off
+    coordinate images: the resized size from the function T.Resize calls,
+    the window's offset from T.CenterCrop run on coordinates plus one (0 is
+    its padding, so an offset below 0 is read from the first pixel that is
+    not)."""
+    short = resize or int(round(max(ow, oh) * 256 / 224))
+    rh, rw = F._compute_resized_output_size((h, w), [short])
+    xs = (torch.arange(rw) + 1).expand(1, rh, rw)
+    ys = (torch.arange(rh) + 1).unsqueeze(1).expand(1, rh, rw)
+    crop = T.CenterCrop((oh, ow))
+    row, col = crop(xs)[0].amax(0), crop(ys)[0].amax(1)  # a padded row or column is all 0
+    left = next(int(v) - 1 - i for i, v in enumerate(row.tolist()) if v)
+    top = next(int(v) - 1 - i for i, v in enumerate(col.tolist()) if v)
+    return (rw, rh, left, top)
+
+
+def check_eval_geometry(tool):
+    rnd = random.Random(17)
+    sizes = [(500, 375), (375, 500), (224, 224), (1, 1), (10, 1000), (1000, 10), (640, 480), (183, 183), (299, 1)]
+    sizes += [(rnd.randint(1, 2500), rnd.randint(1, 2500)) for _ in range(25)]
+    shapes = [(224, 224), (160, 224), (224, 160), (300, 64), (7, 9)]  # (W, H) of the crop
+    resizes = [0, 232, 256, 176, 64, 200, 1]  # 200, 176, 64, 1: crops larger than the image are padded
+    cases = [(w, h, r, ow, oh) for w, h in sizes for r in resizes for ow, oh in shapes]
+    answers, bad = compare(tool, "eval geometry", "rw rh left top", cases,
+                           lambda w, h, r, ow, oh: f"evalg {w} {h} {r} {ow} {oh}", torchvision_eval_geometry,
+                           lambda w, h, r, ow, oh: f"{w}x{h} resize {r} crop {ow}x{oh}")
+    if answers is not None:
+        padded = sum(a[2] < 0 or a[3] < 0 for a in answers)
+        print(f"Resize(N)+CenterCrop((H, W)): {len(cases)} cases ({padded} padded), {bad} mismatches")
+        if not padded:
+            print("FAIL: no case padded")
+            return bad + 1
+    return bad
+
+
 def torchvision_eval(w, h, size):
     """Resize's output size from the function T.Resize calls, cross-checked
     by running T.Resize itself where the output is small; the crop offset by
@@ -268,7 +381,7 @@ def main():
     cap = [l for l in torch.__config__.show().splitlines() if "CPU capability" in l]
     print(f"torch {torch.__version__}: {cap[0].strip() if cap else 'CPU capability unknown'}")
     failures = (check_mapping() + check_aspects(tool) + check_crops(tool) + check_crop_scales(tool) +
-                check_eval(tool))
+                check_crop_ratios(tool) + check_logs(tool) + check_eval(tool) + check_eval_geometry(tool))
     print("FAIL" if failures else "OK")
     return 1 if failures else 0
 

@@ -16,6 +16,18 @@ crops), the mean absolute error per image must stay <= 1.5 levels.
 Corrupt, truncated and non-JPEG input must give an error that names the
 problem. Pillow and numpy are required: their absence is a failure.
 
+The recipes' geometry (check_recipes), against torchvision's own functions
+on the PIL image, bit for bit: train crops (F.resized_crop, then F.hflip)
+with every interpolation (bilinear, bicubic, nearest) at outputs of 64,
+176, 224 and 300 and non-square 160x224 and 224x160, from small crops
+(upscaled) and large ones (reduced, the JPEG at full size: train_decode
+exact); sample_load's own draws with other ratios and flip p 0 and 1; eval
+as T.Resize(N, interpolation) + T.CenterCrop((H, W)) for Resize(232,
+BICUBIC) + CenterCrop(224), Resize(256) + CenterCrop(224) bilinear and
+nearest, non-square crops, and a crop larger than the resized image (F.center_crop's
+zero padding); eval_decode=fast with each filter against Pillow's
+Image.draft then the same resize.
+
 usage: image_oracle.py SAMPLE_DUMP FIXTURE_DIR [IMAGENET_DIR]
 """
 import io
@@ -26,6 +38,8 @@ import sys
 import tempfile
 
 import numpy as np
+import torchvision.transforms as T
+import torchvision.transforms.functional as F
 from PIL import Image
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -174,6 +188,72 @@ def check_image(dump, rep, path, rnd, scalable=True):
                         exact_for(dct, cw, ch, size, size))
 
 
+INTERPS = [("bilinear", T.InterpolationMode.BILINEAR, Image.BILINEAR),
+           ("bicubic", T.InterpolationMode.BICUBIC, Image.BICUBIC),
+           ("nearest", T.InterpolationMode.NEAREST, Image.NEAREST)]
+SHAPES = [(64, 64), (176, 176), (224, 224), (300, 300), (160, 224), (224, 160)]  # (H, W)
+# eval recipes: (resize, interpolation index, (H, W)); resize 0 is round(max(H, W) * 256 / 224)
+EVALS = [(232, 1, (224, 224)), (256, 0, (224, 224)), (256, 2, (224, 224)), (0, 0, (160, 224)),
+         (0, 1, (224, 160)), (200, 0, (224, 300)), (64, 2, (96, 72))]
+
+
+def f32_hexes(*xs):
+    return " ".join("%08x" % int(np.array(np.float32(x)).view(np.uint32)) for x in xs)
+
+
+def check_recipes(dump, rep, path, rnd, few=False):
+    """The recipes' geometry against torchvision on the PIL image (the
+    module docstring); few: a sample of it, for the shared images."""
+    img = Image.open(path).convert("RGB")
+    w, h = img.size
+    name = os.path.basename(path)
+    crops = train_crops(w, h, rnd)
+    crops = rnd.sample(crops, 2) if few else crops[:3] + crops[-3:]
+    shapes = rnd.sample(SHAPES, 2) if few else SHAPES
+    for k, (iname, mode, pil) in enumerate(INTERPS):
+        dump.ask("geom 0 %d 0" % k)
+        for (oh, ow) in shapes:
+            dump.ask("geom %d %d 0" % (ow, k))
+            for (x, y, cw, ch) in crops:
+                flip = rnd.randint(0, 1)
+                ref = F.resized_crop(img, y, x, ch, cw, [oh, ow], mode)
+                ref = np.asarray(F.hflip(ref) if flip else ref)
+                got = dump.ask("crop %d 0 %d %d %d %d %d %s" % (oh, x, y, cw, ch, flip, path))
+                rep.compare("%s crop %s -> %dx%d %s flip=%d" % (name, (x, y, cw, ch), ow, oh, iname, flip), got, ref,
+                            True)
+    # sample_load's own draws: other ratios, p 0 and 1 (the crop it drew comes back)
+    for ratio, p, k in (((0.5, 2.0), 0.0, 1), ((0.8, 1.25), 1.0, 2), ((3 / 4, 4 / 3), 0.5, 0)):
+        dump.ask("rrcp %s" % f32_hexes(0.08, 1.0, ratio[0], ratio[1], p))
+        dump.ask("geom 200 %d 0" % k)
+        for index in range(2 if few else 4):
+            got = dump.ask("load 176 0 train 11 %d %s" % (index, path))
+            if isinstance(got, str):
+                rep.compare("%s load train ratio %s" % (name, ratio), got, None, True)
+                continue
+            x, y, cw, ch, flip = dump.crop
+            ref = F.resized_crop(img, y, x, ch, cw, [176, 200], INTERPS[k][1])
+            ref = np.asarray(F.hflip(ref) if flip else ref)
+            rep.compare("%s load train ratio %s p %g %s" % (name, ratio, p, INTERPS[k][0]), got, ref, True)
+            if p in (0.0, 1.0) and flip != p:
+                rep.failures.append("%s: hflip p=%g gave flip=%d" % (name, p, flip))
+    dump.ask("rrcp %s" % f32_hexes(0.08, 1.0, 3 / 4, 4 / 3, 0.5))
+    for resize, k, (oh, ow) in (rnd.sample(EVALS, 2) if few else EVALS):
+        dump.ask("geom %d %d %d" % (ow, k, resize))
+        n = resize or int(round(max(oh, ow) * 256 / 224))
+        ref = np.asarray(T.Compose([T.Resize(n, INTERPS[k][1]), T.CenterCrop((oh, ow))])(img))
+        got = dump.ask("load %d 0 eval 1 0 %s" % (oh, path))
+        rep.compare("%s eval Resize(%d, %s) CenterCrop(%d, %d)" % (name, n, INTERPS[k][0], oh, ow), got, ref, True)
+        # eval_decode=fast: Image.draft for the resized size, then the same
+        draft = Image.open(path)
+        rh, rw = F._compute_resized_output_size((h, w), [n])
+        draft.draft("RGB", (rw, rh))
+        ref = np.asarray(T.CenterCrop((oh, ow))(draft.convert("RGB").resize((rw, rh), INTERPS[k][2])))
+        got = dump.ask("load %d 1 eval 1 0 %s" % (oh, path))
+        rep.compare("%s eval fast Resize(%d, %s) CenterCrop(%d, %d)" % (name, n, INTERPS[k][0], oh, ow), got, ref,
+                    True)
+    dump.ask("geom 0 0 0")
+
+
 def check_fast_not_exact(dump, rep, path):
     """A large JPEG: eval_decode=fast (dct=1) must not give torchvision's
     pixels at 224 (Pillow's draft decodes it at a reduced scale), while the
@@ -269,6 +349,7 @@ def main():
         variants, bad = make_variants(fixtures, tmp)
         for p in files + variants:
             check_image(dump, rep, p, rnd)
+            check_recipes(dump, rep, p, rnd)
         for p in variants:
             if min(Image.open(p).size) >= 600:
                 check_fast_not_exact(dump, rep, p)
@@ -287,6 +368,7 @@ def main():
                 continue
             for f in sorted(os.listdir(sub)):
                 check_image(dump, rep, os.path.join(sub, f), rnd)
+                check_recipes(dump, rep, os.path.join(sub, f), rnd, few=True)
                 shared += 1
     dump.close()
 

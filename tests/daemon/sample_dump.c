@@ -15,12 +15,19 @@
  * limit sets the pixel limit (max_pixels) of the commands after it; it
  * starts at the daemon's default:
  *   limit N                   answers "ok 0\n"
- * DCT is 1 to let the IDCT scale down (train's large crops; eval as
- * eval_decode=fast, at Pillow's draft scale), 0 to forbid it. Each answer is
- * "ok N\n" followed by N bytes (SIZE x SIZE x 3, HWC RGB), or
- * "err REASON\n". A train load answers "ok N LEFT TOP WIDTH HEIGHT FLIP\n":
- * the crop that the same generator gives transform_random_resized_crop, which
- * sample_load must have used. One process serves the whole run so the
+ * geom and rrcp set the geometry of the commands after them (the stream
+ * options width, interpolation, resize; crop_scale, crop_ratio, hflip),
+ * answering "ok 0\n"; they start at the defaults (0 0 0: a square,
+ * bilinear, Resize(round(max(H, W) * 256 / 224)); torchvision's draws):
+ *   geom WIDTH INTERP RESIZE  INTERP 0 bilinear, 1 bicubic, 2 nearest
+ *   rrcp SLO SHI RLO RHI P    float32 bit patterns in hex
+ * SIZE is the output's height, its width SIZE too unless geom set one.
+ * DCT is 1 to let the IDCT scale down (train's large crops, as
+ * train_decode=fast; eval as eval_decode=fast, at Pillow's draft scale), 0
+ * to forbid it. Each answer is "ok N\n" followed by N bytes (SIZE x WIDTH x
+ * 3, HWC RGB), or "err REASON\n". A train load answers "ok N LEFT TOP WIDTH
+ * HEIGHT FLIP\n": the crop that the same generator gives transform_rrc,
+ * which sample_load must have used. One process serves the whole run so the
  * scratch buffers are reused across images, as in a worker.
  */
 #include <stdio.h>
@@ -59,14 +66,15 @@ static uint8_t *read_file(const char *path, size_t *len) {
 
 /* The crop sample_load draws for this image and generator: the same
  * header read and the same call, made here to tell the oracle. */
-static int drawn_crop(const uint8_t *buf, size_t len, const rng_t *rng, transform_crop *crop) {
+static int drawn_crop(const uint8_t *buf, size_t len, const rng_t *rng, const transform_rrc_params *p,
+                      transform_crop *crop) {
   image_decoder *d = image_decode_new();
   image_decode_info info;
   char err[128];
   int rc = d ? image_decode_header(d, buf, len, 0, &info, err, sizeof(err)) : -1;
   if (rc == 0) {
     rng_t r = *rng;
-    transform_random_resized_crop(info.width, info.height, &r, crop);
+    transform_rrc(info.width, info.height, p, &r, crop);
   }
   image_decode_free(d);
   return rc;
@@ -110,13 +118,31 @@ static int full_decode(const uint8_t *buf, size_t len, const char *path, uint64_
   return rc;
 }
 
+/* geom and rrcp: the settings every later command takes (g). */
+static int set_geometry(const char *line, sample_params *g, char *err, size_t errlen) {
+  int w, interp, resize;
+  uint32_t b[5];
+  if (sscanf(line, "geom %d %d %d", &w, &interp, &resize) == 3 && w >= 0 && w <= 4096 && interp >= 0 &&
+      interp <= BFEED_INTERP_NEAREST && resize >= 0) {
+    g->width = w, g->interp = (bfeed_interp)interp, g->resize = resize;
+    return 0;
+  }
+  if (sscanf(line, "rrcp %x %x %x %x %x", &b[0], &b[1], &b[2], &b[3], &b[4]) == 5) {
+    float f[5];
+    memcpy(f, b, sizeof f);
+    g->rrc = (transform_rrc_params){{f[0], f[1]}, {f[2], f[3]}, f[4]};
+    return 0;
+  }
+  return snprintf(err, errlen, "bad command"), -1;
+}
+
 /* Parses one command line and runs it; returns what to print. */
 static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outcap, int *size,
-               transform_crop *drawn, uint64_t *max_pixels, char *err, size_t errlen) {
+               transform_crop *drawn, uint64_t *max_pixels, sample_params *g, char *err, size_t errlen) {
   char cmd[8], mode[8];
   int dct, a, b, c, d, flip, used = 0;
   unsigned long long seed, index;
-  sample_params p = {.mode = SAMPLE_TRAIN};
+  sample_params p = *g;
   transform_crop crop;
   transform_eval ev;
   rng_t rng;
@@ -125,6 +151,10 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
   if (sscanf(line, "%7s", cmd) != 1)
     return snprintf(err, errlen, "bad command"), -1;
   drawn->width = 0;
+  if (strcmp(cmd, "geom") == 0 || strcmp(cmd, "rrcp") == 0) {
+    *size = 0;
+    return set_geometry(line, g, err, errlen);
+  }
   if (strcmp(cmd, "limit") == 0) {
     *size = 0;
     return sscanf(line, "limit %llu", &seed) == 1 ? (*max_pixels = seed, 0)
@@ -175,7 +205,7 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
   uint8_t *jpeg = read_file(path, &len);
   if (!jpeg)
     return snprintf(err, errlen, "cannot read %s", path), -1;
-  size_t need = (size_t)p.size * p.size * 3;
+  size_t need = (size_t)p.size * sample_width(&p) * 3;
   if (need > *outcap) {
     free(*out);
     *outcap = 0;
@@ -187,7 +217,7 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
   }
   int rc;
   if (load) {
-    if (p.mode == SAMPLE_TRAIN && drawn_crop(jpeg, len, &rng, drawn) != 0)
+    if (p.mode == SAMPLE_TRAIN && drawn_crop(jpeg, len, &rng, &p.rrc, drawn) != 0)
       drawn->width = 0;
     rc = sample_load(jpeg, len, path, &p, &rng, *out, scratch, err, errlen);
   } else if (p.mode == SAMPLE_EVAL) {
@@ -196,7 +226,7 @@ static int run(char *line, sample_scratch *scratch, uint8_t **out, size_t *outca
     rc = sample_load_crop(jpeg, len, path, &p, &crop, *out, scratch, err, errlen);
   }
   free(jpeg);
-  *size = p.size;
+  *size = p.size * sample_width(&p); /* the caller multiplies by 3 */
   return rc;
 }
 
@@ -206,12 +236,13 @@ int main(void) {
   size_t outcap = 0;
   char line[8192], err[8192 + 256];
   uint64_t max_pixels = IMAGE_DECODE_MAX_PIXELS_DEFAULT;
+  sample_params geometry = {.mode = SAMPLE_TRAIN, .rrc = transform_rrc_default};
 
   while (fgets(line, sizeof(line), stdin)) {
     int size = 0;
     transform_crop c;
-    if (run(line, &scratch, &out, &outcap, &size, &c, &max_pixels, err, sizeof(err)) == 0) {
-      size_t n = size < 0 ? (size_t)c.left * c.top * 3 : (size_t)size * size * 3;
+    if (run(line, &scratch, &out, &outcap, &size, &c, &max_pixels, &geometry, err, sizeof(err)) == 0) {
+      size_t n = size < 0 ? (size_t)c.left * c.top * 3 : (size_t)size * 3;
       if (size < 0)
         printf("ok %zu %d %d\n", n, c.left, c.top);
       else if (c.width > 0)
