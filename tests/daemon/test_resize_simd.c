@@ -7,7 +7,8 @@
  * 1 to 512 on each axis, against random source sizes, fractional source
  * boxes (a crop of an image the IDCT shrank: sample.c's axis_box_of) and
  * windows at random offsets (the centre crop computes only its window),
- * on random pixels with junk in the fourth byte. Each case is run on a
+ * and each of Pillow's filters (bicubic's negative lobes clip at both
+ * ends), on random pixels with junk in the fourth byte. Each case is run on a
  * source rectangle of exactly the pixels the axes read, allocated on its
  * own so that AddressSanitizer sees any read past it.
  *
@@ -35,18 +36,20 @@ static uint32_t simd_rand(uint32_t n) {
   return (uint32_t)((simd_state * 2685821657736338717ull) >> 33) % n;
 }
 
-/* One axis: source length, box [in0, in1), output size and window. */
+/* One axis: source length, box [in0, in1), output size and window, filter. */
 typedef struct simd_axis {
   int in_size;
   double in0, in1;
   int out_size, out0, out_n;
+  bfeed_interp filter;
 } simd_axis;
 
 /* A random axis producing out_size outputs: a source of 1..max_in pixels,
  * the whole of it or a fractional box within it, and (window) a random
  * window of the outputs. */
 static simd_axis simd_axis_random(int out_size, int max_in, int window) {
-  simd_axis a = {.in_size = 1 + (int)simd_rand((uint32_t)max_in), .out_size = out_size};
+  simd_axis a = {.in_size = 1 + (int)simd_rand((uint32_t)max_in), .out_size = out_size,
+                 .filter = (bfeed_interp)simd_rand(3)};
   a.in1 = a.in_size;
   if (simd_rand(2)) { /* a box in eighths and odd fractions, as M/8 crops give */
     double lo = simd_rand((uint32_t)a.in_size * 8) / 8.0;
@@ -70,8 +73,9 @@ static size_t simd_compare(const uint8_t *src, int sw, const simd_axis *ax, cons
   void *mem[2];
   for (int k = 0; k < 2; k++) {
     const simd_axis *a = in[k];
-    assert_non_null(mem[k] = malloc(resize_axis_size(a->in0, a->in1, a->out_size, a->out_n)));
-    resize_axis_init(&axes[k], mem[k], a->in_size, a->in0, a->in1, a->out_size, a->out0, a->out_n);
+    assert_non_null(mem[k] = malloc(resize_axis_filter_size(ax->filter, a->in0, a->in1, a->out_size, a->out_n)));
+    resize_axis_filter_init(&axes[k], mem[k], ax->filter, a->in_size, a->in0, a->in1, a->out_size, a->out0,
+                            a->out_n);
   }
   resize_axis h = axes[0], v = axes[1];
   int rw = h.hi - h.lo, rh = v.hi - v.lo;

@@ -89,12 +89,15 @@ static void pyclient_dealloc(pyclient *self) {
 }
 
 /* An option's text for bfeed_stream_opts_set: True/False -> "1"/"0",
- * (i, n) -> "i/n" (shard), (a, b) with a float -> "a,b" (a scale range),
- * anything else str(); NULL with an exception set. */
+ * (i, n) -> "i/n" (shard, size H,W), (a, b) with a float -> "a,b" (a scale
+ * range), a float -> its repr (hflip's p: every digit, so the float32 the
+ * option takes is the nearest to the Python float), anything else str();
+ * NULL with an exception set. */
 static PyObject *pyclient_opt_text(PyObject *key, PyObject *v) {
   if (PyBool_Check(v)) return PyUnicode_FromString(v == Py_True ? "1" : "0");
   if (PyUnicode_Check(v)) return Py_NewRef(v);
   if (PyLong_Check(v)) return PyObject_Str(v);
+  if (PyFloat_Check(v)) return PyObject_Repr(v);
   if ((PyTuple_Check(v) || PyList_Check(v)) && PySequence_Size(v) == 2) {
     PyObject *a = PySequence_GetItem(v, 0), *b = PySequence_GetItem(v, 1);
     int ints = a && b && PyLong_Check(a) && PyLong_Check(b);
@@ -105,7 +108,7 @@ static PyObject *pyclient_opt_text(PyObject *key, PyObject *v) {
     if (r) return r;
   }
   if (!PyErr_Occurred())
-    PyErr_Format(PyExc_TypeError, "stream option %S: %R is not a bool, int, str or pair of numbers", key, v);
+    PyErr_Format(PyExc_TypeError, "stream option %S: %R is not a bool, int, float, str or pair of numbers", key, v);
   return NULL;
 }
 
