@@ -2,9 +2,10 @@
  * pil_enhance.c -- see pil_enhance.h.
  *
  * ImageEnhance's four classes are one operation, Image.blend(degenerate,
- * image, factor), with different degenerate images; they share one loop
- * here that makes each pixel's degenerate value on the fly instead of
- * building the image. ImageOps' five are 768-entry tables through
+ * image, factor), with different degenerate images, which are never built
+ * here: Brightness's and Contrast's are one grey, so the blend is a table
+ * per byte value; Color's and Sharpness's are made pixel by pixel as the
+ * blend needs them. ImageOps' five are 768-entry tables through
  * Image.point; they share the table's application.
  */
 #include "pil_enhance.h"
@@ -28,86 +29,6 @@ static inline uint8_t pil_enhance_mix(int in1, int in2, float alpha) {
   return t >= 255.0f ? 255 : (uint8_t)t;
 }
 
-enum pil_enhance_kind { PIL_ENHANCE_BRIGHTNESS, PIL_ENHANCE_COLOR, PIL_ENHANCE_CONTRAST, PIL_ENHANCE_SHARPNESS };
-
-/* Filter.c's ImagingFilter3x3 with SMOOTH's kernel, one channel of
- * interior pixel p (rows w * 3 bytes apart): the kernel is 1 1 1 / 1 5 1 /
- * 1 1 1, each entry a float divided by the float 13; the sum starts at
- * offset + 0.5 and adds the row below, this row, the row above, each as
- * (left * k + centre * k) + right * k in float. */
-static uint8_t pil_enhance_smooth(const uint8_t *p, size_t stride) {
-  const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
-  const uint8_t *below = p + stride, *above = p - stride;
-  float ss = 0.5f;
-  ss += (float)below[-3] * k1 + (float)below[0] * k1 + (float)below[3] * k1;
-  ss += (float)p[-3] * k1 + (float)p[0] * k5 + (float)p[3] * k1;
-  ss += (float)above[-3] * k1 + (float)above[0] * k1 + (float)above[3] * k1;
-  if (ss <= 0.0f) return 0;
-  return ss >= 255.0f ? 255 : (uint8_t)ss;
-}
-
-/* Image.blend(degenerate, src, alpha) for one kind of degenerate image.
- * grey is Contrast's mean. Each pixel reads only itself except for
- * Sharpness, which reads its neighbours (hence no in-place there). */
-static void pil_enhance_blend(const pil_rgb *src, pil_rgb *dst, enum pil_enhance_kind kind, float alpha,
-                              int grey) {
-  int w = src->w, h = src->h;
-  size_t stride = (size_t)w * 3;
-  /* Filter.c copies an image smaller than the kernel, and the first and
-   * last rows and columns of a larger one. */
-  int filtered = w >= 3 && h >= 3;
-  for (int y = 0; y < h; y++) {
-    const uint8_t *in = src->px + (size_t)y * stride;
-    uint8_t *out = dst->px + (size_t)y * stride;
-    int edge_row = y == 0 || y == h - 1;
-    for (int x = 0; x < w; x++, in += 3, out += 3) {
-      uint8_t deg[3];
-      if (kind == PIL_ENHANCE_BRIGHTNESS) {
-        memset(deg, 0, 3);
-      } else if (kind == PIL_ENHANCE_COLOR) {
-        memset(deg, pil_enhance_luma(in), 3);
-      } else if (kind == PIL_ENHANCE_CONTRAST) {
-        memset(deg, grey, 3);
-      } else if (filtered && !edge_row && x > 0 && x < w - 1) {
-        for (int b = 0; b < 3; b++) deg[b] = pil_enhance_smooth(in + b, stride);
-      } else {
-        memcpy(deg, in, 3);
-      }
-      for (int b = 0; b < 3; b++) out[b] = pil_enhance_mix(deg[b], in[b], alpha);
-    }
-  }
-}
-
-int pil_enhance_brightness(const pil_rgb *src, pil_rgb *dst, double factor) {
-  if (pil_image_check(src, dst, 1) != 0) return BFEED_EINVAL;
-  pil_enhance_blend(src, dst, PIL_ENHANCE_BRIGHTNESS, (float)factor, 0);
-  return 0;
-}
-
-int pil_enhance_saturation(const pil_rgb *src, pil_rgb *dst, double factor) {
-  if (pil_image_check(src, dst, 1) != 0) return BFEED_EINVAL;
-  pil_enhance_blend(src, dst, PIL_ENHANCE_COLOR, (float)factor, 0);
-  return 0;
-}
-
-int pil_enhance_contrast(const pil_rgb *src, pil_rgb *dst, double factor) {
-  if (pil_image_check(src, dst, 1) != 0) return BFEED_EINVAL;
-  /* ImageStat's mean of the L image: a double sum of j * count over the
-   * histogram (exact below 2^53, as is this integer sum), divided by the
-   * pixel count; ImageEnhance then takes int(mean + 0.5). */
-  uint64_t sum = 0, n = (uint64_t)src->w * (uint64_t)src->h;
-  for (const uint8_t *p = src->px, *end = p + pil_image_bytes(src); p < end; p += 3) sum += pil_enhance_luma(p);
-  double mean = (double)sum / (double)n;
-  pil_enhance_blend(src, dst, PIL_ENHANCE_CONTRAST, (float)factor, (int)(mean + 0.5));
-  return 0;
-}
-
-int pil_enhance_sharpness(const pil_rgb *src, pil_rgb *dst, double factor) {
-  if (pil_image_check(src, dst, 0) != 0) return BFEED_EINVAL;
-  pil_enhance_blend(src, dst, PIL_ENHANCE_SHARPNESS, (float)factor, 0);
-  return 0;
-}
-
 /* Image.point with a table per channel. */
 static void pil_enhance_apply_lut(const pil_rgb *src, pil_rgb *dst, const uint8_t lut[3][256]) {
   const uint8_t *in = src->px;
@@ -125,6 +46,84 @@ static int pil_enhance_same_lut(const pil_rgb *src, pil_rgb *dst, const uint8_t 
   uint8_t luts[3][256];
   for (int b = 0; b < 3; b++) memcpy(luts[b], lut, 256);
   pil_enhance_apply_lut(src, dst, (const uint8_t(*)[256])luts);
+  return 0;
+}
+
+/* Image.blend(grey image, src, alpha), Brightness's and Contrast's: with
+ * the degenerate byte fixed, a byte's result depends on that byte alone,
+ * so the same arithmetic is done once per value, into a table. */
+static int pil_enhance_blend_grey(const pil_rgb *src, pil_rgb *dst, float alpha, int grey) {
+  uint8_t lut[256];
+  for (int v = 0; v < 256; v++) lut[v] = pil_enhance_mix(grey, v, alpha);
+  return pil_enhance_same_lut(src, dst, lut);
+}
+
+/* Filter.c's ImagingFilter3x3 with SMOOTH's kernel, one channel of
+ * interior pixel p (rows w * 3 bytes apart): the kernel is 1 1 1 / 1 5 1 /
+ * 1 1 1, each entry a float divided by the float 13; the sum starts at
+ * offset + 0.5 and adds the row below, this row, the row above, each as
+ * (left * k + centre * k) + right * k in float. */
+static uint8_t pil_enhance_smooth(const uint8_t *p, size_t stride) {
+  const float k1 = 1.0f / 13.0f, k5 = 5.0f / 13.0f;
+  const uint8_t *below = p + stride, *above = p - stride;
+  float ss = 0.5f;
+  ss += (float)below[-3] * k1 + (float)below[0] * k1 + (float)below[3] * k1;
+  ss += (float)p[-3] * k1 + (float)p[0] * k5 + (float)p[3] * k1;
+  ss += (float)above[-3] * k1 + (float)above[0] * k1 + (float)above[3] * k1;
+  if (ss <= 0.0f) return 0;
+  return ss >= 255.0f ? 255 : (uint8_t)ss;
+}
+
+/* Image.blend(degenerate, src, alpha) for Color (sharpen 0: the pixel's
+ * L, each pixel reading only itself) or Sharpness (sharpen 1: the
+ * SMOOTH-filtered image, reading neighbours, hence no in-place there). */
+static void pil_enhance_blend(const pil_rgb *src, pil_rgb *dst, int sharpen, float alpha) {
+  int w = src->w, h = src->h;
+  size_t stride = (size_t)w * 3;
+  for (int y = 0; y < h; y++) {
+    const uint8_t *in = src->px + (size_t)y * stride;
+    uint8_t *out = dst->px + (size_t)y * stride;
+    /* Filter.c copies the first and last rows and columns, and an image
+     * smaller than the kernel, which has no other pixels anyway. */
+    int edge_row = y == 0 || y == h - 1;
+    for (int x = 0; x < w; x++, in += 3, out += 3) {
+      uint8_t deg[3];
+      if (!sharpen)
+        memset(deg, pil_enhance_luma(in), 3);
+      else if (!edge_row && x > 0 && x < w - 1)
+        for (int b = 0; b < 3; b++) deg[b] = pil_enhance_smooth(in + b, stride);
+      else
+        memcpy(deg, in, 3);
+      for (int b = 0; b < 3; b++) out[b] = pil_enhance_mix(deg[b], in[b], alpha);
+    }
+  }
+}
+
+int pil_enhance_brightness(const pil_rgb *src, pil_rgb *dst, double factor) {
+  if (pil_image_check(src, dst, 1) != 0) return BFEED_EINVAL;
+  return pil_enhance_blend_grey(src, dst, (float)factor, 0);
+}
+
+int pil_enhance_saturation(const pil_rgb *src, pil_rgb *dst, double factor) {
+  if (pil_image_check(src, dst, 1) != 0) return BFEED_EINVAL;
+  pil_enhance_blend(src, dst, 0, (float)factor);
+  return 0;
+}
+
+int pil_enhance_contrast(const pil_rgb *src, pil_rgb *dst, double factor) {
+  if (pil_image_check(src, dst, 1) != 0) return BFEED_EINVAL;
+  /* ImageStat's mean of the L image: a double sum of j * count over the
+   * histogram (exact below 2^53, as is this integer sum), divided by the
+   * pixel count; ImageEnhance then takes int(mean + 0.5). */
+  uint64_t sum = 0, n = (uint64_t)src->w * (uint64_t)src->h;
+  for (const uint8_t *p = src->px, *end = p + pil_image_bytes(src); p < end; p += 3) sum += pil_enhance_luma(p);
+  double mean = (double)sum / (double)n;
+  return pil_enhance_blend_grey(src, dst, (float)factor, (int)(mean + 0.5));
+}
+
+int pil_enhance_sharpness(const pil_rgb *src, pil_rgb *dst, double factor) {
+  if (pil_image_check(src, dst, 0) != 0) return BFEED_EINVAL;
+  pil_enhance_blend(src, dst, 1, (float)factor);
   return 0;
 }
 

@@ -14,7 +14,8 @@ over all 2^24 pixels.
     augment_oracle.py AUGMENT_PIL_DUMP [IMAGENET_DIR]
 
 Images: synthetic ones (1x1, 1x7, 7x1, 3x5, a 4x4 square, a 64x48
-gradient, 33x29 noise, grey as RGB, saturated colours) take every case;
+gradient, 33x29 noise, grey as RGB, saturated colours, two levels, a grey
+2x1 whose mean is a tie) take every case;
 with IMAGENET_DIR, 10 of its JPEGs centre-cropped and resized by Pillow to
 176x176 and 224x224 take every op and magnitude with one interpolation and
 fill each, turn about (so that the run stays short). The oracles are only
@@ -100,6 +101,8 @@ def compare(category, label, want, rc, got):
     if failures[category] <= 10:
         if rc != 0 or len(got) != want.size:
             print(f"MISMATCH {category}: {label}: rc {rc}, {len(got)} bytes for {want.size}")
+        elif want.ndim == 1:  # a value's bytes
+            print(f"MISMATCH {category}: {label}: torchvision {want.tobytes().hex()} ours {got.hex()}")
         else:
             g = np.frombuffer(got, dtype=np.uint8).reshape(want.shape)
             bad = np.argwhere(g != want)
@@ -285,7 +288,8 @@ def synthetic_images():
               "7x1": r.integers(0, 256, (1, 7, 3)), "3x5": r.integers(0, 256, (5, 3, 3)),
               "4x4": r.integers(0, 256, (4, 4, 3)), "64x48 gradient": grad, "33x29 noise": r.integers(0, 256, (29, 33, 3)),
               "40x30 grey": grey, "5x108 saturated": np.round(sat),
-              "32x32 two levels": np.where(r.random((32, 32, 1)) < 0.9, 40, 200).repeat(3, axis=2)}
+              "32x32 two levels": np.where(r.random((32, 32, 1)) < 0.9, 40, 200).repeat(3, axis=2),
+              "2x1 grey mean 100.5": [[[100] * 3, [101] * 3]]}  # Contrast's int(mean + 0.5) at a tie
     return {k: Image.fromarray(np.asarray(v, dtype=np.uint8), "RGB") for k, v in images.items()}
 
 

@@ -58,7 +58,7 @@ static int load(char **a, int na) {
   src = (pil_rgb){malloc(n), w, h};
   dst = (pil_rgb){malloc(n), w, h};
   if (!src.px || !dst.px || fread(src.px, 1, n, stdin) != n) return -1;
-  reply(0, NULL, 0);
+  reply(0, "", 0);
   return 0;
 }
 
