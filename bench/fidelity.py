@@ -6,6 +6,13 @@ exact pipeline, measured on real images (printed, never asserted).
       eval_decode=fast (Pillow's draft scale) against the default, which is
       torchvision's pipeline exactly: per size, the share of images whose
       mean abs error is over 0.5 grey levels, the mean and the worst.
+  bench/fidelity.py train-decode SAMPLE_DUMP DATA_DIR [SIZES [SEEDS]]
+      train_decode=fast (crops of at least 4x the output at a reduced IDCT
+      scale) against the default, exact (torchvision's RandomResizedCrop on
+      the full decode): the daemon's own crops (sample_load's draws for
+      seeds 0..SEEDS-1 and each image's index) at both, per size: the share
+      of crops fast changed, the mean abs difference per crop over all and
+      over the changed ones, and the largest pixel difference.
   bench/fidelity.py pack SAMPLE_DUMP BFEED DATA_DIR [MAX_SIDES [QUALITY]]
       `bfeed pack` at several --max-side values, raw and JPEG: for the same
       train crop boxes in relative coordinates and for eval at 224, the mean
@@ -72,6 +79,31 @@ def eval_decode(dump_exe, data, sizes=(224, 160, 128)):
             assert mae(exact, ref) == 0, "%s: the default eval is not exact" % p
             errs.append(mae(fast, ref))
         print("  size %3d: %s" % (size, summary(errs)))
+    dump.close()
+
+
+def train_decode(dump_exe, data, sizes=(224, 176), seeds=10):
+    dump = Dump(dump_exe)
+    files = images(data)
+    print("train_decode=fast against the default (exact) on the same crops, %d JPEGs in %s, %d crops each "
+          "(seeds 0..%d)" % (len(files), data, seeds, seeds - 1))
+    for size in sizes:
+        means, worst = [], 0
+        for i, p in enumerate(files):
+            for seed in range(seeds):
+                exact = dump.ask("load %d 0 train %d %d %s" % (size, seed, i, p))
+                box = dump.crop
+                fast = dump.ask("load %d 1 train %d %d %s" % (size, seed, i, p))
+                assert box == dump.crop, "%s: the two loads drew different crops" % p
+                d = np.abs(exact.astype(np.int16) - fast.astype(np.int16))
+                means.append(float(d.mean()))
+                worst = max(worst, int(d.max()))
+        a = np.array(means)
+        changed = a[a > 0]
+        print("  size %3d: %5.1f%% of crops changed; mean abs difference %.3f over all crops, %.3f over the changed "
+              "(worst crop %.3f); largest pixel difference %d" % (
+                  size, 100.0 * changed.size / a.size, a.mean(), changed.mean() if changed.size else 0.0,
+                  a.max(), worst))
     dump.close()
 
 
@@ -155,6 +187,9 @@ def main():
     if sys.argv[1] == "eval-decode":
         sizes = tuple(int(s) for s in sys.argv[4].split(",")) if len(sys.argv) > 4 else (224, 160, 128)
         eval_decode(sys.argv[2], sys.argv[3], sizes)
+    elif sys.argv[1] == "train-decode":
+        sizes = tuple(int(s) for s in sys.argv[4].split(",")) if len(sys.argv) > 4 else (224, 176)
+        train_decode(sys.argv[2], sys.argv[3], sizes, int(sys.argv[5]) if len(sys.argv) > 5 else 10)
     elif sys.argv[1] == "pack" and len(sys.argv) >= 5:
         sides = tuple(int(s) for s in sys.argv[5].split(",")) if len(sys.argv) > 5 else (256, 384, 448, 512, 0, -256, -320)
         pack(sys.argv[2], sys.argv[3], sys.argv[4], sides, int(sys.argv[6]) if len(sys.argv) > 6 else 90)

@@ -99,7 +99,7 @@ typedef enum { BFEED_TRANSPORT_SOCKET = 0, BFEED_TRANSPORT_SHM = 1 } bfeed_trans
 /* How eval decodes a JPEG: EXACT, at full size, as torchvision's
  * ImageFolder + Resize + CenterCrop do (bit for bit); FAST, at the reduced
  * IDCT scale Pillow's Image.draft would pick (faster on large images, and
- * not exact: README "Eval decoding"). */
+ * not exact: README "Decoding"). */
 typedef enum { BFEED_EVAL_DECODE_EXACT = 0, BFEED_EVAL_DECODE_FAST = 1 } bfeed_eval_decode;
 
 /* How train decodes a JPEG: EXACT, at full size, so that a crop is
