@@ -214,8 +214,7 @@ static int pil_affine_args(const pil_rgb *src, pil_rgb *dst, int resample, const
 
 int pil_affine_transform(const pil_rgb *src, pil_rgb *dst, const double m[6], int resample,
                          const uint8_t fill[3]) {
-  int rc = pil_affine_args(src, dst, resample, fill);
-  if (rc != 0 || !m) return rc != 0 ? rc : BFEED_EINVAL;
+  if (!m || pil_affine_args(src, dst, resample, fill) != 0) return BFEED_EINVAL;
   int w = dst->w, h = dst->h;
   if (resample == PIL_BILINEAR)
     pil_affine_generic(src, dst, m, pil_affine_bilinear, fill);
@@ -237,7 +236,8 @@ double pil_affine_round15(double x) {
    * x * 10^15, from the product and its exact error (fma), and then
    * n / 10^15, a correctly rounded division of two exact doubles, which is
    * what reading the digits gives. p - n is exact (|p| < 2^52), so only a
-   * tie in p can hide which way the exact product lies, and e tells. */
+   * tie in p can hide which way the exact product lies, and e tells;
+   * nearbyint breaks the true ties to even (the default rounding mode). */
   const double scale = 1e15;
   double p = x * scale;
   double e = fma(x, scale, -p);

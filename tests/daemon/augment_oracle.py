@@ -9,7 +9,7 @@ float32 draws as ColorJitter makes them; F.affine, F.rotate and
 Image.transform on matrices that reach each of Pillow's affine engines;
 torchvision's inverse matrix, CPython's round(x, 15) and np.uint8 of the
 hue shift, value for value; convert("HSV"), its inverse and convert("L")
-over all 2^24 pixels.
+over all 2^24 pixels; and that what torchvision refuses is refused.
 
     augment_oracle.py AUGMENT_PIL_DUMP [IMAGENET_DIR]
 
@@ -263,6 +263,30 @@ def check_values(tool, rng):
         compare("np.uint8(hue * 255)", repr(f), np.array([want], dtype=np.uint8), *tool.recv())
 
 
+def check_refusals(tool, img):
+    """What torchvision or Pillow refuses, ours refuses too (BFEED_EINVAL)."""
+    nan, inf = float("nan"), float("inf")
+    cases = [(("posterize", 9), lambda: F.posterize(img, 9)), (("posterize", -1), lambda: F.posterize(img, -1)),
+             (("hue", 0.5000001), lambda: F.adjust_hue(img, 0.5000001)), (("hue", nan), lambda: F.adjust_hue(img, nan)),
+             (("geom", "TranslateX", 0, 0, 0, 0, inf),
+              lambda: AA._apply_op(img, "TranslateX", inf, InterpolationMode.NEAREST, None)),
+             (("rotate", 1, 0, 0, 0, 10.0), lambda: img.rotate(10.0, Image.LANCZOS)),
+             (("affine", 0, 0, 0, 0, 0.0, 0, 0, 0.0, 0.0, 0.0, "-", "-"),
+              lambda: F.affine(img, 0.0, [0, 0], 0.0, [0.0, 0.0]))]
+    for words, ref in cases:
+        tool.send(*words)
+        rc, _ = tool.recv()
+        try:
+            ref()
+            refused = False
+        except (ValueError, OverflowError):
+            refused = True
+        counts["refusals"] += 1
+        if not refused or rc != -1:
+            failures["refusals"] += 1
+            print(f"MISMATCH refusals: {words}: torchvision refused: {refused}, ours: rc {rc}")
+
+
 def check_all_pixels(tool):
     """convert("HSV"), HSV's convert("RGB") and convert("L") on every pixel."""
     v = np.arange(1 << 24, dtype=np.uint32)
@@ -323,6 +347,7 @@ def main():
         check_jitter(tool, img, name, 101, len(name))
         check_colour_extra(tool, img, name)
         check_geometry(tool, img, name, rng)
+    check_refusals(tool, img)
     for turn, (name, img) in enumerate(real_images(sys.argv[2] if len(sys.argv) > 2 else None).items()):
         tool.load(np.asarray(img))
         check_space(tool, img, name, False, turn)
