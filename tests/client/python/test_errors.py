@@ -36,8 +36,13 @@ def test_option_errors(daemon):
             with pytest.raises(ValueError) as e:  # InvalidError is a ValueError
                 c.stream("demo", **opts)
             assert isinstance(e.value, bfeed.InvalidError) and words in e.value.message, opts
-        with pytest.raises(TypeError):
+        # A float is an option's text (hflip=0.5): a whole-number option
+        # refuses it by name; a value that is no number nor text is a TypeError.
+        with pytest.raises(bfeed.InvalidError) as e:
             c.stream("demo", batch=2.5)
+        assert "batch 2.5" in e.value.message
+        with pytest.raises(TypeError):
+            c.stream("demo", batch=[1, 2, 3])
 
 
 def test_options_reach_the_daemon(daemon):
