@@ -26,6 +26,9 @@
  * reason of the moment (EMFILE, ENOMEM, EIO), with pauses between. */
 #define BATCH_RETRIES 3
 
+/* An image's output width: width, or size for a square. */
+static uint32_t batch_width(const bfeed_stream_opts *o) { return o->width ? o->width : o->size; }
+
 void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uint32_t stream_id,
                      const logger *log, bufcache *buffers) {
   static const float unit_mean[3] = {0, 0, 0}, unit_std[3] = {1, 1, 1};
@@ -49,6 +52,8 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
    * sends the pixels as served, mirrored; with codec none the mirror is
    * part of the pass to bf16 (tobf16.h), not a pass of its own. */
   s->sample.defer_flip = !codec_get(codec_for_batch(o->codec, 1))->u8;
+  aug_program_init(&s->aug, o, (int)o->size, (int)batch_width(o));
+  if (aug_program_active(&s->aug)) s->sample.defer_flip = 0; /* the ops see the flipped image */
   /* Inputs are 8-bit after resampling, so normalisation and the cast are a
    * table of 3 x 256 values, computed as torchvision computes them:
    * ToTensor divides by 255 in float32, Normalize subtracts and divides in
@@ -60,14 +65,12 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
     for (int v = 0; v < 256; v++) {
       float x = raw ? (float)v : ((float)v / 255.0f - mean) / sd;
       s->lut[c][v] = bf16_from_f32(x);
+      s->lutf[c][v] = x;
     }
   }
 }
 
 static size_t align64(size_t x) { return (x + 63) & ~(size_t)63; }
-
-/* An image's output width: width, or size for a square. */
-static uint32_t batch_width(const bfeed_stream_opts *o) { return o->width ? o->width : o->size; }
 
 /* One image's pixels, H x W x 3. */
 static size_t batch_image_px(const bfeed_stream_opts *o) { return (size_t)o->size * batch_width(o) * 3; }
@@ -78,7 +81,7 @@ static size_t batch_image_px(const bfeed_stream_opts *o) { return (size_t)o->siz
  * 64 bytes. */
 typedef struct batch_layout {
   msg_batch m;
-  msg_tensor *image, *tokens, *pooled, *length, *features, *label, *index, *valid;
+  msg_tensor *image, *tokens, *pooled, *length, *features, *label, *index, *valid, *target, *explain;
 } batch_layout;
 
 static msg_tensor *add_tensor(msg_batch *m, const char *name, int dtype, int ndim, const uint64_t *shape) {
@@ -94,6 +97,11 @@ static msg_tensor *add_tensor(msg_batch *m, const char *name, int dtype, int ndi
   m->raw_size = t->offset + t->nbytes;
   m->ntensors++;
   return t;
+}
+
+/* The mixed target's width. */
+static uint32_t batch_classes(const batch_spec *s) {
+  return s->opts.mix_classes ? s->opts.mix_classes : (uint32_t)s->ds->nclasses;
 }
 
 static void layout(const batch_spec *s, uint32_t B, uint32_t T, batch_layout *L) {
@@ -120,6 +128,9 @@ static void layout(const batch_spec *s, uint32_t B, uint32_t T, batch_layout *L)
   if (ds->labels) L->label = add_tensor(m, "label", BFEED_DTYPE_I32, 1, (uint64_t[]){B});
   L->index = add_tensor(m, "index", BFEED_DTYPE_I64, 1, (uint64_t[]){B});
   if (o->eval_pad == BFEED_EVAL_PAD_MASK) L->valid = add_tensor(m, "valid", BFEED_DTYPE_U8, 1, (uint64_t[]){B});
+  if (aug_mix_active(&s->aug.mix))
+    L->target = add_tensor(m, "target", BFEED_DTYPE_F32, 2, (uint64_t[]){B, batch_classes(s)});
+  if (o->explain && L->image) L->explain = add_tensor(m, "explain", BFEED_DTYPE_U8, 1, (uint64_t[]){batch_aug_explain_bytes(B)});
 }
 
 /* Frame bytes besides the raw tensors: header, batch fields, descriptors. */
@@ -198,6 +209,24 @@ static void batch_fit_hint(const batch_spec *spec, uint64_t limit, char *hint, s
            o->batch);
 }
 
+/* MixUp and CutMix mix one-hot labels: the dataset has them, each below
+ * the target's width. */
+static int batch_check_mix(const batch_spec *s, char *err, size_t errlen) {
+  const dataset *ds = s->ds;
+  if (!aug_mix_active(&s->aug.mix)) return 0;
+  if (!dataset_has_images(ds) || !ds->labels)
+    return snprintf(err, errlen, "mixup-alpha and cutmix-alpha mix images and their labels: dataset %s has %s",
+                    ds->name, dataset_has_images(ds) ? "no labels" : "no images"),
+           BFEED_EINVAL;
+  uint32_t classes = batch_classes(s);
+  for (size_t i = 0; i < ds->nsamples; i++)
+    if (ds->labels[i] < 0 || (uint32_t)ds->labels[i] >= classes)
+      return snprintf(err, errlen, "dataset %s: sample %zu's label %d is not below mix-classes %u (%zu classes)",
+                      ds->name, i, (int)ds->labels[i], classes, ds->nclasses),
+             BFEED_EINVAL;
+  return 0;
+}
+
 int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, size_t errlen) {
 #define BAD(...) return snprintf(err, errlen, __VA_ARGS__), BFEED_EINVAL
   int ready = dataset_ready(ds, err, errlen);
@@ -207,6 +236,8 @@ int batch_spec_check(const dataset *ds, const bfeed_stream_opts *o, char *err, s
     BAD("a batch of %u feature rows of %llu values is over the %u-byte frame limit", o->batch,
         (unsigned long long)ds->features.row_floats, FRAME_MAX_PAYLOAD);
   batch_spec s = {.ds = (dataset *)ds, .opts = *o};
+  aug_program_init(&s.aug, o, (int)o->size, (int)batch_width(o));
+  if ((ready = batch_check_mix(&s, err, errlen)) < 0) return ready;
   if (batch_fits(&s, 0)) return 0;
   /* Say what would fit: the largest batch at these options, and for
    * images the largest size at this batch. */
@@ -272,8 +303,8 @@ static int grow(void *buf, size_t *cap, size_t need) {
  * descriptors or memory, an I/O error) is tried again after a pause; only
  * the file's own faults are returned as such (BFEED_EDATASET...). err
  * starts with the file's name. */
-static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb, char *err, size_t errlen,
-                    int *reason) {
+static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb, batch_aug_sample *aug, char *err,
+                    size_t errlen, int *reason) {
   static const int pause_ms[BATCH_RETRIES] = {10, 100, 500};
   const batch_spec *s = job->spec;
   int rc = 0;
@@ -299,6 +330,12 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
     job->stage_ns[BATCH_STAGE_RESIZE] += resize;
     job->stage_ns[BATCH_STAGE_DECODE] += clock_now_ns() - t1 - resize;
     if (rc == BFEED_ELIMIT) *reason = SKIPS_TOO_LARGE; /* max_pixels, max_decode_memory */
+    if (rc == 0 && aug) { /* the recipe past the crop; its time is the batch stage's */
+      aug->crop = w->scratch.crop;
+      aug->eval = w->scratch.eval;
+      rc = aug_program_sample(&s->aug, &r, rgb, (int)s->opts.size, (int)batch_width(&s->opts), w->aug.tmp, &aug->aug,
+                              err, errlen);
+    }
     if (rc != BFEED_EIO && rc != BFEED_ENOMEM) return rc;
     if (attempt < BATCH_RETRIES) {
       log_write(s->log, LOG_DEBUG, "dataset %s: %s; trying again", s->ds->name, err);
@@ -314,14 +351,14 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
  * epoch decodes, or -2 (job->rc and err set) when an error of the moment
  * persisted (a substitute would make the batch depend on the weather) or
  * the dataset's files changed since it loaded. */
-static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t *rgb) {
+static int64_t load_image(batch_job *job, batch_worker *w, uint32_t pos, uint8_t *rgb, batch_aug_sample *aug) {
   const batch_spec *s = job->spec;
   const epoch_order *ord = job->order;
   char why[400];
   for (uint32_t k = 0; k < ord->n; k++) {
     uint32_t idx = ord->idx[(pos + k) % ord->n];
     int reason;
-    int rc = load_one(job, w, idx, rgb, why, sizeof why, &reason);
+    int rc = load_one(job, w, idx, rgb, aug, why, sizeof why, &reason);
     if (rc == 0) return idx;
     if (rc == BFEED_EIO || rc == BFEED_ENOMEM) {
       job->rc = rc;
@@ -361,6 +398,17 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
     snprintf(job->err, sizeof job->err, "out of memory for a batch of %u samples", B);
     return job->rc;
   }
+  int recipe = dataset_has_images(s->ds) && (aug_program_active(&s->aug) || s->opts.explain);
+  if (recipe) {
+    int64_t grew;
+    int rc = batch_aug_reserve(&w->aug, B, (int)s->opts.size, (int)batch_width(&s->opts),
+                               aug_mix_active(&s->aug.mix), &grew);
+    scratch_count(0, (size_t)grew);
+    if (rc < 0) {
+      snprintf(job->err, sizeof job->err, "out of memory for the recipe of a batch of %u samples", B);
+      return job->rc = rc;
+    }
+  }
   /* Remote shards: every sample's bytes, this batch's and the next
    * ones', are asked for before the first is read, so the requests overlap
    * and the next batch's are under way while this one decodes (read-ahead
@@ -377,7 +425,7 @@ static int choose_samples(batch_job *job, batch_worker *w, uint32_t B) {
       w->sel[i] = job->order->idx[job->first + i];
       continue;
     }
-    int64_t idx = load_image(job, w, job->first + i, w->rgb + slot * i);
+    int64_t idx = load_image(job, w, job->first + i, w->rgb + slot * i, recipe ? &w->aug.sample[i] : NULL);
     if (idx == -2) return job->rc;
     if (idx < 0) {
       job->rc = BFEED_EDATASET;
@@ -404,7 +452,11 @@ static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uin
     memset(raw + (end - skip), 0, L->m.t[t].offset - end);
   }
   const uint32_t *sel = w->sel;
-  if (L->image && !skip) {
+  int nhwc = s->opts.layout == BFEED_LAYOUT_NHWC;
+  if (L->image && !skip && (s->aug.erase_on || aug_mix_active(&s->aug.mix)))
+    batch_aug_image(&s->aug, &w->aug, w->rgb, B, (int)s->opts.size, (int)batch_width(&s->opts), nhwc, s->lut,
+                    s->lutf, s->opts.seed, L->m.epoch, L->m.index, (uint16_t *)AT(L->image));
+  else if (L->image && !skip) {
     size_t slot = batch_image_px(&s->opts);
     for (uint32_t i = 0; i < B; i++)
       tobf16_rect(w->rgb + slot * i, (int)s->opts.size, (int)batch_width(&s->opts), w->flip[i],
@@ -427,6 +479,10 @@ static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uin
   for (uint32_t i = 0; i < B; i++) wire_put64(AT(L->index) + 8 * i, (uint64_t)sel[i]);
   if (L->valid)
     for (uint32_t i = 0; i < B; i++) AT(L->valid)[i] = i < w->valid_n;
+  if (L->target) batch_aug_target(&w->aug, s->ds->labels, sel, B, batch_classes(s), (float *)AT(L->target));
+  if (L->explain)
+    batch_aug_explain(&s->aug, &w->aug, sel, B, s->opts.mode == BFEED_MODE_EVAL, L->m.epoch, L->m.index,
+                      AT(L->explain));
   return 0;
 #undef AT
 }
@@ -562,7 +618,9 @@ done:
 }
 
 void batch_worker_free(batch_worker *w) {
-  scratch_count(w->file_cap + w->rgb_cap + w->raw_cap + w->sel_cap + w->flip_cap + w->f32_cap, 0);
+  int64_t aug;
+  batch_aug_free(&w->aug, &aug);
+  scratch_count(w->file_cap + w->rgb_cap + w->raw_cap + w->sel_cap + w->flip_cap + w->f32_cap + (size_t)aug, 0);
   sample_scratch_free(&w->scratch);
   free(w->file);
   free(w->rgb);

@@ -30,6 +30,8 @@
 #include "log.h"
 #include "msg.h"
 #include "sample.h"
+#include "aug_program.h"
+#include "batch_aug.h"
 #include "tlv.h"
 
 
@@ -39,6 +41,9 @@ typedef struct batch_spec {
   bfeed_stream_opts opts;
   sample_params sample;
   uint16_t lut[3][256]; /* bf16 of (v/255 - mean[c]) / std[c], float32 math as torchvision */
+  float lutf[3][256];   /* the same before the cast (erasing and mixing work on it) */
+  aug_program aug;      /* the recipe past the crop (aug_program.h) */
+  uint32_t classes;     /* the mixed target's width: mix_classes, or the dataset's classes */
   uint32_t len_cap;     /* text: tokens served per sample, the stream's cap or the dataset's
                            (batch_text_cap); 0 = all */
   uint32_t stream_id;
@@ -131,6 +136,7 @@ typedef struct batch_worker {
   float *f32;                /* pooling sums, unaligned feature rows */
   size_t f32_cap;
   codec_state codecs;        /* compressor contexts (zstd) */
+  batch_aug_mem aug;         /* the recipe's draws and buffers (batch_aug.h) */
 } batch_worker;
 void batch_worker_free(batch_worker *w);
 /* Bytes all workers' buffers above hold now (flow.c counts them against

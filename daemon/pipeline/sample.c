@@ -237,6 +237,8 @@ static int sample_decode(const uint8_t *buf, size_t len, const sample_params *p,
   }
   if (ev ? eval_plan(&info, ev, w, h, &pl) : crop_plan(&info, crop, w, h, &pl))
     return bad_geometry(err, errlen);
+  if (ev) scratch->eval = *ev; /* for the batch's explain tensor */
+  else scratch->crop = *crop;
   return run_plan(scratch, &info, &pl, p, out, err, errlen);
 }
 

@@ -54,6 +54,8 @@ typedef struct sample_scratch {
   decode_mem_buf buf[2]; /* resize scratch, filter weights */
   struct image_decoder *dec; /* holds the decoded pixels; created on first use */
   int flip; /* with defer_flip: whether the last sample's pixels still need mirroring */
+  transform_crop crop; /* the last train sample's crop box and flip */
+  transform_eval eval; /* the last eval sample's resize and window */
   uint64_t resize_ns; /* time spent resizing (and mirroring), added up: the rest of a load decodes */
 } sample_scratch;
 void sample_scratch_free(sample_scratch *s);

@@ -230,7 +230,7 @@ def test_deb():
     paths = [re.sub(r"^\./", "/", l.split()[5]) for l in listing.splitlines()]
     for want in [r"/usr/bin/bfeedd$", r"/usr/bin/bfeed$", r"/usr/bin/bfeed-train$", r"/usr/include/bfeed\.h$",
                  r"/usr/include/bfeed_types\.h$", r"/usr/include/bfeed_errors\.h$", r"/usr/include/bfeed_version\.h$",
-                 r"/usr/lib/.*libbfeed\.so\.1\.\d+\.\d+$", r"/usr/lib/.*libbfeed\.so\.1$", r"/usr/lib/.*libbfeed\.a$",
+                 r"/usr/lib/.*libbfeed\.so\.2\.\d+\.\d+$", r"/usr/lib/.*libbfeed\.so\.2$", r"/usr/lib/.*libbfeed\.a$",
                  r"/usr/lib/.*pkgconfig/bfeed\.pc$", r"/lib/systemd/system/bfeedd\.service$",
                  r"/lib/systemd/system/bfeedd\.socket$", r"/usr/lib/sysusers\.d/bfeed\.conf$",
                  r"/usr/share/man/man1/bfeed\.1\.gz$", r"/usr/share/man/man1/bfeed-train\.1\.gz$",
@@ -253,7 +253,7 @@ def test_deb():
     check("ExecStart=/usr/bin/bfeedd --config /etc/bfeed/bfeedd.conf" in text, "the unit runs /usr/bin/bfeedd")
     check("SocketGroup=bfeed" in text and "SocketMode=0660" in text, "the socket belongs to the bfeed group")
     r = run(["readelf", "-d", [os.path.join(dp, f) for dp, _, fs in os.walk(x) for f in fs
-                               if re.match(r"libbfeed\.so\.1\.", f)][0]])
+                               if re.match(r"libbfeed\.so\.2\.", f)][0]])
     check("Library soname: [libbfeed.so.2]" in r.stdout, "libbfeed has its soname")
     r = run(["lintian", "--no-tag-display-limit", deb])
     errors = [l for l in r.stdout.splitlines() if l.startswith("E:")]

@@ -93,6 +93,26 @@ static void pyclient_dealloc(pyclient *self) {
  * range), a float -> its repr (hflip's p: every digit, so the float32 the
  * option takes is the nearest to the Python float), anything else str();
  * NULL with an exception set. */
+/* Three or four numbers (mean, std, color_jitter, a fill) -> "a,b,c[,d]",
+ * each float's repr; NULL without an exception when one is no number. */
+static PyObject *pyclient_opt_numbers(PyObject *v) {
+  PyObject *parts = PyList_New(0), *r = NULL;
+  for (Py_ssize_t i = 0; parts && i < PySequence_Size(v); i++) {
+    PyObject *x = PySequence_GetItem(v, i);
+    PyObject *t = x && (PyLong_Check(x) || PyFloat_Check(x)) ? PyObject_Repr(x) : NULL;
+    int ok = t && PyList_Append(parts, t) == 0;
+    Py_XDECREF(x);
+    Py_XDECREF(t);
+    if (!ok) goto out;
+  }
+  PyObject *comma = PyUnicode_FromString(",");
+  if (comma) r = PyUnicode_Join(comma, parts);
+  Py_XDECREF(comma);
+out:
+  Py_XDECREF(parts);
+  return r;
+}
+
 static PyObject *pyclient_opt_text(PyObject *key, PyObject *v) {
   if (PyBool_Check(v)) return PyUnicode_FromString(v == Py_True ? "1" : "0");
   if (PyUnicode_Check(v)) return Py_NewRef(v);
@@ -107,8 +127,11 @@ static PyObject *pyclient_opt_text(PyObject *key, PyObject *v) {
     Py_XDECREF(b);
     if (r) return r;
   }
+  if ((PyTuple_Check(v) || PyList_Check(v)) && (PySequence_Size(v) == 3 || PySequence_Size(v) == 4))
+    return pyclient_opt_numbers(v);
   if (!PyErr_Occurred())
-    PyErr_Format(PyExc_TypeError, "stream option %S: %R is not a bool, int, float, str or pair of numbers", key, v);
+    PyErr_Format(PyExc_TypeError, "stream option %S: %R is not a bool, int, float, str, or two, three or four "
+                 "numbers", key, v);
   return NULL;
 }
 
