@@ -99,12 +99,12 @@ static void cmd_top_daemon(const top_endpoint *e, int cols) {
     const bfeed_stat_group *g = &e->g[i];
     if (strcmp(g->kind, "dataset") != 0) continue;
     const bfeed_stat_group *p = cmd_top_find(e->pg, e->pn, "dataset", g->id);
-    double t[4] = {verdict_delta(g, p, "read_us"), verdict_delta(g, p, "decode_us"), verdict_delta(g, p, "resize_us"),
-                   verdict_delta(g, p, "batch_us")};
-    double all = t[0] + t[1] + t[2] + t[3], k = all > 0 ? 100 / all : 0;
-    cmd_top_line(cols, "  dataset %-20s %9.1f samples/s  read %2.0f%%  decode %2.0f%%  resize %2.0f%%  batch %2.0f%%  "
-                 "skipped %llu", g->id, up > 0 ? verdict_delta(g, p, "samples") / (up * 1e-6) : 0, t[0] * k, t[1] * k,
-                 t[2] * k, t[3] * k, (unsigned long long)verdict_counter(g, "skipped"));
+    double t[5] = {verdict_delta(g, p, "read_us"), verdict_delta(g, p, "decode_us"), verdict_delta(g, p, "resize_us"),
+                   verdict_delta(g, p, "augment_us"), verdict_delta(g, p, "batch_us")};
+    double all = t[0] + t[1] + t[2] + t[3] + t[4], k = all > 0 ? 100 / all : 0;
+    cmd_top_line(cols, "  dataset %-20s %9.1f samples/s  read %2.0f%%  decode %2.0f%%  resize %2.0f%%  augment %2.0f%%  "
+                 "batch %2.0f%%  skipped %llu", g->id, up > 0 ? verdict_delta(g, p, "samples") / (up * 1e-6) : 0,
+                 t[0] * k, t[1] * k, t[2] * k, t[3] * k, t[4] * k, (unsigned long long)verdict_counter(g, "skipped"));
   }
   for (size_t i = 0; i < e->n; i++) {
     const bfeed_stat_group *g = &e->g[i];

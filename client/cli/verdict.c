@@ -30,14 +30,17 @@ static const struct {
     {"decode", "decode_us", "decode-limited", "add workers or hosts, or use a pack (bfeed pack: decoded once)"},
     {"resize", "resize_us", "resize-limited", "add workers or hosts, or use a pack at a smaller side (--max-side)"},
     {"read", "read_us", "read-limited (storage)", "add workers (reads overlap), or a cache folder for remote data"},
+    {"augment", "augment_us", "augment-limited (the recipe's pixel ops, erasing, mixing)",
+     "add workers or hosts, or a lighter recipe (bfeed preview shows what it draws)"},
     {"batch", "batch_us", "batch-limited (cast, assemble, compress)", "add workers, or a cheaper codec (lz4 or none)"},
 };
 
 /* The stage that took most of the stream's worker time, -1 when none did. */
 static int verdict_stage(const bfeed_stat_group *now, const bfeed_stat_group *before, double *share) {
-  double t[4], all = 0;
+  enum { N = sizeof verdict_stages / sizeof verdict_stages[0] };
+  double t[N], all = 0;
   int best = -1;
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < N; k++) {
     all += t[k] = verdict_delta(now, before, verdict_stages[k].counter);
     if (t[k] > 0 && (best < 0 || t[k] > t[best])) best = k;
   }

@@ -283,7 +283,7 @@ static void scratch_count(size_t was, size_t now) {
   else if (was > now) __atomic_sub_fetch(&batch_scratch_total, was - now, __ATOMIC_RELAXED);
 }
 
-const char *const batch_stage_names[BATCH_STAGES] = {"read", "decode", "resize", "batch"};
+const char *const batch_stage_names[BATCH_STAGES] = {"read", "decode", "resize", "augment", "batch"};
 
 /* Batches past a job's own whose samples it announces (dataset_prefetch). */
 #define BATCH_PREFETCH_AHEAD 2
@@ -330,11 +330,13 @@ static int load_one(batch_job *job, batch_worker *w, uint32_t idx, uint8_t *rgb,
     job->stage_ns[BATCH_STAGE_RESIZE] += resize;
     job->stage_ns[BATCH_STAGE_DECODE] += clock_now_ns() - t1 - resize;
     if (rc == BFEED_ELIMIT) *reason = SKIPS_TOO_LARGE; /* max_pixels, max_decode_memory */
-    if (rc == 0 && aug) { /* the recipe past the crop; its time is the batch stage's */
+    if (rc == 0 && aug) { /* the recipe past the crop: the augment stage */
+      uint64_t t2 = clock_now_ns();
       aug->crop = w->scratch.crop;
       aug->eval = w->scratch.eval;
       rc = aug_program_sample(&s->aug, &r, rgb, (int)s->opts.size, (int)batch_width(&s->opts), w->aug.tmp, &aug->aug,
                               err, errlen);
+      w->aug.ns += clock_now_ns() - t2;
     }
     if (rc != BFEED_EIO && rc != BFEED_ENOMEM) return rc;
     if (attempt < BATCH_RETRIES) {
@@ -454,7 +456,7 @@ static int fill(const batch_spec *s, batch_worker *w, const batch_layout *L, uin
   const uint32_t *sel = w->sel;
   int nhwc = s->opts.layout == BFEED_LAYOUT_NHWC;
   if (L->image && !skip && (s->aug.erase_on || aug_mix_active(&s->aug.mix)))
-    batch_aug_image(&s->aug, &w->aug, w->rgb, B, (int)s->opts.size, (int)batch_width(&s->opts), nhwc, s->lut,
+    batch_aug_image_timed(&s->aug, &w->aug, w->rgb, B, (int)s->opts.size, (int)batch_width(&s->opts), nhwc, s->lut,
                     s->lutf, s->opts.seed, L->m.epoch, L->m.index, (uint16_t *)AT(L->image));
   else if (L->image && !skip) {
     size_t slot = batch_image_px(&s->opts);
@@ -613,7 +615,10 @@ void batch_build(batch_job *job, batch_worker *w) {
   job->data_off = head;
 done:
   job->busy_ns = clock_now_ns() - t0;
-  uint64_t staged = job->stage_ns[BATCH_STAGE_READ] + job->stage_ns[BATCH_STAGE_DECODE] + job->stage_ns[BATCH_STAGE_RESIZE];
+  job->stage_ns[BATCH_STAGE_AUGMENT] += w->aug.ns;
+  w->aug.ns = 0;
+  uint64_t staged = 0;
+  for (int k = 0; k < BATCH_STAGE_BATCH; k++) staged += job->stage_ns[k];
   job->stage_ns[BATCH_STAGE_BATCH] = job->busy_ns > staged ? job->busy_ns - staged : 0;
 }
 

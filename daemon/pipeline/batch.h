@@ -77,8 +77,9 @@ static inline uint32_t batch_sample_len(const batch_spec *s, uint32_t i) {
 
 /* Where a build's time went (batch_job.stage_ns; the verdict of bfeed
  * stats names the largest). */
-enum { BATCH_STAGE_READ, BATCH_STAGE_DECODE, BATCH_STAGE_RESIZE, BATCH_STAGE_BATCH, BATCH_STAGES };
-extern const char *const batch_stage_names[BATCH_STAGES]; /* "read", "decode", "resize", "batch" */
+enum { BATCH_STAGE_READ, BATCH_STAGE_DECODE, BATCH_STAGE_RESIZE, BATCH_STAGE_AUGMENT, BATCH_STAGE_BATCH, BATCH_STAGES };
+/* "read", "decode", "resize", "augment", "batch" */
+extern const char *const batch_stage_names[BATCH_STAGES];
 
 typedef struct batch_job {
   /* input */
@@ -110,9 +111,10 @@ typedef struct batch_job {
   uint32_t skipped;
   uint64_t raw_bytes, busy_ns;
   /* busy_ns by stage (BATCH_STAGE_*): reading files or records, decoding,
-   * resizing; the rest (casting, normalizing, assembling, compressing) is
+   * resizing, the recipe past the crop (pixel ops, erasing, mixing); the
+   * rest (casting, normalizing, assembling, compressing) is
    * BATCH_STAGE_BATCH. A copy of a shared batch has only BATCH. */
-  uint64_t stage_ns[4];
+  uint64_t stage_ns[BATCH_STAGES];
   uint64_t reading;       /* atomic: 1 + the dataset index being read, 0 before the first */
   bufcache *buffers;      /* where frame's buffer goes back; outlives streams */
   /* owned by whoever queues the job */

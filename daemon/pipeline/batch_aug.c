@@ -7,6 +7,7 @@
 
 #include "bf16.h"
 #include "bfeed_types.h"
+#include "clock.h"
 #include "tobf16.h"
 
 /* A sample's JSON at most: 16 policy ops and 4 adjustments with their
@@ -94,6 +95,14 @@ void batch_aug_image(const aug_program *prog, batch_aug_mem *m, const uint8_t *r
   bf16_from_f32_array(out, m->f32, px * B);
 }
 
+void batch_aug_image_timed(const aug_program *prog, batch_aug_mem *m, const uint8_t *rgb, uint32_t B, int height,
+                           int width, int nhwc, const uint16_t lut[3][256], const float lutf[3][256], uint64_t seed,
+                           uint64_t epoch, uint64_t index, uint16_t *out) {
+  uint64_t t0 = clock_now_ns();
+  batch_aug_image(prog, m, rgb, B, height, width, nhwc, lut, lutf, seed, epoch, index, out);
+  m->ns += clock_now_ns() - t0;
+}
+
 void batch_aug_target(batch_aug_mem *m, const int32_t *labels, const uint32_t *sel, uint32_t B, uint32_t classes,
                       float *target) {
   for (uint32_t i = 0; i < B; i++) m->labels[i] = labels[sel[i]];
@@ -116,7 +125,8 @@ static void batch_aug_explain_sample(const aug_program *prog, const batch_aug_sa
         s->eval.left);
   if (eval) return;
   const aug_drawn *d = &s->aug;
-  PUT("\"crop\":[%d,%d,%d,%d],\"flip\":%d", s->crop.top, s->crop.left, s->crop.height, s->crop.width, s->crop.flip);
+  PUT("\"crop\":[%d,%d,%d,%d],\"flip\":%s", s->crop.top, s->crop.left, s->crop.height, s->crop.width,
+      s->crop.flip ? "true" : "false");
   if (aug_jitter_active(&prog->jitter)) {
     PUT(",\"jitter\":[");
     for (int k = 0; k < d->jitter.n; k++)
@@ -140,14 +150,14 @@ void batch_aug_explain(const aug_program *prog, const batch_aug_mem *m, const ui
                        uint64_t epoch, uint64_t index, uint8_t *out) {
   size_t cap = batch_aug_explain_bytes(B);
   char *start = (char *)out, *end = start + cap, *p = start, **at = &p;
-  static const char *const kinds[] = {"none", "mixup", "cutmix"};
+  static const char *const kinds[] = {"null", "\"mixup\"", "\"cutmix\""};
   PUT("{\"epoch\":%llu,\"index\":%llu", (unsigned long long)epoch, (unsigned long long)index);
-  if (aug_mix_active(&prog->mix)) {
-    PUT(",\"mix\":{\"kind\":\"%s\",\"lam\":%.17g", kinds[m->mix.kind], m->mix.lam);
-    if (m->mix.kind == AUG_MIX_CUTMIX)
-      PUT(",\"box\":[%d,%d,%d,%d]", m->mix.y1, m->mix.y2, m->mix.x1, m->mix.x2);
-    PUT("}");
-  }
+  /* An unmixed batch: kind null, lam 1 (each sample all its own). */
+  int mixed = aug_mix_active(&prog->mix) && m->mix.kind != AUG_MIX_NONE;
+  PUT(",\"mix\":{\"kind\":%s,\"lam\":%.17g,\"box\":", kinds[mixed ? m->mix.kind : AUG_MIX_NONE],
+      mixed ? m->mix.lam : 1.0);
+  if (mixed && m->mix.kind == AUG_MIX_CUTMIX) PUT("[%d,%d,%d,%d]}", m->mix.y1, m->mix.y2, m->mix.x1, m->mix.x2);
+  else PUT("null}");
   PUT(",\"samples\":[");
   for (uint32_t i = 0; i < B; i++) {
     if (i) PUT(",");

@@ -37,6 +37,7 @@ typedef struct batch_aug_mem {
   int32_t *labels;          /* the batch's labels, for its targets */
   size_t labels_cap;
   aug_mix_drawn mix;        /* the batch's mix draws */
+  uint64_t ns;              /* time in the recipe since the batch began (its augment stage) */
 } batch_aug_mem;
 
 /* Bytes of the explain tensor of a batch of B samples (fixed, so a batch's
@@ -55,6 +56,10 @@ void batch_aug_free(batch_aug_mem *m, int64_t *freed);
 void batch_aug_image(const aug_program *prog, batch_aug_mem *m, const uint8_t *rgb, uint32_t B, int height,
                      int width, int nhwc, const uint16_t lut[3][256], const float lutf[3][256], uint64_t seed,
                      uint64_t epoch, uint64_t index, uint16_t *out);
+/* The same, its time added to m->ns. */
+void batch_aug_image_timed(const aug_program *prog, batch_aug_mem *m, const uint8_t *rgb, uint32_t B, int height,
+                           int width, int nhwc, const uint16_t lut[3][256], const float lutf[3][256], uint64_t seed,
+                           uint64_t epoch, uint64_t index, uint16_t *out);
 /* target[B][classes], float32 (after batch_aug_image), for the samples
  * sel of a dataset labelled labels (each below classes). */
 void batch_aug_target(batch_aug_mem *m, const int32_t *labels, const uint32_t *sel, uint32_t B, uint32_t classes,

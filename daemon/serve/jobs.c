@@ -50,6 +50,7 @@ static const struct {
     {"read_us", NULL, JOBS_SUM},
     {"decode_us", NULL, JOBS_SUM},
     {"resize_us", NULL, JOBS_SUM},
+    {"augment_us", NULL, JOBS_SUM},
     {"batch_us", NULL, JOBS_SUM},
     {"memory_wait_us", NULL, JOBS_SUM},
     {"stream_time_us", "age_us", JOBS_SUM}, /* memory_wait_us and client_expand_us are shares of this */

@@ -22,7 +22,7 @@ typedef struct ds_stats {
   char name[128];
   uint64_t streams;    /* opened, in all */
   uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
-  uint64_t stage_ns[4]; /* busy_ns by stage: read, decode, resize, batch (batch.h) */
+  uint64_t stage_ns[5]; /* busy_ns by stage: read, decode, resize, augment, batch (batch.h's BATCH_STAGES) */
   uint64_t shared, bytes_saved; /* batches taken from a build asked for by another stream, their raw bytes */
   hist batch_latency;  /* from scheduling a batch to queueing it on the socket */
   hist sample_time;    /* worker time per sample, averaged over each batch built */

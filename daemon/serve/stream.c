@@ -492,6 +492,7 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"read_us", st->stage_ns[BATCH_STAGE_READ] / 1000},
       {"decode_us", st->stage_ns[BATCH_STAGE_DECODE] / 1000},
       {"resize_us", st->stage_ns[BATCH_STAGE_RESIZE] / 1000},
+      {"augment_us", st->stage_ns[BATCH_STAGE_AUGMENT] / 1000},
       {"batch_us", st->stage_ns[BATCH_STAGE_BATCH] / 1000},
       {"memory_wait_us", flow_memory_wait(st->flow) / 1000},
       {"client_batches", t->batches},

@@ -74,17 +74,19 @@ static void test_stages(void **state) {
       {"decode_us", "decode", "input-bound 38%: decode-limited, 2 workers busy 97% (decode 70% of their time); add workers"},
       {"resize_us", "resize", "input-bound 38%: resize-limited, 2 workers busy 97% (resize 70%"},
       {"read_us", "read", "input-bound 38%: read-limited (storage), 2 workers busy 97% (read 70%"},
+      {"augment_us", "augment", "input-bound 38%: augment-limited (the recipe's pixel ops, erasing, mixing), 2 workers "
+                                "busy 97% (augment 70%"},
       {"batch_us", "batch", "input-bound 38%: batch-limited (cast, assemble, compress), 2 workers busy 97% (batch 70%"},
   };
-  static const char *const stages[] = {"decode_us", "resize_us", "read_us", "batch_us"};
-  for (size_t k = 0; k < 4; k++) {
+  static const char *const stages[] = {"decode_us", "resize_us", "read_us", "augment_us", "batch_us"};
+  for (size_t k = 0; k < 5; k++) {
     group g;
     bfeed_stat_group *s = make(&g, "stream", TIMED(3.8), "workers_busy_us", U(19400000), "memory_wait_us",
                                U(9000000), NULL);
-    /* the stage of the case 7 s, the other three 1 s each: 70% */
-    for (size_t j = 0; j < 4; j++) {
+    /* the stage of the case 7 s, the other four 0.75 s each: 70% */
+    for (size_t j = 0; j < 5; j++) {
       g.c[g.g.ncounters].name = stages[j];
-      g.c[g.g.ncounters++].value = strcmp(stages[j], cases[k].counter) == 0 ? 7000000 : 1000000;
+      g.c[g.g.ncounters++].value = strcmp(stages[j], cases[k].counter) == 0 ? 7000000 : 750000;
     }
     expect(s, NULL, cases[k].limit, cases[k].want);
   }

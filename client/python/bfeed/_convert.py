@@ -32,3 +32,11 @@ def numpy(t):
         if _bf16[0] is not None:
             a = a.view(_bf16[0])
     return a
+
+
+def explain(t):
+    """The `explain` tensor (a stream with explain=True): its JSON as a
+    dict, {"epoch", "index", "mix", "samples": [one dict per sample]}.
+    Batch.params is its samples, Batch.mix its mix (README "Recipes")."""
+    import json
+    return json.loads(bytes(memoryview(t)))

@@ -87,6 +87,25 @@ static PyObject *pybatch_get_index(pybatch *self, void *u) { return PyLong_FromU
 static PyObject *pybatch_get_wire(pybatch *self, void *u) { return PyLong_FromSize_t(bfeed_batch_wire_bytes(self->b)); }
 static PyObject *pybatch_get_raw(pybatch *self, void *u) { return PyLong_FromSize_t(bfeed_batch_raw_bytes(self->b)); }
 
+/* The explain tensor's JSON, its `key` part: b.params, b.mix. */
+static PyObject *pybatch_explained(pybatch *self, const char *key) {
+  PyObject *name = PyUnicode_FromString("explain"), *t = NULL, *d = NULL, *r = NULL;
+  if (name && pybatch_contains(self, name)) t = pybatch_find(self, name);
+  else if (name)
+    PyErr_Format(PyExc_AttributeError, "%s: the batch has no explain tensor (open the stream with explain=True; "
+                 "image streams only)", key);
+  if (t) d = module_convert("explain", t);
+  if (d) r = PyDict_GetItemString(d, key);
+  if (d && !r) PyErr_Format(PyExc_KeyError, "explain has no %s", key);
+  Py_XINCREF(r);
+  Py_XDECREF(name);
+  Py_XDECREF(t);
+  Py_XDECREF(d);
+  return r;
+}
+static PyObject *pybatch_get_params(pybatch *self, void *u) { return pybatch_explained(self, "samples"); }
+static PyObject *pybatch_get_mix(pybatch *self, void *u) { return pybatch_explained(self, "mix"); }
+
 static PyObject *pybatch_repr(pybatch *self) {
   return PyUnicode_FromFormat("<bfeed.Batch epoch %llu index %llu, %d tensors>",
                               (unsigned long long)bfeed_batch_epoch(self->b),
@@ -109,6 +128,12 @@ static PyGetSetDef pybatch_getset[] = {
     {"index", (getter)pybatch_get_index, NULL, "the batch's index within its epoch", NULL},
     {"wire_bytes", (getter)pybatch_get_wire, NULL, "bytes on the wire (after compression)", NULL},
     {"raw_bytes", (getter)pybatch_get_raw, NULL, "bytes of the tensors", NULL},
+    {"params", (getter)pybatch_get_params, NULL,
+     "what each sample drew (explain=True): a list of dicts, crop [i, j, h, w], flip, jitter [[name, factor]], "
+     "ops [[op, magnitude]], erase [i, j, h, w] or None, index (the dataset's)", NULL},
+    {"mix", (getter)pybatch_get_mix, NULL,
+     "the batch's mix (explain=True): {'kind': 'mixup' | 'cutmix' | None, 'lam': x, 'box': [y1, y2, x1, x2] | None}",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyMappingMethods pybatch_mapping = {.mp_length = (lenfunc)pybatch_len,

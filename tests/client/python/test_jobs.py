@@ -24,7 +24,7 @@ from oracle_util import Daemon, wait_for
 # What a job sums of its streams' counters; stable once the streams ended.
 SUMMED = ("samples", "batches", "raw_bytes", "wire_bytes", "skipped", "worker_busy_us", "kernel_copy_bytes",
           "shm_batches", "batches_dropped_idle", "batches_built", "batches_shared", "bytes_saved", "read_us",
-          "decode_us", "resize_us", "batch_us", "memory_wait_us")
+          "decode_us", "resize_us", "augment_us", "batch_us", "memory_wait_us")
 # The loop's timing the anchor reports: whole microseconds, exact in binary.
 LOOP = dict(batches=39, wait_s=1.5, step_s=4.5, wait_p50_s=0.03125, wait_p99_s=0.25, first_wait_s=0.5)
 LOOP_US = {"client_batches": 39, "client_wait_us": 1500000, "client_step_us": 4500000,

@@ -29,7 +29,11 @@ INTERP = {"nearest": T.InterpolationMode.NEAREST, "bilinear": T.InterpolationMod
 
 
 def explain(b):
-    return json.loads(bytes(b.numpy("explain")).decode())
+    """What the batch drew, through Batch.params and Batch.mix; the raw
+    tensor is that JSON."""
+    raw = json.loads(bytes(b.numpy("explain")).decode())
+    assert raw["samples"] == b.params and raw["mix"] == b.mix and (raw["epoch"], raw["index"]) == (b.epoch, b.index)
+    return {"samples": b.params, "mix": b.mix}
 
 
 def replay_sample(path, s, size, opts):
@@ -121,7 +125,7 @@ def test_recipe_replays_bit_exact(daemon, data, name):
                     kinds.add(e["mix"]["kind"])
                     assert torch.equal(b.torch("target"), target), (e["mix"], b.torch("target"), target)
                 else:
-                    assert "target" not in b.names() and "mix" not in e
+                    assert "target" not in b.names() and e["mix"] == {"kind": None, "lam": 1.0, "box": None}
     if name == "everything":
         assert kinds == {"mixup", "cutmix"}  # one of the two per batch, both seen in 6
 
@@ -216,6 +220,9 @@ def test_draw_frequencies(daemon):
 def test_refusals_name_the_option(daemon):
     """Recipe options a stream cannot take: InvalidError naming them."""
     with bfeed.connect(daemon.addr) as c:
+        with c.stream("fx", batch=2, size=32, auto_augment="rand") as s:
+            with pytest.raises(AttributeError, match="explain=True"):
+                next(s).params
         for kw, words in ((dict(mode="eval", auto_augment="rand"), "train transforms"),
                           (dict(auto_augment="rand", aa_magnitude=31), "aa-magnitude 31"),
                           (dict(codec="u8", random_erase=0.5), "codec u8"),
@@ -227,3 +234,16 @@ def test_refusals_name_the_option(daemon):
         with pytest.raises(bfeed.InvalidError) as e:
             c.stream("npy", mixup_alpha=0.2)
         assert "mixup-alpha" in e.value.message and "npy" in e.value.message, e.value.message
+
+
+def test_augment_stage_is_timed(daemon):
+    """The recipe's time is the stream's augment stage (bfeed top, stats):
+    some with a policy, none without one."""
+    with bfeed.connect(daemon.addr) as c:
+        for opts, timed in ((dict(auto_augment="imagenet", random_erase=0.5, mixup_alpha=0.2), True), ({}, False)):
+            with c.stream("fx", batch=4, size=96, epochs=20, **opts) as s:
+                for _ in s:
+                    pass
+                st = s.stats()
+            assert (st["augment_us"] > 0) == timed, st
+            assert st["read_us"] > 0 and st["batch_us"] > 0
