@@ -21,7 +21,7 @@ SUPPORTED = ("Compose", "RandomResizedCrop", "Resize", "CenterCrop", "RandomHori
              "ImageClassification (a weights enum's .transforms())")
 
 # The stages, in the one order the daemon runs them.
-_STAGES = ("geometry", "flip", "jitter", "policy", "tensor", "normalize", "erase")
+_STAGES = ("geometry", "flip", "jitter", "policy", "tensor", "dtype", "normalize", "erase")
 
 
 def _interp(mode):
@@ -67,9 +67,9 @@ def _jitter(t):
             out.append(0.0)
             continue
         lo, hi = float(r[0]), float(r[1])
-        amount = hi if name == "hue" else hi - 1
+        amount = hi if name == "hue" else round(hi - 1, 12)
         want = (-amount, amount) if name == "hue" else (max(0.0, 1 - amount), 1 + amount)
-        if (lo, hi) != want:
+        if not all(abs(a - b) <= 1e-12 for a, b in zip((lo, hi), want)):  # 1 +- x in doubles, not exact
             raise ValueError("ColorJitter %s range (%g, %g): bfeed takes the symmetric form of a single number "
                              "(%s=x gives %s)" % (name, lo, hi, name, "(-x, x)" if name == "hue" else "(1-x, 1+x)"))
         out.append(amount)
@@ -144,14 +144,16 @@ def _one(t, T, AA, presets):
         return [("jitter", {"color_jitter": _jitter(t)})]
     if isinstance(t, (AA.AutoAugment, AA.RandAugment, AA.TrivialAugmentWide)):
         return [("policy", _policy(t, T, AA))]
-    if isinstance(t, (T.ToTensor, T.PILToTensor)):
+    if isinstance(t, T.ToTensor):
         return [("tensor", {})]
+    if isinstance(t, T.PILToTensor):  # uint8 until a ConvertImageDtype
+        return [("tensor", {"_uint8": True})]
     if isinstance(t, T.ConvertImageDtype):
         import torch
         if t.dtype != torch.float32:
             raise ValueError("ConvertImageDtype(%s): bfeed computes in float32 (ConvertImageDtype(torch.float))"
                              % t.dtype)
-        return [("tensor", {})]
+        return [("dtype", {"_uint8": False})]
     if isinstance(t, T.Normalize):
         return [("normalize", {"mean": tuple(map(float, t.mean)), "std": tuple(map(float, t.std))})]
     if isinstance(t, T.RandomErasing):
@@ -203,6 +205,12 @@ def compile_transform(transform):
     opts = {}
     for _, o in steps:
         opts.update(o)
+    if opts.pop("_uint8", False):  # PILToTensor alone: the 0..255 values, as bf16 holds them exactly
+        later = [stage for stage, _ in steps if stage in ("normalize", "erase")]
+        if later:
+            raise ValueError("PILToTensor then %s: torchvision needs a float tensor there (add "
+                             "ConvertImageDtype(torch.float) after PILToTensor)" % later[0])
+        opts["normalize"] = "none"
     if opts["mode"] == "eval":
         random = [stage for stage, _ in steps if stage in ("flip", "jitter", "policy", "erase")]
         if random:
@@ -210,6 +218,6 @@ def compile_transform(transform):
                              "evaluates without them" % ", ".join(random))
     elif "hflip" not in opts:
         opts["hflip"] = 0.0  # no RandomHorizontalFlip: none
-    if "mean" not in opts:  # ToTensor alone: x / 255, as Normalize((0,0,0), (1,1,1))
+    if "mean" not in opts and opts.get("normalize") != "none":  # ToTensor alone: x / 255, as Normalize((0,0,0), (1,1,1))
         opts["mean"], opts["std"] = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
     return opts

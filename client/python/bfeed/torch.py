@@ -69,6 +69,17 @@ its `job` id (random, or job=), so `bfeed stats` and `bfeed top` show the
 loader as one line; bfeed.torch.DataLoader reports the loop's own wait
 (loader.stats()) to the daemon for it, and the verdict is the loop's.
 
+Recipes (README "Recipes"): transform= takes the torchvision transforms a
+recipe holds (a Compose of RandomResizedCrop, RandomHorizontalFlip,
+ColorJitter, AutoAugment / RandAugment / TrivialAugmentWide, ToTensor,
+Normalize, RandomErasing; or Resize + CenterCrop; or a weights enum's
+.transforms()) and compiles them into the stream's options, which the daemon
+runs bit for bit as torchvision would; anything else is refused by name
+when the Dataset is made. mixup_alpha= and cutmix_alpha= mix each batch as
+torchvision's reference recipe does; its soft labels are "target", float32
+[B, num_classes] (num_classes= widens it past the dataset's classes).
+explain=True adds "params" (what each sample drew) and "mix".
+
 Sizes known before iterating, in the main process: len(ds) (and so
 len(loader)) is the batches a whole pass of this rank yields, ds.classes
 the dataset's class names and ds.num_classes their number (asked of the
@@ -112,6 +123,28 @@ def _check_options(opts):
     bfeed.check_options(**opts)
 
 
+def _with_recipe(transform, opts):
+    """opts with a torchvision transform's (bfeed._recipe): the two may
+    say the same thing, never different things."""
+    from bfeed._recipe import compile_transform
+    recipe = compile_transform(transform)
+    for k, v in recipe.items():
+        if k in opts and opts[k] != v:
+            raise ValueError("bfeed.torch.Dataset: %s=%r differs from the transform's %s=%r"
+                             % (k, opts[k], k, v))
+    return dict(recipe, **opts)
+
+
+def _batch_dict(b):
+    """A batch as the dict the Dataset yields: its tensors, with explain's
+    JSON as "params" (one dict per sample) and "mix" (explain=True)."""
+    out = b.torch()
+    if "explain" in out:
+        del out["explain"]
+        out["params"], out["mix"] = b.params, b.mix
+    return out
+
+
 # The state fields a pass starts from, in the shared block (_Dataset._control).
 _CONTROL = ("epoch", "batch", "samples", "start_sample", "saved_world")
 
@@ -123,7 +156,12 @@ class Dataset(_data.IterableDataset):
     dict of bfeed.connect's keywords (reconnect, reconnect_deadline, token,
     token_file, shm)."""
 
-    def __init__(self, addr, dataset, *, rank=None, world_size=None, connect_opts=None, **opts):
+    def __init__(self, addr, dataset, *, rank=None, world_size=None, connect_opts=None, transform=None,
+                 num_classes=None, **opts):
+        if transform is not None:
+            opts = _with_recipe(transform, opts)
+        if num_classes is not None:  # the mixed target's width (mix_classes)
+            opts["mix_classes"] = int(num_classes)
         bad = [k for k in _RESERVED if k in opts]
         if bad:
             raise TypeError("bfeed.torch.Dataset sets %s itself (use set_epoch/load_state_dict)" % ", ".join(bad))
@@ -278,8 +316,9 @@ class Dataset(_data.IterableDataset):
 
     @property
     def num_classes(self):
-        """The dataset's number of classes (0 when it has no labels)."""
-        return self._describe()["num_classes"]
+        """The dataset's number of classes (0 when it has no labels), or
+        num_classes= when it was given (the mixed target's width)."""
+        return self.opts.get("mix_classes") or self._describe()["num_classes"]
 
     @property
     def classes(self):
@@ -317,7 +356,7 @@ class Dataset(_data.IterableDataset):
             client.close()
 
     def _yield(self, b, rank, world, bpe, start_sample, counting):
-        out = b.torch()
+        out = _batch_dict(b)
         p = Position(b.epoch, b.index, rank, world, bpe, start_sample, out["index"].shape[0])
         out["position"] = torch.tensor(p, dtype=torch.int64)
         if counting:  # num_workers=0: this object is the main process's
@@ -377,7 +416,7 @@ class Dataset(_data.IterableDataset):
         with s:  # empty when that position is the end of the epoch
             b = next(iter(s), None)
             if b is not None:
-                out = b.torch()
+                out = _batch_dict(b)
                 p = Position(self.epoch, bpe, rank, world, bpe + 1, 0, 1)
                 out["position"] = torch.tensor(p, dtype=torch.int64)
                 yield out

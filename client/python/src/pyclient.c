@@ -127,8 +127,10 @@ static PyObject *pyclient_opt_text(PyObject *key, PyObject *v) {
     Py_XDECREF(b);
     if (r) return r;
   }
-  if ((PyTuple_Check(v) || PyList_Check(v)) && (PySequence_Size(v) == 3 || PySequence_Size(v) == 4))
-    return pyclient_opt_numbers(v);
+  if ((PyTuple_Check(v) || PyList_Check(v)) && (PySequence_Size(v) == 3 || PySequence_Size(v) == 4)) {
+    PyObject *r = pyclient_opt_numbers(v);
+    if (r || PyErr_Occurred()) return r;
+  }
   if (!PyErr_Occurred())
     PyErr_Format(PyExc_TypeError, "stream option %S: %R is not a bool, int, float, str, or two, three or four "
                  "numbers", key, v);

@@ -41,8 +41,14 @@ def test_option_errors(daemon):
         with pytest.raises(bfeed.InvalidError) as e:
             c.stream("demo", batch=2.5)
         assert "batch 2.5" in e.value.message
-        with pytest.raises(TypeError):
+        # Three or four numbers are one option's text (mean=, color_jitter=):
+        # a whole-number option refuses them by name.
+        with pytest.raises(bfeed.InvalidError) as e:
             c.stream("demo", batch=[1, 2, 3])
+        assert "batch 1,2,3" in e.value.message
+        for bad in ([1, 2, 3, 4, 5], ["a", "b", "c"], {"a": 1}):
+            with pytest.raises(TypeError):
+                c.stream("demo", batch=bad)
 
 
 def test_options_reach_the_daemon(daemon):
