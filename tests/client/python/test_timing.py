@@ -242,7 +242,10 @@ def test_torch_dataloader_stats(daemon, workers):
     st = loader.stats()
     assert n == 20 and st["batches"] == n - 1  # make-demo's 80 train images in 4s
     assert st["step_s"] >= 0.04 * (n - 1)
-    assert st["wait_s"] + st["step_s"] == pytest.approx(elapsed, abs=0.005), (st, elapsed)
+    # The loader's clock and this loop's read the time a few statements
+    # apart at each end: on a loaded machine a preemption there moves them
+    # by milliseconds (6.6 ms seen), never by a step (40 ms).
+    assert st["wait_s"] + st["step_s"] == pytest.approx(elapsed, abs=0.025), (st, elapsed)
     assert st["wait_fraction"] < 0.5, st
     assert st["wait_fraction"] == pytest.approx(st["wait_s"] / (st["wait_s"] + st["step_s"]))
     assert 0 <= st["wait_p50_s"] <= st["wait_p99_s"]
