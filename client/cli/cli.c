@@ -23,6 +23,8 @@ static void usage(FILE *f) {
           "             [--warmup N] [--json]   measure throughput and batch latency\n"
           "  fetch      --connect ADDR --dataset NAME [stream options] --batch-index K --out DIR\n"
           "             write one batch's tensors as .npy files and meta.json\n"
+          "  preview    --connect ADDR --dataset NAME [stream options] --batch-index K --out FILE.png\n"
+          "             [--columns N]   one batch as a contact sheet, with what each sample drew\n"
           "  stats      --connect ADDR [--skipped] [--json]   the daemon's counters: daemon, datasets,\n"
           "             streams, and each stream's verdict: is its job input-bound, and by what\n"
           "  top        --connect ADDR[,ADDR...] [--interval S] [--count N]   a live view of daemons,\n"
@@ -173,6 +175,7 @@ static const struct {
   const char *name, *prog; /* prog: how its messages start */
   int (*run)(int argc, char **argv);
 } commands[] = {{"bench", "bfeed bench", cmd_bench},         {"fetch", "bfeed fetch", cmd_fetch},
+                {"preview", "bfeed preview", cmd_preview},
                 {"stats", "bfeed stats", cmd_stats},         {"top", "bfeed top", cmd_top},
                 {"make-demo", "bfeed make-demo", cmd_make_demo},
                 {"pack", "bfeed pack", cmd_pack},            {"version", "bfeed version", cmd_version},   {"--version", "bfeed", cmd_version}};

@@ -5,6 +5,7 @@
 
 int cmd_bench(int argc, char **argv);
 int cmd_fetch(int argc, char **argv);
+int cmd_preview(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 

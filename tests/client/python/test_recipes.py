@@ -247,3 +247,42 @@ def test_augment_stage_is_timed(daemon):
                 st = s.stats()
             assert (st["augment_us"] > 0) == timed, st
             assert st["read_us"] > 0 and st["batch_us"] > 0
+
+
+def test_preview_contact_sheet(daemon, tmp_path):
+    """bfeed preview writes a PNG (decoded here by Pillow): each cell is the
+    batch's sample un-normalised, (x * std + mean) * 255 rounded, as the
+    same stream serves it; under it one caption line per thing drawn
+    (crop and flip, jitter, each op, the box), ink on exactly those lines."""
+    import os
+    import subprocess
+    opts = ["--batch", "2", "--size", "48,64", "--seed", "7", "--auto-augment", "rand", "--aa-num-ops", "3",
+            "--color-jitter", "0.4,0.4,0.4,0.1", "--random-erase", "0.6", "--cutmix-alpha", "1"]
+    out = tmp_path / "sheet.png"
+    r = subprocess.run([os.environ["BFEED"], "preview", "--connect", daemon.addr, "--dataset", "fx", *opts,
+                        "--batch-index", "1", "--columns", "2", "--out", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    sheet = np.asarray(Image.open(out).convert("RGB"))
+    with bfeed.connect(daemon.addr) as c, c.stream("fx", batch=2, size=(48, 64), seed=7, auto_augment="rand",
+                                                   aa_num_ops=3, color_jitter=(0.4, 0.4, 0.4, 0.1),
+                                                   random_erase=0.6, cutmix_alpha=1.0, explain=True,
+                                                   start_batch=1) as s:
+        b = next(s)
+    x = b.torch("image").float()
+    mean, std = torch.tensor(MEAN)[:, None, None], torch.tensor(STD)[:, None, None]
+    want = ((x * std + mean) * 255).clamp(0, 255).round().to(torch.uint8).permute(0, 2, 3, 1).numpy()
+    pad, line, cw, H, W = 6, 9, 240, 48, 64
+    lines = max(1 + ("jitter" in p) + len(p["ops"]) + bool(p["erase"]) for p in b.params)
+    top, ch = line + 2 * pad, H + pad + lines * line + pad
+    assert sheet.shape == (top + ch, pad + 2 * (cw + pad), 3)
+    assert (sheet[pad:pad + 7] < 128).any()  # the header: epoch, batch, cutmix lam
+    for i, p in enumerate(b.params):
+        x0, y0 = pad + i * (cw + pad), top
+        assert np.array_equal(sheet[y0:y0 + H, x0:x0 + W], want[i]), i
+        n = 1 + ("jitter" in p) + len(p["ops"]) + bool(p["erase"])
+        for k in range(lines):
+            y = y0 + H + pad + k * line
+            assert (sheet[y:y + 7, x0:x0 + cw] < 128).any() == (k < n), (i, k, n, p)
+    r = subprocess.run([os.environ["BFEED"], "preview", "--connect", daemon.addr, "--dataset", "npy", "--batch", "4",
+                        "--batch-index", "0", "--out", str(tmp_path / "npy.png")], capture_output=True, text=True)
+    assert r.returncode == 1 and "image" in r.stderr, r.stderr
