@@ -31,33 +31,26 @@ void aug_mix_draw(const aug_mix *m, int height, int width, rng_t *r, aug_mix_dra
 }
 
 /* x * lam + xr * (1 - lam): batch.mul_(lam).add_(batch_rolled.mul_(1 - lam))
- * in float32, each product rounded before the sum (volatile: never an FMA). */
-static float aug_mix_blend(float x, float xr, float lam, float mu) {
-  volatile float a = x * lam, b = xr * mu;
+ * in float32, each product rounded before the sum (augment/ is built with
+ * -ffp-contract=off: never an FMA). */
+static float aug_mix_blend_one(float x, float xr, float lam, float mu) {
+  float a = x * lam, b = xr * mu;
   return a + b;
 }
 
-void aug_mix_apply(const aug_mix_drawn *d, float *batch, int B, int height, int width, int nchw, float *tmp) {
-  if (d->kind == AUG_MIX_NONE || B < 1) return;
-  size_t n = (size_t)3 * height * width;
+void aug_mix_blend(const aug_mix_drawn *d, const float *x, const float *xr, size_t n, float *out) {
   float lam = (float)d->lam, mu = (float)(1.0 - d->lam);
-  /* Every sample mixes with its predecessor's original pixels: walk from
-   * the last, keeping the last's originals for sample 0. */
-  memcpy(tmp, batch + (size_t)(B - 1) * n, n * sizeof *tmp);
-  for (int b = B - 1; b >= 0; b--) {
-    float *x = batch + (size_t)b * n;
-    const float *xr = b > 0 ? batch + (size_t)(b - 1) * n : tmp;
-    if (d->kind == AUG_MIX_MIXUP) {
-      for (size_t i = 0; i < n; i++) x[i] = aug_mix_blend(x[i], xr[i], lam, mu);
-      continue;
+  for (size_t i = 0; i < n; i++) out[i] = aug_mix_blend_one(x[i], xr[i], lam, mu);
+}
+
+void aug_mix_cut(const aug_mix_drawn *d, uint16_t *x, const uint16_t *xr, int height, int width, int nchw) {
+  size_t row = (size_t)(d->x2 - d->x1);
+  if (d->x2 <= d->x1) return;
+  for (int c = 0; c < (nchw ? 3 : 1); c++)
+    for (int y = d->y1; y < d->y2; y++) {
+      size_t at = nchw ? ((size_t)c * height + y) * width + d->x1 : ((size_t)y * width + d->x1) * 3;
+      memmove(x + at, xr + at, (nchw ? row : row * 3) * sizeof *x);
     }
-    for (int c = 0; c < 3; c++)
-      for (int y = d->y1; y < d->y2; y++)
-        for (int xx = d->x1; xx < d->x2; xx++) {
-          size_t at = nchw ? ((size_t)c * height + y) * width + xx : ((size_t)y * width + xx) * 3 + c;
-          x[at] = xr[at];
-        }
-  }
 }
 
 void aug_mix_targets(const aug_mix_drawn *d, const int32_t *labels, int B, int classes, float *target) {
@@ -70,7 +63,7 @@ void aug_mix_targets(const aug_mix_drawn *d, const int32_t *labels, int B, int c
       t[y] = 1.0f;
       continue;
     }
-    t[y] = aug_mix_blend(1.0f, 0.0f, lam, mu);
-    t[yr] = aug_mix_blend(y == yr ? 1.0f : 0.0f, 1.0f, lam, mu);
+    t[y] = aug_mix_blend_one(1.0f, 0.0f, lam, mu);
+    t[yr] = aug_mix_blend_one(y == yr ? 1.0f : 0.0f, 1.0f, lam, mu);
   }
 }

@@ -38,9 +38,12 @@ typedef struct aug_mix_drawn {
 int aug_mix_active(const aug_mix *m);
 /* Draw for a batch of height x width images. */
 void aug_mix_draw(const aug_mix *m, int height, int width, rng_t *r, aug_mix_drawn *out);
-/* Mix B images of float32 values in place (CHW when nchw, else HWC); tmp
- * holds one image (3 * height * width floats). */
-void aug_mix_apply(const aug_mix_drawn *d, float *batch, int B, int height, int width, int nchw, float *tmp);
+/* MixUp of one sample x with the one before it, xr (batch.roll(1, 0)):
+ * out[i] = x[i] * lam + xr[i] * (1 - lam), n float32 values. */
+void aug_mix_blend(const aug_mix_drawn *d, const float *x, const float *xr, size_t n, float *out);
+/* CutMix of one sample: x's box becomes xr's, images of bf16 values (a
+ * copy commutes with the cast) in CHW when nchw, else HWC. */
+void aug_mix_cut(const aug_mix_drawn *d, uint16_t *x, const uint16_t *xr, int height, int width, int nchw);
 /* target[B][classes] for the labels (each in 0..classes-1). */
 void aug_mix_targets(const aug_mix_drawn *d, const int32_t *labels, int B, int classes, float *target);
 

@@ -72,6 +72,19 @@ static int aug_program_policy_op(const aug_program *p, const pil_rgb *src, pil_r
   }
 }
 
+/* Whether op's pixels may be computed in place (pil_enhance.h, pil_hsv.h
+ * say which): all but the affine ops and Sharpness, which read neighbours. */
+static int aug_program_in_place(enum aug_op op) {
+  return op != AUG_SHARPNESS && op != AUG_SHEAR_X && op != AUG_SHEAR_Y && op != AUG_TRANSLATE_X &&
+         op != AUG_TRANSLATE_Y && op != AUG_ROTATE;
+}
+
+static int aug_program_refused(const aug_drawn *d, int k, char *err, size_t errlen) {
+  return snprintf(err, errlen, "internal: %s refused its arguments",
+                  k < d->jitter.n ? aug_jitter_name(d->jitter.kind[k]) : aug_op_name(d->ops[k - d->jitter.n].op)),
+         BFEED_EINTERNAL;
+}
+
 int aug_program_sample(const aug_program *p, rng_t *r, uint8_t *rgb, int height, int width, uint8_t *tmp,
                        aug_drawn *d, char *err, size_t errlen) {
   memset(d, 0, sizeof *d);
@@ -85,12 +98,16 @@ int aug_program_sample(const aug_program *p, rng_t *r, uint8_t *rgb, int height,
   pil_rgb *src = &a, *dst = &b;
   int n = d->jitter.n + d->nops;
   for (int k = 0; k < n; k++) {
-    int rc = k < d->jitter.n ? aug_program_jitter_op(src, dst, d->jitter.kind[k], d->jitter.factor[k])
-                             : aug_program_policy_op(p, src, dst, &d->ops[k - d->jitter.n]);
-    if (rc != 0)
-      return snprintf(err, errlen, "internal: %s refused its arguments",
-                      k < d->jitter.n ? aug_jitter_name(d->jitter.kind[k]) : aug_op_name(d->ops[k - d->jitter.n].op)),
-             BFEED_EINTERNAL;
+    const aug_drawn_op *op = k < d->jitter.n ? NULL : &d->ops[k - d->jitter.n];
+    if (op && op->op == AUG_IDENTITY) continue;
+    if (!op || aug_program_in_place(op->op)) { /* the colour ops: no second buffer, no copy */
+      int rc = op ? aug_program_policy_op(p, src, src, op)
+                  : aug_program_jitter_op(src, src, d->jitter.kind[k], d->jitter.factor[k]);
+      if (rc != 0) return aug_program_refused(d, k, err, errlen);
+      continue;
+    }
+    int rc = aug_program_policy_op(p, src, dst, op);
+    if (rc != 0) return aug_program_refused(d, k, err, errlen);
     pil_rgb *t = src;
     src = dst;
     dst = t;

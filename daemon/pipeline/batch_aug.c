@@ -38,7 +38,7 @@ int batch_aug_reserve(batch_aug_mem *m, uint32_t B, int height, int width, int m
   if (batch_aug_grow(&m->sample, &m->sample_cap, (size_t)B * sizeof *m->sample, grew) < 0 ||
       batch_aug_grow(&m->tmp, &m->tmp_cap, px, grew) < 0 ||
       batch_aug_grow(&m->labels, &m->labels_cap, (size_t)B * sizeof *m->labels, grew) < 0 ||
-      (mixed && batch_aug_grow(&m->f32, &m->f32_cap, ((size_t)B + 1) * px * sizeof *m->f32, grew) < 0))
+      (mixed && batch_aug_grow(&m->f32, &m->f32_cap, 4 * px * sizeof *m->f32, grew) < 0))
     return BFEED_ENOMEM;
   return 0;
 }
@@ -60,14 +60,31 @@ static void batch_aug_to_f32(const uint8_t *rgb, int height, int width, int nhwc
     for (int c = 0; c < 3; c++) out[nhwc ? p * 3 + c : c * plane + p] = lutf[c][rgb[p * 3 + c]];
 }
 
+/* Sample i as float32, erased: what MixUp blends. */
+static void batch_aug_sample_f32(const aug_program *prog, const batch_aug_mem *m, const uint8_t *rgb, uint32_t i,
+                                 int height, int width, int nhwc, const float lutf[3][256], float *out) {
+  size_t px = (size_t)height * width * 3;
+  batch_aug_to_f32(rgb + px * i, height, width, nhwc, lutf, out);
+  const batch_aug_sample *s = &m->sample[i];
+  if (prog->erase_on && s->aug.erase.on) {
+    rng_t r = s->aug.erase_rng;
+    aug_erase_apply_f32(&prog->erase, &s->aug.erase, out, height, width, !nhwc, &r);
+  }
+}
+
 void batch_aug_image(const aug_program *prog, batch_aug_mem *m, const uint8_t *rgb, uint32_t B, int height,
                      int width, int nhwc, const uint16_t lut[3][256], const float lutf[3][256], uint64_t seed,
                      uint64_t epoch, uint64_t index, uint16_t *out) {
   size_t px = (size_t)height * width * 3;
   memset(&m->mix, 0, sizeof m->mix);
-  if (!aug_mix_active(&prog->mix)) {
+  if (aug_mix_active(&prog->mix)) {
+    rng_t r;
+    rng_init(&r, seed, RNG_DOMAIN_MIX, epoch, index);
+    aug_mix_draw(&prog->mix, height, width, &r, &m->mix);
+  }
+  if (m->mix.kind != AUG_MIX_MIXUP) {
     /* Erased after the cast: the box's value cast to bf16 is what the
-     * float32 erase then .to(bfloat16) gives. */
+     * float32 erase then .to(bfloat16) gives; and CutMix only copies. */
     for (uint32_t i = 0; i < B; i++) {
       uint16_t *img = out + px * i;
       tobf16_rect(rgb + px * i, height, width, 0, nhwc, lut, (uint8_t *)img);
@@ -77,22 +94,26 @@ void batch_aug_image(const aug_program *prog, batch_aug_mem *m, const uint8_t *r
         aug_erase_apply_bf16(&prog->erase, &s->aug.erase, img, height, width, !nhwc, &r);
       }
     }
+    if (m->mix.kind != AUG_MIX_CUTMIX) return;
+    /* Each sample takes its predecessor's box as it was: from the last
+     * down, sample 0 from the last's kept first. */
+    uint16_t *last = (uint16_t *)m->f32;
+    memcpy(last, out + px * (B - 1), px * sizeof *out);
+    for (uint32_t i = B - 1; i >= 1; i--) aug_mix_cut(&m->mix, out + px * i, out + px * (i - 1), height, width, !nhwc);
+    aug_mix_cut(&m->mix, out, last, height, width, !nhwc);
     return;
   }
+  /* MixUp, a sample at a time: its float32 and its predecessor's (for
+   * sample 0, the last's), blended, cast. */
+  float *last = m->f32, *bufs[2] = {last + px, last + 2 * px}, *mixed = last + 3 * px;
+  batch_aug_sample_f32(prog, m, rgb, B - 1, height, width, nhwc, lutf, last);
   for (uint32_t i = 0; i < B; i++) {
-    float *img = m->f32 + px * i;
-    batch_aug_to_f32(rgb + px * i, height, width, nhwc, lutf, img);
-    batch_aug_sample *s = &m->sample[i];
-    if (prog->erase_on && s->aug.erase.on) {
-      rng_t r = s->aug.erase_rng;
-      aug_erase_apply_f32(&prog->erase, &s->aug.erase, img, height, width, !nhwc, &r);
-    }
+    float *x = bufs[i & 1];
+    const float *xr = i == 0 ? last : bufs[(i - 1) & 1];
+    batch_aug_sample_f32(prog, m, rgb, i, height, width, nhwc, lutf, x);
+    aug_mix_blend(&m->mix, x, xr, px, mixed);
+    bf16_from_f32_array(out + px * i, mixed, px);
   }
-  rng_t r;
-  rng_init(&r, seed, RNG_DOMAIN_MIX, epoch, index);
-  aug_mix_draw(&prog->mix, height, width, &r, &m->mix);
-  aug_mix_apply(&m->mix, m->f32, (int)B, height, width, !nhwc, m->f32 + px * B);
-  bf16_from_f32_array(out, m->f32, px * B);
 }
 
 void batch_aug_image_timed(const aug_program *prog, batch_aug_mem *m, const uint8_t *rgb, uint32_t B, int height,

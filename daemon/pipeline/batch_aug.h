@@ -32,7 +32,7 @@ typedef struct batch_aug_mem {
   size_t sample_cap;        /* bytes */
   uint8_t *tmp;             /* one image: the pixel ops' other buffer */
   size_t tmp_cap;
-  float *f32;               /* the batch in float32 and one image more, when it is mixed */
+  float *f32;               /* four images of float32, when the batch is mixed (batch_aug_image) */
   size_t f32_cap;
   int32_t *labels;          /* the batch's labels, for its targets */
   size_t labels_cap;
