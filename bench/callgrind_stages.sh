@@ -14,6 +14,10 @@
 #   sample     sample_load (decode + resize + what sample.c adds: mirror)
 #   batch      batch_build (sample + file read + cast to bf16 + frame)
 # and their differences: batch - sample is the read, cast and framing.
+# With a recipe in RECIPE (stream options, e.g. RECIPE="--auto-augment ta_wide
+# --random-erase 0.1 --mixup-alpha 0.2 --cutmix-alpha 1"), also the recipe's
+# stages per sample (aug_program_sample: the pixel ops; batch_aug_image: erase,
+# mix, cast) and each pixel op's instructions per call, on the output size.
 set -eu
 bin=${1:?usage: bench/callgrind_stages.sh BIN_DIR DATA_DIR [MODE] [SAMPLES] [SIZE]}
 data=${2:?usage: bench/callgrind_stages.sh BIN_DIR DATA_DIR [MODE] [SAMPLES] [SIZE]}
@@ -28,7 +32,7 @@ pid=$!
 i=0
 while [ ! -S "$run/s.sock" ]; do sleep 0.2; i=$((i + 1)); [ $i -lt 300 ] || { cat "$run/vg.log"; exit 1; }; done
 "$bin/bfeed" fetch --connect "unix:$run/s.sock" --dataset bench --mode "$mode" --size "$size" --batch "$samples" \
-  --shuffle off --batch-index 0 --out "$run/out" >/dev/null
+  --shuffle off --batch-index 0 --out "$run/out" ${RECIPE:-} >/dev/null
 kill -TERM $pid
 wait $pid || true
 /usr/bin/python3 - "$run/cg.out" "$mode" <<'PY'
@@ -68,4 +72,13 @@ print("%s, %d samples; instructions per sample (millions)" % (mode, n))
 print("| decode | resize | sample (decode+resize+rest) | batch_build - sample (read, cast, frame) | batch_build |")
 print("|---|---|---|---|---|")
 print("| %.2f | %.2f | %.2f | %.2f | %.2f |" % (dec / 1e6, rs / 1e6, smp / 1e6, (bb - smp) / 1e6, bb / 1e6))
+if calls.get("aug_program_sample"):
+    print("\nrecipe: pixel ops (aug_program_sample) %.2f, erase + mix + cast (batch_aug_image) %.2f million per sample"
+          % (per("aug_program_sample") / 1e6, per("batch_aug_image") / 1e6))
+    print("| op | calls | instructions per call (millions) |")
+    print("|---|---:|---:|")
+    ops = r"pil_(affine_(apply_op|rotate)|hsv_adjust_hue|enhance_(brightness|saturation|contrast|sharpness|" \
+          r"posterize|solarize|autocontrast|equalize|invert))$"
+    for f in sorted(k for k in incl if re.match(ops, k) and calls.get(k)):
+        print("| %s | %d | %.3f |" % (f, calls[f], incl[f] / calls[f] / 1e6))
 PY

@@ -14,7 +14,9 @@
  * Whatever codec a stream asks for, a batch travels as what fits it
  * (codec_for_batch): the u8 form only where there is an image tensor, and
  * a compressor asked for on an image batch compresses its u8 form (half
- * the bytes to compress and no bf16 noise in them: smaller and faster).
+ * the bytes to compress and no bf16 noise in them: smaller and faster);
+ * batch.c asks for the u8 form only where the pixels are the values (no
+ * erasing or mixing after Normalize).
  */
 #ifndef BFEED_CODEC_H
 #define BFEED_CODEC_H

@@ -17,6 +17,7 @@
 #include "image_decode.h"
 #include "msg.h"
 #include "names.h"
+#include "opts.h"
 #include "rng.h"
 #include "skips.h"
 #include "tobf16.h"
@@ -25,6 +26,13 @@
 /* Tries after the first for a sample whose read or decode fails for a
  * reason of the moment (EMFILE, ENOMEM, EIO), with pauses between. */
 #define BATCH_RETRIES 3
+
+/* What a batch travels as (codec.h): the u8 form of an image batch,
+ * unless its values are made after Normalize (erasing, mixing), which 8
+ * bits cannot carry: then zstd and lz4 compress its bf16. */
+static int batch_codec(const bfeed_stream_opts *o, int has_image) {
+  return codec_for_batch(o->codec, has_image && !opts_after_normalize(o));
+}
 
 /* An image's output width: width, or size for a square. */
 static uint32_t batch_width(const bfeed_stream_opts *o) { return o->width ? o->width : o->size; }
@@ -51,7 +59,7 @@ void batch_spec_init(batch_spec *s, dataset *ds, const bfeed_stream_opts *o, uin
   /* Codec u8 (and zstd, which sends image batches as u8+zstd: batch_build)
    * sends the pixels as served, mirrored; with codec none the mirror is
    * part of the pass to bf16 (tobf16.h), not a pass of its own. */
-  s->sample.defer_flip = !codec_get(codec_for_batch(o->codec, 1))->u8;
+  s->sample.defer_flip = !codec_get(batch_codec(o, 1))->u8;
   aug_program_init(&s->aug, o, (int)o->size, (int)batch_width(o));
   if (aug_program_active(&s->aug)) s->sample.defer_flip = 0; /* the ops see the flipped image */
   /* Inputs are 8-bit after resampling, so normalisation and the cast are a
@@ -148,7 +156,7 @@ uint64_t batch_frame_estimate(const batch_spec *s) {
   batch_layout L;
   batch_largest(s, &L);
   /* u8 data is at most the raw bytes plus its head; a compressor's bound covers both. */
-  int codec = codec_for_batch(s->opts.codec, L.image != NULL);
+  int codec = batch_codec(&s->opts, L.image != NULL);
   uint64_t data = codec_bound(codec, L.m.raw_size + (codec_get(codec)->u8 ? MSG_U8_HEAD : 0));
   return data + frame_overhead(&L.m) + 63;
 }
@@ -558,7 +566,7 @@ void batch_build(batch_job *job, batch_worker *w) {
   /* What the batch travels as (codec.h): the u8 form only with an image
    * tensor, and a compressor on an image batch compresses its u8 form
    * (PROTOCOL.md, bench/README.md). */
-  m->codec = (uint8_t)codec_for_batch(o->codec, L.image != NULL);
+  m->codec = (uint8_t)batch_codec(o, L.image != NULL);
   const codec_info *codec = codec_get(m->codec);
   int zst = codec->comp != NULL, u8 = codec->u8;
   size_t scratch = dataset_has_text(s->ds) ? s->ds->vectors.dim : dataset_has_features(s->ds) ? s->ds->features.row_floats : 0;

@@ -146,21 +146,53 @@ def test_nhwc_and_mix_classes(daemon, data):
     assert not b.torch("target")[:, n:].any()
 
 
-def test_same_batch_whatever_the_worker_and_sharing(daemon, data, own_daemon):
+def test_same_batch_whatever_the_worker_transport_and_daemons(daemon, data, two_daemons):
     """A recipe's batch is a pure function of (options, seed, epoch, batch
-    index): the same bytes from a daemon with other workers, and when the
-    stream starts at a later epoch."""
+    index): the same bytes and targets from 2 workers or 1, over shared
+    memory or the socket, zstd on the wire, spread over two daemons, and
+    from a stream that starts at a later epoch; and an identical stream
+    beside it (shared batches) gets them too."""
     opts = dict(color_jitter=(0.4, 0.4, 0.4, 0.1), auto_augment="imagenet", random_erase=0.5, erase_random=True,
-                mixup_alpha=0.2, cutmix_alpha=1.0, batch=2, size=40, seed=9)
-    got = []
-    for d, kw in ((daemon, dict(epochs=3)), (own_daemon, dict(epochs=3)), (daemon, dict(epoch=2, epochs=1))):
-        with bfeed.connect(d.addr) as c, c.stream("fx", **opts, **kw) as s:
-            got.append([(b.epoch, b.index, b.torch("image").clone(), b.torch("target").clone()) for b in s])
-    assert len(got[0]) == 6 and len(got[2]) == 2
-    for (e0, i0, x0, t0), (e1, i1, x1, t1) in zip(got[0], got[1]):
-        assert (e0, i0) == (e1, i1) and same_bits(x0, x1) and torch.equal(t0, t1)
-    for (e0, i0, x0, t0), (e1, i1, x1, t1) in zip(got[0][4:], got[2]):
-        assert (e0, i0) == (e1, i1) and same_bits(x0, x1) and torch.equal(t0, t1)
+                mixup_alpha=0.2, cutmix_alpha=1.0, batch=2, size=40, seed=9, explain=True)
+    a, b = two_daemons
+
+    def read(addr, connect=None, **kw):
+        with bfeed.connect(addr, **(connect or {})) as c, c.stream("fx", **dict(opts, **kw)) as s:
+            return [(x.epoch, x.index, x.torch("image").view(torch.int16).clone(), x.torch("target").clone(),
+                     x.mix, x.params) for x in s]
+
+    want = read(daemon.addr, epochs=3)
+    assert len(want) == 6
+    for got in (read(a.addr, epochs=3), read(daemon.addr, dict(shm=False), epochs=3),
+                read(daemon.addr, dict(shm=False), epochs=3, codec="zstd"),
+                read(daemon.addr, dict(shm=False), epochs=3, codec="lz4"),
+                read(a.addr + "," + b.addr, epochs=3)):
+        assert len(got) == 6
+        for x, y in zip(want, got):
+            assert x[:2] == y[:2] and torch.equal(x[2], y[2]) and torch.equal(x[3], y[3]) and x[4:] == y[4:]
+    later = read(daemon.addr, epoch=2, epochs=1)
+    for x, y in zip(want[4:], later):
+        assert x[:2] == y[:2] and torch.equal(x[2], y[2]) and torch.equal(x[3], y[3])
+    with bfeed.connect(daemon.addr) as c, c.stream("fx", epochs=3, **opts) as s1, \
+            c.stream("fx", epochs=3, **opts) as s2:
+        for x in want:
+            for s in (s1, s2):
+                y = next(s)
+                assert torch.equal(x[2], y.torch("image").view(torch.int16)) and torch.equal(x[3], y.torch("target"))
+        shared = s1.stats()["batches_shared"] + s2.stats()["batches_shared"]
+    assert shared > 0
+
+
+def test_codec_u8_carries_the_policy(daemon, data):
+    """Codec u8 sends the 8-bit pixels after the crop, flip, jitter and
+    policy (before Normalize): expanded, the same bf16 as codec none."""
+    opts = dict(batch=4, size=48, seed=1, color_jitter=(0.3, 0.3, 0.3, 0.1), auto_augment="ta_wide", epochs=2)
+    with bfeed.connect(daemon.addr, shm=False) as c:
+        with c.stream("fx", codec="none", **opts) as s:
+            none = [x.torch("image").view(torch.int16).clone() for x in s]
+        with c.stream("fx", codec="u8", **opts) as s:
+            u8 = [x.torch("image").view(torch.int16).clone() for x in s]
+    assert len(none) == 2 and all(torch.equal(x, y) for x, y in zip(none, u8))
 
 
 def test_random_erase_values_are_standard_normal(daemon, data):
