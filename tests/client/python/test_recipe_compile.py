@@ -2,6 +2,8 @@
 stream options and served, against torchvision itself: the reference
 recipe replayed from what each sample drew, the weights' eval presets
 bit for bit with no replay; what bfeed cannot run refused by name."""
+import os
+
 import pytest
 import torch
 import torchvision.transforms as T
@@ -129,3 +131,36 @@ def test_bicubic_resize_232_eval(daemon, data):
     ds = bfeed.torch.Dataset(daemon.addr, "fx", transform=t, batch=len(data["images"]), shuffle="off")
     (b,) = list(bfeed.torch.DataLoader(ds))
     assert same_bits(b["image"], want)
+
+
+SHARED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "shared", "data",
+                      "imagenet-100")
+
+
+@pytest.mark.skipif(not os.path.isdir(SHARED), reason="../shared/data/imagenet-100 is not beside the checkout")
+def test_reference_recipe_on_imagenet_jpegs(tmp_path):
+    """The reference recipe on the team's 100 ImageNet JPEGs (one
+    grayscale): every sample of 4 batches of 25, replayed from what it drew
+    with torchvision on ImageFolder's own images, equals what bfeed served;
+    and the weights' eval preset, bit for bit, on all 100."""
+    from torchvision.datasets import ImageFolder
+    from conftest import _binary
+    from oracle_util import Daemon
+    folder = ImageFolder(SHARED)
+    paths = [p for p, _ in folder.samples]
+    d = Daemon(_binary("BFEEDD"), str(tmp_path), ["in=" + SHARED])
+    try:
+        ds = bfeed.torch.Dataset(d.addr, "in", transform=reference_train(), mixup_alpha=0.2, cutmix_alpha=1.0,
+                                 batch=25, seed=1, explain=True)
+        opts = compile_transform(reference_train())
+        for b in bfeed.torch.DataLoader(ds):
+            e = {"samples": b["params"], "mix": b["mix"]}
+            want, target = replay_batch(paths, e, (176, 176), opts, ds.num_classes, b["label"].tolist())
+            assert same_bits(b["image"], want) and torch.equal(b["target"], target), (b["position"], e["mix"])
+        preset = ResNet50_Weights.IMAGENET1K_V2.transforms()
+        val = bfeed.torch.Dataset(d.addr, "in", transform=preset, batch=25, shuffle="off")
+        for b in bfeed.torch.DataLoader(val):
+            want = torch.stack([preset(folder.loader(paths[i])) for i in b["index"].tolist()]).to(torch.bfloat16)
+            assert same_bits(b["image"], want), b["index"]
+    finally:
+        d.kill()

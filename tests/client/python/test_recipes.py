@@ -318,3 +318,30 @@ def test_preview_contact_sheet(daemon, tmp_path):
     r = subprocess.run([os.environ["BFEED"], "preview", "--connect", daemon.addr, "--dataset", "npy", "--batch", "4",
                         "--batch-index", "0", "--out", str(tmp_path / "npy.png")], capture_output=True, text=True)
     assert r.returncode == 1 and "image" in r.stderr, r.stderr
+
+
+def test_packs_serve_the_same_recipe(data, tmp_path):
+    """A recipe on `bfeed pack`'s packs (raw pixels, original JPEGs): the
+    folder's batches, byte for byte."""
+    import subprocess
+    from conftest import _binary
+    from oracle_util import Daemon
+    fx = data["datasets"][0].split("=", 1)[1]
+    for images in ("raw", "original"):
+        subprocess.run([_binary("BFEED"), "pack", fx, str(tmp_path / images), "--images", images], check=True,
+                       capture_output=True)
+    d = Daemon(_binary("BFEEDD"), str(tmp_path), ["fx=" + fx, "raw=pack:%s" % (tmp_path / "raw"),
+                                                  "jpeg=pack:%s" % (tmp_path / "original")])
+    opts = dict(color_jitter=(0.4, 0.4, 0.4, 0.1), auto_augment="rand", random_erase=0.5, mixup_alpha=0.2,
+                cutmix_alpha=1.0, batch=2, size=40, seed=9, epochs=3)
+    try:
+        got = {}
+        with bfeed.connect(d.addr) as c:
+            for name in ("fx", "raw", "jpeg"):
+                with c.stream(name, **opts) as s:
+                    got[name] = [(x.torch("image").view(torch.int16).clone(), x.torch("target").clone()) for x in s]
+    finally:
+        d.kill()
+    assert len(got["fx"]) == 6
+    for name in ("raw", "jpeg"):
+        assert all(torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]) for a, b in zip(got["fx"], got[name])), name
