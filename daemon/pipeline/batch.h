@@ -69,6 +69,10 @@ int batch_spec_check_memory(const batch_spec *s, uint64_t share, const char *who
 uint64_t batch_frame_estimate(const batch_spec *s);
 /* Raw tensor bytes of the largest batch of s: a shared-memory slot's size. */
 uint64_t batch_raw_estimate(const batch_spec *s);
+/* An image's output width: width, or size for a square. */
+static inline uint32_t batch_width(const bfeed_stream_opts *o) { return o->width ? o->width : o->size; }
+/* One image's pixels, H x W x 3. */
+static inline size_t batch_image_px(const bfeed_stream_opts *o) { return (size_t)o->size * batch_width(o) * 3; }
 /* Tokens served for sample i (text kinds): its length, capped. */
 static inline uint32_t batch_sample_len(const batch_spec *s, uint32_t i) {
   uint32_t n = textset_len(&s->ds->text, i);
