@@ -38,7 +38,8 @@ static float aug_mix_blend_one(float x, float xr, float lam, float mu) {
   return a + b;
 }
 
-void aug_mix_blend(const aug_mix_drawn *d, const float *x, const float *xr, size_t n, float *out) {
+void aug_mix_blend(const aug_mix_drawn *d, const float *restrict x, const float *restrict xr, size_t n,
+                   float *restrict out) {
   float lam = (float)d->lam, mu = (float)(1.0 - d->lam);
   for (size_t i = 0; i < n; i++) out[i] = aug_mix_blend_one(x[i], xr[i], lam, mu);
 }

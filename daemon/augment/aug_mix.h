@@ -40,7 +40,8 @@ int aug_mix_active(const aug_mix *m);
 void aug_mix_draw(const aug_mix *m, int height, int width, rng_t *r, aug_mix_drawn *out);
 /* MixUp of one sample x with the one before it, xr (batch.roll(1, 0)):
  * out[i] = x[i] * lam + xr[i] * (1 - lam), n float32 values. */
-void aug_mix_blend(const aug_mix_drawn *d, const float *x, const float *xr, size_t n, float *out);
+void aug_mix_blend(const aug_mix_drawn *d, const float *restrict x, const float *restrict xr, size_t n,
+                   float *restrict out);
 /* CutMix of one sample: x's box becomes xr's, images of bf16 values (a
  * copy commutes with the cast) in CHW when nchw, else HWC. */
 void aug_mix_cut(const aug_mix_drawn *d, uint16_t *x, const uint16_t *xr, int height, int width, int nchw);
