@@ -249,7 +249,7 @@ int main(void) {
         printf("ok %zu %d %d %d %d %d\n", n, c.left, c.top, c.width, c.height, c.flip);
       else
         printf("ok %zu\n", n);
-      fwrite(out, 1, n, stdout);
+      if (n) fwrite(out, 1, n, stdout); /* a geometry answer of no pixels has no buffer (NULL) */
     } else {
       printf("err %s\n", err);
     }
