@@ -159,10 +159,14 @@ def main():
           (a.rounds, B, a.workers, a.workers))
     for name, _ in cases:
         print("%-30s %8.1f samples/s  (%s)" % (name, med[name], ", ".join("%.1f" % x for x in res[name])))
-    print("recipe: bfeed / torch %.2f; bfeed recipe / bfeed plain train %.2f" %
-          (med["bfeed recipe 176"] / med["torch recipe 176"], med["bfeed recipe 176"] / med["bfeed train 176"]))
-    print("eval: 232 bicubic / 256 bilinear %.2f" %
-          (med["bfeed eval 224 @232 bicubic"] / med["bfeed eval 224 @256 bilinear"]))
+    def ratio(a, b):
+        """The median of the round-by-round ratios, and the ratio of the medians."""
+        return statistics.median(x / y for x, y in zip(res[a], res[b])), med[a] / med[b]
+    for what, a, b in (("recipe: bfeed / torch", "bfeed recipe 176", "torch recipe 176"),
+                       ("recipe: bfeed recipe / bfeed plain train", "bfeed recipe 176", "bfeed train 176"),
+                       ("eval: 232 bicubic / 256 bilinear", "bfeed eval 224 @232 bicubic",
+                        "bfeed eval 224 @256 bilinear")):
+        print("%s: %.2f by round (median), %.2f of the medians" % ((what,) + ratio(a, b)))
     quiet_report()
 
 
