@@ -19,19 +19,14 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from bench_util import quiet_report, start_daemon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
 RECIPE = ["--auto-augment", "ta_wide", "--aa-interpolation", "bilinear", "--random-erase", "0.1",
           "--mixup-alpha", "0.2", "--cutmix-alpha", "1"]
-
-
-def quiet_report():
-    print("load average: %s" % open("/proc/loadavg").read().strip())
-    top = subprocess.run(["ps", "-eo", "pcpu,pid,comm", "--sort=-pcpu"], capture_output=True, text=True).stdout
-    print("busiest processes:\n" + "\n".join(top.splitlines()[:6]), flush=True)
 
 
 def peer(root, batch, epochs, workers):
@@ -127,12 +122,7 @@ def main():
     if a.bin == "peer":
         return peer(a.dataset, a.batch, a.epochs, a.workers)
     quiet_report()
-    tmp = tempfile.mkdtemp(prefix="bfeed-recipes-bench-")
-    addr = "unix:" + os.path.join(tmp, "d.sock")
-    log = open(os.path.join(tmp, "bfeedd.log"), "wb")
-    d = subprocess.Popen([os.path.join(a.bin, "bfeedd"), "--listen", addr, "--workers", str(a.workers),
-                          "--dataset", "imagenet=" + a.dataset], stdout=log, stderr=log)
-    time.sleep(1.0)
+    d, addr = start_daemon(a.bin, a.dataset, a.workers, "bfeed-recipes-bench-")
     B, E = a.batch, a.epochs
     cases = [
         ("bfeed train 176", lambda: run_bench(a.bin, addr, B, E, ["--mode", "train", "--size", "176"])),

@@ -19,20 +19,15 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from bench_util import quiet_report, start_daemon
 
 
 def cpu_ticks(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime, stime
-
-
-def quiet_report():
-    print("load average: %s" % open("/proc/loadavg").read().strip())
-    top = subprocess.run(["ps", "-eo", "pcpu,pid,comm", "--sort=-pcpu"], capture_output=True, text=True).stdout
-    print("busiest processes:\n" + "\n".join(top.splitlines()[:6]))
 
 
 def run_case(binp, addr, n, opts_of, epochs, batch, dpid, env=None):
@@ -64,12 +59,7 @@ def main():
     ap.add_argument("--case", action="append", help="a case to run, by name (repeat it; default: all; '1 job' always runs)")
     a = ap.parse_args()
     quiet_report()
-    tmp = tempfile.mkdtemp(prefix="bfeed-share-bench-")
-    addr = "unix:" + os.path.join(tmp, "d.sock")
-    log = open(os.path.join(tmp, "bfeedd.log"), "wb")
-    d = subprocess.Popen([os.path.join(a.bin, "bfeedd"), "--listen", addr, "--workers", str(a.workers),
-                          "--dataset", "imagenet=" + a.dataset], stdout=log, stderr=log)
-    time.sleep(1.0)
+    d, addr = start_daemon(a.bin, a.dataset, a.workers, "bfeed-share-bench-")
     same = lambda k: ["--seed", "1"]  # noqa: E731
     # Shared memory (libbfeed's default on a Unix socket): each stream gets
     # a copy of a shared batch in its ring. Over the socket (BFEED_SHM=0)

@@ -170,6 +170,33 @@ int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
   return 0;
 }
 
+int cli_batch_at_takes_value(const char *name) {
+  return strcmp(name, "batch-index") == 0 || strcmp(name, "out") == 0;
+}
+
+int cli_batch_at_opt(const char *name, const char *value, cli_batch_at *b) {
+  if (strcmp(name, "out") == 0) return b->out = value, 1;
+  if (strcmp(name, "batch-index") != 0) return 0;
+  b->have_index = 1;
+  return cli_u64(name, value, 0, UINT64_MAX, &b->index) < 0 ? -1 : 1;
+}
+
+int cli_batch_at_fetch(cli_stream_cmd *c, const cli_batch_at *b, bfeed_client **client, bfeed_stream **stream,
+                       bfeed_batch **batch, int *usage) {
+  *usage = !b->have_index || !b->out;
+  if (*usage) return fprintf(stderr, "bfeed %s: --batch-index K and --out are required\n", c->cmd), -1;
+  /* Batch K of epoch E is where a stream resumed at (E, K) starts. */
+  c->o.batch_index = b->index;
+  c->o.window = 1;
+  if (cli_open_stream(c, client, stream) < 0) return -1;
+  bfeed_error err;
+  if (bfeed_stream_next(*stream, batch, &err) == 0) return 0;
+  fprintf(stderr, "bfeed %s: %s\n", c->cmd, err.message);
+  bfeed_stream_close(*stream);
+  bfeed_close(*client);
+  return -1;
+}
+
 int cli_open_stream(const cli_stream_cmd *c, bfeed_client **client, bfeed_stream **stream) {
   bfeed_error err;
   if (bfeed_connect2(c->connect, &c->co, client, &err) < 0)

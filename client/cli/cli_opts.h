@@ -71,6 +71,24 @@ int cli_parse_stream_cmd(int argc, char **argv, cli_stream_cmd *c,
 /* Connect and open; prints the reason and returns -1 on failure. */
 int cli_open_stream(const cli_stream_cmd *c, bfeed_client **client, bfeed_stream **stream);
 
+/* One batch of a stream, as fetch and preview take it: --batch-index K
+ * (of --epoch E) and --out PATH, both required. */
+typedef struct cli_batch_at {
+  uint64_t index;
+  int have_index;
+  const char *out;
+} cli_batch_at;
+/* For cli_parse_stream_cmd's own options: whether name takes a value, and
+ * name's value into b (1 taken, 0 not b's, -1 bad value printed). */
+int cli_batch_at_takes_value(const char *name);
+int cli_batch_at_opt(const char *name, const char *value, cli_batch_at *b);
+/* Open the stream c describes at batch b->index (window 1) and take that
+ * batch: 0 with *client, *stream and *batch for the caller to release and
+ * close; -1 with the reason printed (a usage error when --batch-index or
+ * --out is missing: *usage set). */
+int cli_batch_at_fetch(cli_stream_cmd *c, const cli_batch_at *b, bfeed_client **client, bfeed_stream **stream,
+                       bfeed_batch **batch, int *usage);
+
 #include <stdio.h>
 /* Write s as a JSON string literal (quoted, escaped). */
 void cli_json_str(FILE *f, const char *s);

@@ -18,23 +18,11 @@
 
 typedef struct fetch_args {
   cli_stream_cmd c;
-  uint64_t index;
-  int have_index;
-  const char *out;
+  cli_batch_at at;
 } fetch_args;
 
-static int cmd_fetch_takes_value(const char *name) {
-  return strcmp(name, "batch-index") == 0 || strcmp(name, "out") == 0;
-}
-
 static int cmd_fetch_opt(const char *name, const char *value, void *ctx) {
-  fetch_args *f = ctx;
-  if (strcmp(name, "out") == 0) return f->out = value, 1;
-  if (strcmp(name, "batch-index") == 0) {
-    f->have_index = 1;
-    return cli_u64(name, value, 0, UINT64_MAX, &f->index) < 0 ? -1 : 1;
-  }
-  return 0;
+  return cli_batch_at_opt(name, value, &((fetch_args *)ctx)->at);
 }
 
 static int cmd_fetch_write_meta(const char *dir, const fetch_args *f, const bfeed_batch *b, char *err, size_t errlen) {
@@ -80,42 +68,33 @@ int cmd_fetch(int argc, char **argv) {
   memset(&f, 0, sizeof f);
   f.c.cmd = "fetch";
   f.c.usage = fetch_usage;
-  int pr = cli_parse_stream_cmd(argc, argv, &f.c, cmd_fetch_opt, cmd_fetch_takes_value, &f);
+  int pr = cli_parse_stream_cmd(argc, argv, &f.c, cmd_fetch_opt, cli_batch_at_takes_value, &f);
   if (pr != 0) return pr > 0 ? 0 : 2;
-  if (!f.have_index || !f.out) return fprintf(stderr, "bfeed fetch: --batch-index K and --out DIR are required\n"), 2;
   char why[512];
-  if (cli_mkdirs(f.out, why, sizeof why) < 0) return fprintf(stderr, "bfeed fetch: %s\n", why), 1;
-  /* Batch K of epoch E is where a stream resumed at (E, K) starts. */
-  f.c.o.batch_index = f.index;
-  f.c.o.window = 1;
+  if (f.at.out && cli_mkdirs(f.at.out, why, sizeof why) < 0) return fprintf(stderr, "bfeed fetch: %s\n", why), 1;
   bfeed_client *c;
   bfeed_stream *s;
-  if (cli_open_stream(&f.c, &c, &s) < 0) return 1;
   bfeed_batch *b;
-  bfeed_error err;
+  int usage, rc = 0;
+  if (cli_batch_at_fetch(&f.c, &f.at, &c, &s, &b, &usage) < 0) return usage ? 2 : 1;
   char msg[512];
-  int rc = bfeed_stream_next(s, &b, &err);
-  if (rc < 0) {
-    fprintf(stderr, "bfeed fetch: %s\n", err.message);
-  } else {
-    for (int i = 0; rc == 0 && i < bfeed_batch_ntensors(b); i++) {
-      bfeed_tensor t;
-      char path[4096];
-      bfeed_batch_tensor(b, i, &t);
-      if (strspn(t.name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(t.name)) {
-        snprintf(msg, sizeof msg, "tensor name '%s' is not a safe file name", t.name);
-        rc = -1;
-        break;
-      }
-      snprintf(path, sizeof path, "%s/%s.npy", f.out, t.name);
-      rc = npy_write(path, t.dtype, t.ndim, t.shape, t.data, msg, sizeof msg);
+  for (int i = 0; rc == 0 && i < bfeed_batch_ntensors(b); i++) {
+    bfeed_tensor t;
+    char path[4096];
+    bfeed_batch_tensor(b, i, &t);
+    if (strspn(t.name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") != strlen(t.name)) {
+      snprintf(msg, sizeof msg, "tensor name '%s' is not a safe file name", t.name);
+      rc = -1;
+      break;
     }
-    if (rc == 0) rc = cmd_fetch_write_meta(f.out, &f, b, msg, sizeof msg);
-    if (rc < 0) fprintf(stderr, "bfeed fetch: %s\n", msg);
-    else printf("wrote batch %llu of epoch %llu (%d tensors) to %s\n", (unsigned long long)bfeed_batch_index(b),
-                (unsigned long long)bfeed_batch_epoch(b), bfeed_batch_ntensors(b), f.out);
-    bfeed_batch_release(b);
+    snprintf(path, sizeof path, "%s/%s.npy", f.at.out, t.name);
+    rc = npy_write(path, t.dtype, t.ndim, t.shape, t.data, msg, sizeof msg);
   }
+  if (rc == 0) rc = cmd_fetch_write_meta(f.at.out, &f, b, msg, sizeof msg);
+  if (rc < 0) fprintf(stderr, "bfeed fetch: %s\n", msg);
+  else printf("wrote batch %llu of epoch %llu (%d tensors) to %s\n", (unsigned long long)bfeed_batch_index(b),
+              (unsigned long long)bfeed_batch_epoch(b), bfeed_batch_ntensors(b), f.at.out);
+  bfeed_batch_release(b);
   bfeed_stream_close(s);
   bfeed_close(c);
   return rc < 0 ? 1 : 0;

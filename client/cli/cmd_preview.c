@@ -26,9 +26,8 @@
 
 typedef struct preview_args {
   cli_stream_cmd c;
-  uint64_t index, columns;
-  int have_index;
-  const char *out;
+  cli_batch_at at;
+  uint64_t columns;
 } preview_args;
 
 typedef struct preview_caption {
@@ -37,18 +36,13 @@ typedef struct preview_caption {
 } preview_caption;
 
 static int cmd_preview_takes_value(const char *name) {
-  return strcmp(name, "batch-index") == 0 || strcmp(name, "out") == 0 || strcmp(name, "columns") == 0;
+  return cli_batch_at_takes_value(name) || strcmp(name, "columns") == 0;
 }
 
 static int cmd_preview_opt(const char *name, const char *value, void *ctx) {
   preview_args *p = ctx;
-  if (strcmp(name, "out") == 0) return p->out = value, 1;
   if (strcmp(name, "columns") == 0) return cli_u64(name, value, 1, 256, &p->columns) < 0 ? -1 : 1;
-  if (strcmp(name, "batch-index") == 0) {
-    p->have_index = 1;
-    return cli_u64(name, value, 0, UINT64_MAX, &p->index) < 0 ? -1 : 1;
-  }
-  return 0;
+  return cli_batch_at_opt(name, value, &p->at);
 }
 
 static void cmd_preview_add(preview_caption *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -176,7 +170,7 @@ static int cmd_preview_sheet(const preview_args *a, const bfeed_batch *b, const 
     for (int k = 0; k < cap[i].n; k++)
       preview_sheet_text(&s, x, y + H + PREVIEW_PAD + k * PREVIEW_LINE_H, cap[i].line[k], cw / PREVIEW_CHAR_W);
   }
-  rc = preview_sheet_write_png(&s, a->out, err, errlen);
+  rc = preview_sheet_write_png(&s, a->at.out, err, errlen);
   preview_sheet_free(&s);
 out:
   free(cap);
@@ -199,39 +193,31 @@ int cmd_preview(int argc, char **argv) {
   a.c.usage = preview_usage;
   int pr = cli_parse_stream_cmd(argc, argv, &a.c, cmd_preview_opt, cmd_preview_takes_value, &a);
   if (pr != 0) return pr > 0 ? 0 : 2;
-  if (!a.have_index || !a.out) return fprintf(stderr, "bfeed preview: --batch-index K and --out FILE are required\n"), 2;
-  a.c.o.batch_index = a.index;
-  a.c.o.window = 1;
   a.c.o.explain = 1;
   bfeed_client *c;
   bfeed_stream *s;
-  if (cli_open_stream(&a.c, &c, &s) < 0) return 1;
   bfeed_batch *b;
-  bfeed_error err;
+  int usage, rc = 0;
+  if (cli_batch_at_fetch(&a.c, &a.at, &c, &s, &b, &usage) < 0) return usage ? 2 : 1;
   char msg[512];
-  int rc = bfeed_stream_next(s, &b, &err);
-  if (rc < 0) {
-    fprintf(stderr, "bfeed preview: %s\n", err.message);
+  bfeed_tensor ex;
+  char *json = NULL;
+  if (bfeed_batch_find(b, "image", &ex) < 0) {
+    rc = -1;
+    snprintf(msg, sizeof msg, "dataset %s serves no images (preview shows image datasets)", a.c.dataset);
+  } else if (bfeed_batch_find(b, "explain", &ex) == 0 && (json = malloc(ex.nbytes + 1))) {
+    memcpy(json, ex.data, ex.nbytes);
+    json[ex.nbytes] = 0;
+    rc = cmd_preview_sheet(&a, b, json, msg, sizeof msg);
   } else {
-    bfeed_tensor ex;
-    char *json = NULL;
-    if (bfeed_batch_find(b, "image", &ex) < 0) {
-      rc = -1;
-      snprintf(msg, sizeof msg, "dataset %s serves no images (preview shows image datasets)", a.c.dataset);
-    } else if (bfeed_batch_find(b, "explain", &ex) == 0 && (json = malloc(ex.nbytes + 1))) {
-      memcpy(json, ex.data, ex.nbytes);
-      json[ex.nbytes] = 0;
-      rc = cmd_preview_sheet(&a, b, json, msg, sizeof msg);
-    } else {
-      rc = -1;
-      snprintf(msg, sizeof msg, "the batch has no explain tensor (a daemon that predates recipes?)");
-    }
-    if (rc < 0) fprintf(stderr, "bfeed preview: %s\n", msg);
-    else printf("wrote batch %llu of epoch %llu to %s\n", (unsigned long long)bfeed_batch_index(b),
-                (unsigned long long)bfeed_batch_epoch(b), a.out);
-    free(json);
-    bfeed_batch_release(b);
+    rc = -1;
+    snprintf(msg, sizeof msg, "the batch has no explain tensor (a daemon that predates recipes?)");
   }
+  if (rc < 0) fprintf(stderr, "bfeed preview: %s\n", msg);
+  else printf("wrote batch %llu of epoch %llu to %s\n", (unsigned long long)bfeed_batch_index(b),
+              (unsigned long long)bfeed_batch_epoch(b), a.at.out);
+  free(json);
+  bfeed_batch_release(b);
   bfeed_stream_close(s);
   bfeed_close(c);
   return rc < 0 ? 1 : 0;
