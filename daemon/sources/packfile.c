@@ -243,8 +243,15 @@ static int packfile_meta_number(const char *v, int base, uint64_t *out) {
   return *end || errno ? -1 : 0;
 }
 
-/* One "key value" line into m. 1: "end"; 0: taken; -1: malformed. */
-static int packfile_meta_line(packfile_meta *m, const char *key, const char *v, uint64_t *nclass_lines) {
+/* The most class names a metadata file of len bytes can hold: each is a
+ * line "class X\n" of 8 bytes at least. A count is checked against it
+ * before the names are allocated. */
+static uint64_t packfile_meta_most_classes(size_t len) { return len / 8; }
+
+/* One "key value" line into m. 1: "end"; 0: taken; -1: malformed; -3:
+ * a classes count the file cannot hold. */
+static int packfile_meta_line(packfile_meta *m, const char *key, const char *v, uint64_t *nclass_lines,
+                              size_t len) {
   uint64_t x;
 #define X(name, field, base) \
   if (strcmp(key, name) == 0) return packfile_meta_number(v, base, &m->field);
@@ -269,7 +276,8 @@ static int packfile_meta_line(packfile_meta *m, const char *key, const char *v, 
   if (strcmp(key, "quality") == 0) return m->quality = (uint32_t)x, 0;
   /* A second count after class lines would change how many names are
    * freed (found by fuzz_pack: a leak): refused before it is stored. */
-  if (strcmp(key, "classes") == 0) return m->classes ? -1 : (m->nclasses = x, 0);
+  if (strcmp(key, "classes") == 0)
+    return m->classes ? -1 : x > packfile_meta_most_classes(len) ? -3 : (m->nclasses = x, 0);
   return 0; /* a key of a later version: ignored */
 }
 
@@ -296,7 +304,12 @@ int packfile_meta_parse(const char *text, size_t len, packfile_meta *m, char *er
       }
       m->version = PACKFILE_VERSION;
     } else {
-      int r = packfile_meta_line(m, p, sp ? sp + 1 : "", &nclass_lines);
+      int r = packfile_meta_line(m, p, sp ? sp + 1 : "", &nclass_lines, len);
+      if (r == -3) {
+        rc = (snprintf(err, errlen, "line %" PRIu64 ": classes %s: more than the %zu-byte file can name", line,
+                       sp ? sp + 1 : "", len), BFEED_EDATASET);
+        break;
+      }
       if (r == -2) {
         rc = (snprintf(err, errlen, "out of memory"), BFEED_ENOMEM);
         break;

@@ -15,6 +15,7 @@ refuse the dataset at load, saying why, while the others serve.
 usage: pack_resume_oracle.py BFEEDD BFEED BFEED_PACK FIXTURE_DIR
 """
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -119,8 +120,9 @@ def resume_all(tmp):
     good = os.path.join(tmp, "j2_raw")
     meta, shards = pr.read_pack(good)
     n = meta["samples"]
-    flip, trunc, other, badmeta = (os.path.join(tmp, x) for x in ("flip", "trunc", "other", "badmeta"))
-    for x in (flip, trunc, other, badmeta):
+    flip, trunc, other, badmeta, classes = (os.path.join(tmp, x) for x in ("flip", "trunc", "other", "badmeta",
+                                                                           "classes"))
+    for x in (flip, trunc, other, badmeta, classes):
         shutil.copytree(good, x)
     rec = shards[1]["records"][2]
     path = os.path.join(flip, "shard-000001.bfpack")
@@ -133,8 +135,14 @@ def resume_all(tmp):
     mp = os.path.join(badmeta, "bfeed-pack.meta")
     text = open(mp).read()
     open(mp, "w").write(text.replace("samples %d\n" % n, "samples %d\n" % (n + 1), 1))
+    # A count the file cannot hold (issue 31: "classes 1000000000" took 6.5 GB
+    # before the daemon listened): refused before anything is allocated.
+    mp = os.path.join(classes, "bfeed-pack.meta")
+    text = open(mp).read()
+    open(mp, "w").write(re.sub(r"\nclasses \d+\n", "\nclasses 1000000000\n", text, count=1))
+    msize = os.path.getsize(mp)
     d = Daemon(BFEEDD, tmp, ["good=pack:" + good, "flip=pack:" + flip, "trunc=pack:" + trunc,
-                             "other=pack:" + other, "badmeta=pack:" + badmeta])
+                             "other=pack:" + other, "badmeta=pack:" + badmeta, "classes=pack:" + classes])
     try:
         ok, e = fetch(d, "flip", os.path.join(tmp, "o", "flip"), ["--batch", str(n), "--shuffle", "off", "--size", "32"])
         idx = np.load(os.path.join(tmp, "o", "flip", "index.npy")).tolist() if ok else []
@@ -146,7 +154,8 @@ def resume_all(tmp):
         check(ok and np.load(os.path.join(tmp, "o", "good", "index.npy")).tolist() == list(range(n)),
               "the undamaged pack serves every sample")
         for ds, why in (("trunc", "shard-000002.bfpack: no footer at the end (truncated"), ("other", "shard-000000.bfpack: shard 0 of key"),
-                        ("badmeta", "bfeed-pack.meta: %d shards of 3 samples for %d samples (%d packed)" % (meta["shards"], n, n + 1))):
+                        ("badmeta", "bfeed-pack.meta: %d shards of 3 samples for %d samples (%d packed)" % (meta["shards"], n, n + 1)),
+                        ("classes", "classes 1000000000: more than the %d-byte file can name" % msize)):
             ok, e = fetch(d, ds, os.path.join(tmp, "o", ds), ["--batch", "2"])
             check(not ok and why in e, "%s refused at load: %s" % (ds, e.strip()))
     finally:
