@@ -337,6 +337,16 @@ int opts_after_normalize(const bfeed_stream_opts *o) {
   return o->random_erase > 0 || o->mixup_alpha > 0 || o->cutmix_alpha > 0;
 }
 
+/* Epochs are numbered up to 2^64 - 1: a stream whose last would be past
+ * it is refused (it would wrap to epoch 0). */
+static int opts_check_epochs(const bfeed_stream_opts *o, char *err, size_t errlen) {
+  if (o->epochs && o->epoch > UINT64_MAX - (o->epochs - 1))
+    return snprintf(err, errlen, "epoch %llu with epochs %llu: the last would be past epoch %llu, the last there is",
+                    (unsigned long long)o->epoch, (unsigned long long)o->epochs, (unsigned long long)UINT64_MAX),
+           BFEED_EINVAL;
+  return 0;
+}
+
 /* The augmentation's options together: what one alone cannot say. */
 static int opts_check_recipe(const bfeed_stream_opts *o, char *err, size_t errlen) {
   int augments = o->color_jitter[0] > 0 || o->color_jitter[1] > 0 || o->color_jitter[2] > 0 ||
@@ -366,6 +376,7 @@ int opts_check(const bfeed_stream_opts *o, char *err, size_t errlen) {
     if (rc < 0) return rc;
   }
   int rc = opts_check_recipe(o, err, errlen);
+  if (rc == 0) rc = opts_check_epochs(o, err, errlen);
   if (rc < 0) return rc;
   /* Whether a batch fits one frame depends on the dataset's kind: the
    * daemon checks that when it opens the stream (batch_spec_check). */

@@ -19,13 +19,13 @@ int select_init(select_plan *p, const bfeed_stream_opts *o, uint64_t bpe, uint64
   /* The first g >= start with g mod `mod` == rem; a stride starts at start. */
   p->g0 = o->select == BFEED_SELECT_STRIDE ? start : start + ((select_u128)rem + p->mod - start % p->mod) % p->mod;
   *end_seq = UINT64_MAX;
-  if (o->epochs) {
-    /* The range ends where epoch (OPEN's epoch + epochs) begins; a start
-     * past an epoch's last batch counts from OPEN's epoch (stream.c). */
-    select_u128 end = ((select_u128)o->epoch + o->epochs) * bpe;
-    select_u128 n = p->g0 >= end ? 0 : (end - 1 - p->g0) / p->mod + 1;
-    if (n < UINT64_MAX) *end_seq = (uint64_t)n;
-  }
+  /* The range ends where epoch (OPEN's epoch + epochs) begins; a start
+   * past an epoch's last batch counts from OPEN's epoch (stream.c). A
+   * stream of every epoch (0) ends after epoch 2^64 - 1, the last there
+   * is, rather than wrap to epoch 0. */
+  select_u128 end = ((select_u128)o->epoch + (o->epochs ? o->epochs : ((select_u128)1 << 64) - o->epoch)) * bpe;
+  select_u128 n = p->g0 >= end ? 0 : (end - 1 - p->g0) / p->mod + 1;
+  if (n < UINT64_MAX) *end_seq = (uint64_t)n;
   return 0;
 }
 

@@ -160,3 +160,19 @@ def test_list_log_says_absolute_paths(data, tmp_path):
     r_line = next(line for line in log.splitlines() if "dataset r:" in line)
     assert "absolute paths" in a_line and "relative" not in a_line, a_line
     assert "%d relative paths from %s" % (len(data["images"]), rel_dir) in r_line, r_line
+
+
+def test_the_last_epoch_does_not_wrap(daemon):
+    """Epochs are numbered up to 2^64 - 1 (issue 31: a stream opened at
+    epoch 2^64 - 1 went on with epoch 0): a stream of every epoch ends
+    after that one, and a range past it is refused naming it."""
+    last = 2 ** 64 - 1
+    with bfeed.connect(daemon.addr) as c:
+        with c.stream("fx", batch=2, size=16, epoch=last) as s:  # epochs 0: every epoch from there
+            got = [(b.epoch, b.index) for _, b in zip(range(3), s)]  # 3 at most: it wrapped, once
+        assert got == [(last, 0), (last, 1)]
+        with c.stream("fx", batch=2, size=16, epoch=last - 1, epochs=2) as s:
+            assert [b.epoch for b in s] == [last - 1, last - 1, last, last]
+        with pytest.raises(bfeed.InvalidError) as e:
+            c.stream("fx", batch=2, size=16, epoch=last, epochs=2)
+        assert "epoch %d with epochs 2" % last in e.value.message
