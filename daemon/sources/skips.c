@@ -67,8 +67,15 @@ void skips_add(skips *s, const char *dataset, uint32_t sample, int reason, const
   if (s) {
     pthread_mutex_lock(&s->mu);
     s->count[reason]++;
-    if (s->n < SKIPS_KEPT) {
-      skips_entry *e = &s->e[s->n++];
+    /* Kept in index order, the SKIPS_KEPT lowest: a listing users read and
+     * diff, the same whatever order the workers met them in. */
+    size_t at = s->n;
+    while (at > 0 && s->e[at - 1].sample > sample) at--;
+    if (at < SKIPS_KEPT) {
+      size_t moved = s->n < SKIPS_KEPT ? s->n - at : SKIPS_KEPT - 1 - at;
+      memmove(s->e + at + 1, s->e + at, moved * sizeof *s->e);
+      if (s->n < SKIPS_KEPT) s->n++;
+      skips_entry *e = &s->e[at];
       e->sample = sample;
       e->reason = (uint8_t)reason;
       skips_field(e->name, sizeof e->name, name);

@@ -37,7 +37,7 @@ typedef struct skips_entry {
 
 typedef struct skips {
   pthread_mutex_t mu;
-  skips_entry *e; /* the first SKIPS_KEPT found, in the order found */
+  skips_entry *e; /* the SKIPS_KEPT of lowest index, in index order */
   size_t n;
   uint64_t count[SKIPS_REASONS]; /* every sample skipped, once each */
 } skips;

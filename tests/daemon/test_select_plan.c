@@ -77,6 +77,18 @@ static void test_forever_and_huge_epochs(void **state) {
   assert_int_equal(e, UINT64_MAX / 2 + 300);
   assert_int_equal(i, 1);
   select_free(&p);
+  /* Forever from the last epoch there is, 2^64 - 1: its batches, then the
+   * end, never epoch 0 (issue 31); from the one before it, two epochs. */
+  o = opts(BFEED_SELECT_ALL, 1, 0, UINT64_MAX, 0, 0);
+  plan(&p, &o, 10, &end);
+  assert_int_equal(end, 10);
+  select_at(&p, 9, &e, &i);
+  assert_true(e == UINT64_MAX && i == 9);
+  select_free(&p);
+  o = opts(BFEED_SELECT_ALL, 1, 0, UINT64_MAX - 1, 0, 0);
+  plan(&p, &o, 10, &end);
+  assert_int_equal(end, 20);
+  select_free(&p);
   /* A count of epochs x bpe past 2^64 serves forever rather than wrapping. */
   o = opts(BFEED_SELECT_ALL, 1, 0, 0, 0, UINT64_MAX);
   plan(&p, &o, 1000, &end);

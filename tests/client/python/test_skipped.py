@@ -85,3 +85,22 @@ def test_skipped_listed_counted_and_logged(bad_folder, tmp_path):
     finally:
         err = d.stop()
     assert err is None, err + d.log()
+
+
+def test_skipped_listing_is_in_index_order(bad_folder, tmp_path):
+    """`bfeed stats --skipped` lists a dataset's skipped samples by index,
+    whatever order the workers met them in (issue 31: a shuffled epoch, or
+    two workers, listed them as found, so the listing changed from run to
+    run). A train epoch meets them in its shuffled order."""
+    root, want = bad_folder
+    d = Daemon(os.environ["BFEEDD"], str(tmp_path), ["bad=%s" % root], workers=1, extra=["--max-pixels", "1000000"])
+    try:
+        with bfeed.connect(d.addr) as c:
+            for b in c.stream("bad", batch=12, size=16, seed=1, epochs=1):
+                found = b.torch("index").tolist()
+        report = json.loads(_bfeed("stats", "--connect", d.addr, "--skipped", "--json"))["skipped"]["bad"]
+        text = _bfeed("stats", "--connect", d.addr, "--skipped").splitlines()
+    finally:
+        d.kill()
+    assert [e["index"] for e in report] == [1, 6, 11], (report, found)
+    assert ["c0/1.jpg" in text[1], "c1/2.jpg" in text[2], "c2/3.jpg" in text[3]] == [True] * 3, text
