@@ -92,8 +92,9 @@ int aug_program_sample(const aug_program *p, rng_t *r, uint8_t *rgb, int height,
   if (p->policy_on) d->nops = aug_policy_draw(&p->policy, r, d->ops);
   if (p->erase_on) aug_erase_draw(&p->erase, height, width, r, &d->erase);
   d->erase_rng = *r;
-  /* Each op reads one buffer and writes the other (the affine ops cannot
-   * work in place); the result ends in rgb. */
+  /* The colour ops work in place; the affine ops and Sharpness, which
+   * read neighbours, read one buffer and write the other. The result
+   * ends in rgb. */
   pil_rgb a = {rgb, width, height}, b = {tmp, width, height};
   pil_rgb *src = &a, *dst = &b;
   int n = d->jitter.n + d->nops;
