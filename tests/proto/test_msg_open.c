@@ -50,7 +50,9 @@ static void nondefault_opts(bfeed_stream_opts *o) {
   o->std[1] = 2.5f;
   o->std[2] = 1.0e30f;
   o->seed = UINT64_MAX - 1;
-  o->epoch = UINT64_MAX;
+  /* With epochs 2^64 - 3 below, the last epoch is 2^64 - 2: a range
+   * msg_opts_check takes (past 2^64 - 1 it refuses one). */
+  o->epoch = 2;
   o->batch_index = 0x8000000000000001ull;
   o->shard_index = 6;
   o->shard_count = 7;
@@ -162,7 +164,7 @@ static void test_open_layout(void **state) {
   for (int c = 0; c < 3; c++) tb_u32(&v[7], tb_f32_bits(o.mean[c]));
   for (int c = 0; c < 3; c++) tb_u32(&v[8], tb_f32_bits(o.std[c]));
   tb_u64(&v[9], UINT64_MAX - 1);
-  tb_u64(&v[10], UINT64_MAX);
+  tb_u64(&v[10], 2);
   tb_u64(&v[11], 0x8000000000000001ull);
   tb_u32(&v[12], 6);
   tb_u32(&v[13], 7);
@@ -219,6 +221,12 @@ static void test_open_round_trip(void **state) {
   assert_opts_equal(&m.opts, &o);
   char reason[256];
   assert_int_equal(msg_opts_check(&m.opts, reason, sizeof reason), 0);
+  /* Epochs do not wrap: the last epoch of a range is 2^64 - 1 at most. */
+  m.opts.epoch = UINT64_MAX, m.opts.epochs = 1;
+  assert_int_equal(msg_opts_check(&m.opts, reason, sizeof reason), 0);
+  m.opts.epochs = 2;
+  assert_int_equal(msg_opts_check(&m.opts, reason, sizeof reason), BFEED_EINVAL);
+  assert_non_null(strstr(reason, "epoch 18446744073709551615 with epochs 2"));
   free(p);
   free(name);
 }
