@@ -43,7 +43,6 @@ typedef struct batch_spec {
   uint16_t lut[3][256]; /* bf16 of (v/255 - mean[c]) / std[c], float32 math as torchvision */
   float lutf[3][256];   /* the same before the cast (erasing and mixing work on it) */
   aug_program aug;      /* the recipe past the crop (aug_program.h) */
-  uint32_t classes;     /* the mixed target's width: mix_classes, or the dataset's classes */
   uint32_t len_cap;     /* text: tokens served per sample, the stream's cap or the dataset's
                            (batch_text_cap); 0 = all */
   uint32_t stream_id;
