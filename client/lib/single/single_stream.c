@@ -164,9 +164,14 @@ static int single_stream_next(bfeed_stream *bs, bfeed_batch **out, char *err, si
    * fails the connection is gone: the batch in hand is still good, and the
    * reader thread reconnects, or the next call reports why the connection
    * ended (the daemon's own error when it sent one, such as ESHUTDOWN). */
-  if (b && single_conn_send(c, gen, FRAME_ACK, bs->id, single_conn_enc_u64, &consumed, NULL, 0) == BFEED_EIO &&
-      !c->reconnect)
-    single_conn_mark_dead(c, BFEED_ECLOSED, "the connection to the daemon is closed");
+  char why[200] = "";
+  if (b && single_conn_send(c, gen, FRAME_ACK, bs->id, single_conn_enc_u64, &consumed, why, sizeof why) == BFEED_EIO &&
+      !c->reconnect) {
+    /* The reader thread may not have seen the end yet: say what the write met. */
+    char msg[256];
+    snprintf(msg, sizeof msg, "the connection to the daemon ended (%s)", why);
+    single_conn_mark_dead(c, BFEED_ECLOSED, msg);
+  }
   pthread_mutex_lock(&c->base.mu);
   *out = b;
   return rc;
