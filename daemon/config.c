@@ -317,27 +317,58 @@ typedef struct ini_ctx {
   char *err;
   size_t errlen;
   int failed; /* 0, or the BFEED_E* code of the first problem */
+  char *line;  /* getline's buffer */
+  size_t line_cap;
+  char **longs; /* values too long for inih's line, handed over by number (ini_reader_long) */
+  size_t nlongs;
 } ini_ctx;
+
+/* Marks a value kept aside: "\x01" then its number in x->longs. */
+#define INI_LONG_MARK '\x01'
+
+/* A `key = value` line longer than inih's fixed line buffer (200 bytes in
+ * Debian's build: a deep dataset path or a long URL): the value is kept
+ * here and inih gets `key = <mark><number>`, which on_ini swaps back. The
+ * value is what inih would have made of it: trimmed, cut at an inline
+ * " ;" comment. 0, or -1 when the line is no such line (a long section
+ * header or a key with no '='), or out of memory. */
+static int ini_reader_long(ini_ctx *x, char *line, char *str, int num) {
+  char *eq = strpbrk(line, "=:");
+  if (!eq || line[strspn(line, " \t")] == '[') return -1;
+  char *v = eq + 1, *end;
+  v += strspn(v, " \t");
+  for (end = v; *end && *end != '\n' && *end != '\r'; end++)
+    if (*end == ';' && end > v && (end[-1] == ' ' || end[-1] == '\t')) break;
+  while (end > v && (end[-1] == ' ' || end[-1] == '\t')) end--;
+  char **grown = realloc(x->longs, (x->nlongs + 1) * sizeof *grown);
+  if (!grown) return -1;
+  x->longs = grown;
+  if (!(x->longs[x->nlongs] = strndup(v, (size_t)(end - v)))) return -1;
+  int n = snprintf(str, (size_t)num, "%.*s= %c%zu\n", (int)(eq - line), line, INI_LONG_MARK, x->nlongs);
+  x->nlongs++;
+  return n < num ? 0 : -1;
+}
 
 /* Debian builds inih without INI_HANDLER_LINENO, so the handler is not told
  * the line; inih reads one line per reader call and calls the handler right
  * after, so counting reader calls gives the line for error messages. */
 static char *ini_reader_counting(char *str, int num, void *stream) {
   ini_ctx *x = stream;
-  char *r = fgets(str, num, x->f);
-  if (!r) return NULL;
+  ssize_t n = getline(&x->line, &x->line_cap, x->f);
+  if (n < 0) return NULL;
   x->lineno++;
+  if (n < num) return memcpy(str, x->line, (size_t)n + 1);
   /* A line longer than inih's buffer would reach it in pieces, each read
-   * as a line of its own: say so here, where the line is known, and end
-   * the parse (NULL reads as the end of the file). */
-  size_t n = strlen(r);
-  if (n == (size_t)num - 1 && r[n - 1] != '\n' && !feof(x->f) && !x->failed) {
-    snprintf(x->err, x->errlen, "%s:%d: line longer than %d bytes, the most a line may hold", x->path, x->lineno,
-             num - 2);
+   * as a line of its own: a value is handed over aside; anything else is
+   * named here, where the line is known, and ends the parse (NULL reads as
+   * the end of the file). */
+  if (ini_reader_long(x, x->line, str, num) == 0) return str;
+  if (!x->failed) {
+    snprintf(x->err, x->errlen, "%s:%d: line of %zd bytes, longer than the %d a section header may hold", x->path,
+             x->lineno, n, num - 2);
     x->failed = BFEED_EINVAL;
-    return NULL;
   }
-  return r;
+  return NULL;
 }
 
 static int on_ini(void *user, const char *section, const char *key, const char *value) {
@@ -345,6 +376,8 @@ static int on_ini(void *user, const char *section, const char *key, const char *
   char where[512];
   snprintf(where, sizeof where, "%s:%d", x->path, x->lineno);
   if (x->failed) return 0;
+  size_t k;
+  if (value[0] == INI_LONG_MARK && sscanf(value + 1, "%zu", &k) == 1 && k < x->nlongs) value = x->longs[k];
   if (strcmp(section, "bfeedd") == 0) {
     x->failed = config_set(x->c, key, value, where, x->err, x->errlen);
   } else if (strncmp(section, "dataset ", 8) == 0) {
@@ -365,10 +398,13 @@ static int on_ini(void *user, const char *section, const char *key, const char *
 }
 
 int config_load_file(config *c, const char *path, char *err, size_t errlen) {
-  ini_ctx x = {c, path, fopen(path, "r"), 0, err, errlen, 0};
+  ini_ctx x = {.c = c, .path = path, .f = fopen(path, "r"), .err = err, .errlen = errlen};
   if (!x.f) return snprintf(err, errlen, "cannot read config file %s: %m", path), BFEED_EIO;
   int rc = ini_parse_stream(ini_reader_counting, &x, on_ini, &x);
   fclose(x.f);
+  free(x.line);
+  for (size_t i = 0; i < x.nlongs; i++) free(x.longs[i]);
+  free(x.longs);
   if (x.failed) return x.failed;
   if (rc > 0) return snprintf(err, errlen, "%s:%d: syntax error", path, rc), BFEED_EINVAL;
   if (rc < 0) return snprintf(err, errlen, "%s: cannot parse (out of memory?)", path), BFEED_ENOMEM;

@@ -115,7 +115,9 @@ static int64_t batch_load_image(batch_job *job, batch_worker *w, uint32_t pos, u
     /* A file changed or gone since the dataset loaded is no bad sample:
      * the batch fails, as every later one does (dataset.h). */
     if ((job->rc = dataset_check(s->ds, job->err, sizeof job->err)) < 0) return -2;
-    job->skipped++;
+    /* Counted by the position it holds in the epoch, not by each position
+     * whose search for a replacement passes it: once per epoch. */
+    job->skipped += k == 0;
     int first = dataset_mark_bad(s->ds, idx);
     if (first) { /* listed once, with its reason, for the user to fix (skips.h) */
       char name[SKIPS_NAME_MAX];

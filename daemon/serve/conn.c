@@ -211,6 +211,12 @@ void conn_streams_changed(conn *c) { conn_idle_restart(c); }
 /* ------------------------------------------------------------------ */
 /* Closing                                                             */
 
+static void conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+  conn *c = h->data;
+  (void)suggested;
+  *buf = uv_buf_init((char *)c->rbuf, sizeof c->rbuf);
+}
+
 static void conn_on_handle_closed(uv_handle_t *h) {
   conn *c = h->data;
   server *s = c->s;
@@ -240,9 +246,24 @@ static void conn_close(conn *c) {
 
 void conn_force_close(conn *c) { conn_close_handles(c); }
 
+/* After the ERROR and our FIN, what the client still sends is read and
+ * dropped until it hangs up or CONN_LINGER_MS pass, as nginx's lingering
+ * close does: closing a socket with unread bytes in it resets the
+ * connection, and the reset can reach the client before it has read the
+ * ERROR (a client over the limit then saw "Broken pipe", not why). */
+#define CONN_LINGER_MS 1000
+static void conn_on_linger_timeout(uv_timer_t *t) { conn_force_close(t->data); }
+static void conn_on_linger_read(uv_stream_t *sh, ssize_t nread, const uv_buf_t *buf) {
+  (void)buf;
+  if (nread < 0) conn_force_close(sh->data);
+}
+
 static void conn_on_shutdown(uv_shutdown_t *req, int status) {
-  (void)status;
-  conn_force_close(req->data);
+  conn *c = req->data;
+  if (status < 0 || c->s->stopping || uv_is_closing(&c->h.handle) ||
+      uv_read_start(&c->h.stream, conn_on_alloc, conn_on_linger_read) < 0)
+    return conn_force_close(c);
+  uv_timer_start(&c->timer, conn_on_linger_timeout, CONN_LINGER_MS, 0);
 }
 
 void conn_fail(conn *c, int code, const char *fmt, ...) {
@@ -296,18 +317,13 @@ static void conn_feed(conn *c, const uint8_t *p, size_t n) {
       frame_header h = c->rd.h;
       uint8_t *payload = c->payload;
       c->payload = NULL;
+      c->heard_ms = uv_now(c->s->loop);
       conn_idle_restart(c);
       dispatch_frame(c, &h, payload);
       free(payload);
     }
   }
   c->pending_len = 0;
-}
-
-static void conn_on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
-  conn *c = h->data;
-  (void)suggested;
-  *buf = uv_buf_init((char *)c->rbuf, sizeof c->rbuf);
 }
 
 static void conn_on_read(uv_stream_t *sh, ssize_t nread, const uv_buf_t *buf) {
@@ -337,6 +353,34 @@ static void conn_read_resume(conn *c) {
 
 /* ------------------------------------------------------------------ */
 /* Accepting                                                           */
+
+/* Connections that count against max_clients: those not closing (one
+ * that lingers after its ERROR holds no place). */
+static int conn_live(const server *s) {
+  int n = 0;
+  for (const conn *c = s->conns; c; c = c->next) n += !c->closing && !c->doomed;
+  return n;
+}
+
+/* The daemon is full and a client knocks: make room by closing the
+ * connection that has had no stream and has been silent the longest, if
+ * for at least handshake_timeout. Connections that sent HELLO and then
+ * nothing would otherwise keep everyone out for idle_timeout; a client
+ * that is merely quiet between streams, with room to spare, is left
+ * alone. 1 if one was closed. */
+static int conn_evict_idle(server *s) {
+  uint64_t now = uv_now(s->loop), grace = s->limits.handshake_timeout_ms;
+  conn *victim = NULL;
+  for (conn *c = s->conns; c && grace; c = c->next)
+    if (!c->closing && !c->doomed && c->nstreams == 0 && now - c->heard_ms >= grace &&
+        (!victim || c->heard_ms < victim->heard_ms))
+      victim = c;
+  if (!victim) return 0;
+  conn_fail(victim, BFEED_ELIMIT, "closed to make room for a new client: bfeedd is at max_clients (%d), and this "
+            "connection had no stream and was silent for %llu s", s->limits.max_clients,
+            (unsigned long long)(now - victim->heard_ms) / 1000);
+  return 1;
+}
 
 int conn_accept(server *s, uv_stream_t *ls, int tcp, const char *where) {
   conn *c = calloc(1, sizeof *c);
@@ -371,7 +415,8 @@ int conn_accept(server *s, uv_stream_t *ls, int tcp, const char *where) {
     return 0;
   }
   if (tcp) uv_tcp_nodelay(&c->h.tcp, 1);
-  if (s->nconns > s->limits.max_clients)
+  c->heard_ms = uv_now(s->loop);
+  if (conn_live(s) > s->limits.max_clients && !conn_evict_idle(s))
     return conn_fail(c, BFEED_ELIMIT, "too many clients (limit %d)", s->limits.max_clients), 0;
   log_info(s->log, "client %u connected on %s", c->id, where);
   if (s->limits.handshake_timeout_ms) uv_timer_start(&c->timer, conn_on_timeout, s->limits.handshake_timeout_ms, 0);

@@ -34,6 +34,7 @@ struct conn {
   int doomed;       /* a send failed: it closes from the loop, not inside the sender */
   int reading;      /* uv_read_start is in force */
   int handles_open; /* handle and timer not yet closed: freed at 0 */
+  uint64_t heard_ms; /* the loop's clock when it connected or last sent a whole frame */
   freader rd;       /* the frame being read */
   uint8_t *payload;
   /* bytes of rbuf received but not yet fed, while reading is paused */

@@ -531,6 +531,62 @@ static void test_dangling_symlinks(void **state) {
   suite_stop(d);
 }
 
+/* ------------------------------------------------------------------ */
+/* A full daemon (issue 31, item 6)                                    */
+
+/* Over max_clients every refused client learns why from an ERROR: none
+ * may see "Broken pipe" (the daemon hung up before the client's HELLO was
+ * out, and the client stopped at its failed write without reading the
+ * answer waiting for it). */
+static void full_expect_refusals(const itest_daemon *d, int tries) {
+  int broken = 0, refused = 0;
+  char other[300] = "";
+  for (int i = 0; i < tries; i++) {
+    bfeed_client *c = NULL;
+    bfeed_error err;
+    if (bfeed_connect(d->unix_addr, &c, &err) == 0) {
+      bfeed_close(c);
+      fail_msg("try %d: a client over max_clients was let in", i);
+    }
+    if (err.code == BFEED_ELIMIT && strstr(err.message, "too many clients")) refused++;
+    else if (strstr(err.message, "Broken pipe")) broken++;
+    else snprintf(other, sizeof other, "%d: %s", err.code, err.message);
+  }
+  if (refused != tries) fail_msg("%d of %d refused with the reason, %d saw Broken pipe; other: %s", refused, tries, broken, other);
+}
+
+/* Connections that said HELLO and then nothing held every place for
+ * idle_timeout (300 s). A newcomer now takes the place of the one silent
+ * longest, once it has been silent handshake_timeout; younger ones stay. */
+static void test_full_daemon_makes_room(void **state) {
+  suite *s = *state;
+  itest_daemon *d = suite_start_with(s, 0, "full", 1, 0,
+                                     (const char *const[]){"--handshake-timeout", "3", "--max-clients", "2", NULL},
+                                     NULL);
+  int idle[2];
+  for (int i = 0; i < 2; i++)
+    for (int tries = 0;; tries++) { /* the start's probe may hold a place a moment longer */
+      assert_true((idle[i] = itest_raw_connect(d->unix_addr)) >= 0);
+      if (itest_raw_hello(idle[i]) == 0) break;
+      close(idle[i]);
+      if (tries == 100) fail_msg("the daemon refuses clients that should fit under max_clients");
+      itest_sleep_ms(50);
+    }
+  full_expect_refusals(d, 100); /* within handshake_timeout: nobody is evicted */
+  itest_sleep_ms(3300);
+  faults_check_serves(d); /* took idle[0]'s place */
+  uint32_t stream;
+  int code;
+  char msg[256];
+  assert_int_equal(itest_raw_expect_error(idle[0], &stream, &code, msg, sizeof msg), 0);
+  assert_int_equal(code, BFEED_ELIMIT);
+  assert_non_null(strstr(msg, "to make room for a new client"));
+  assert_int_equal(itest_raw_drain_to_eof(idle[0]), 0);
+  close(idle[0]);
+  close(idle[1]);
+  suite_stop(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(test_send_failure_on_open, suite_kill_daemons),
@@ -538,6 +594,7 @@ int main(void) {
       cmocka_unit_test_teardown(test_send_failure_on_conn_error, suite_kill_daemons),
       cmocka_unit_test_teardown(test_transient_errors, suite_kill_daemons),
       cmocka_unit_test_teardown(test_handshake_timeout, suite_kill_daemons),
+      cmocka_unit_test_teardown(test_full_daemon_makes_room, suite_kill_daemons),
       cmocka_unit_test_teardown(test_idle_timeout, suite_kill_daemons),
       cmocka_unit_test_teardown(test_control_flood, suite_kill_daemons),
       cmocka_unit_test_teardown(test_duplicate_id_and_agent, suite_kill_daemons),

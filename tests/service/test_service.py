@@ -200,6 +200,17 @@ def test_config():
     check_config_error(f"[bfeedd]\nmax_memory = 17179869184G\n[dataset a]\npath = {d}\n", "bad.conf:2", "max_memory")
     # A line longer than the parser takes is named, not misread as the next line's problem.
     check_config_error(f"[bfeedd]\n[dataset {'x' * 4000}]\npath = {d}\n", "bad.conf:2", "longer than")
+    # A value longer than the parser's 200-byte line (issue 31: a path that
+    # works with --dataset was refused in the file), with a comment after it.
+    deep = os.path.join(TMP, "p" * 120, "q" * 120)
+    os.makedirs(deep, exist_ok=True)
+    if not os.path.islink(os.path.join(deep, "train")):
+        os.symlink(d, os.path.join(deep, "train"))
+    longp = os.path.join(deep, "train")
+    write(os.path.join(TMP, "long.conf"), f"[bfeedd]\nworkers = 1\n[dataset a]\npath = {longp}   ; the demo\n")
+    r = subprocess.run([BFEEDD, "--check-config", os.path.join(TMP, "long.conf")], capture_output=True, text=True)
+    check(len(longp) > 250 and r.returncode == 0, f"a {len(longp)}-byte path is taken from the file ({r.stderr.strip()!r})")
+    check_config_error(f"[bfeedd]\n[dataset a]\npath = {longp}/nonexistent  ; x\n", "bad.conf:3", longp + "/nonexistent")
     # Errors about flags name the flag as it is typed.
     r = subprocess.run([BFEEDD, "--check-config", good, "--max-memory", "99999999999999999999"],
                        capture_output=True, text=True, timeout=30)

@@ -186,17 +186,22 @@ static int single_conn_handshake(single_client *c, char *err, size_t errlen) {
   wbuf w;
   wbuf_init(&w);
   int rc = single_conn_frame(&w, FRAME_HELLO, 0, single_conn_enc_hello, &hello, err, errlen);
+  if (rc < 0) return wbuf_free(&w), rc;
+  /* A daemon that refuses at once (over max_clients) sends its ERROR and
+   * hangs up, maybe before our HELLO is out: the write then fails (EPIPE),
+   * and the answer already waiting is still read, and reported, first. */
   pthread_mutex_lock(&c->wmu);
-  if (rc == 0) rc = single_conn_write_locked(c, &w, "HELLO", err, errlen);
+  int wrote = single_conn_write_all(c->fd, w.data, w.len), werr = errno;
   pthread_mutex_unlock(&c->wmu);
   wbuf_free(&w);
-  if (rc < 0) return rc;
   char reason[MSG_ERROR_MAX];
   uint8_t p[FRAME_MAX_CONTROL]; /* c->in.limit: a reply cannot be longer */
   const frame_header *h = &c->in.h;
   if ((rc = single_conn_read_event(c, reason, sizeof reason)) < 0 ||
-      (rc == FREADER_HEADER && (rc = single_conn_read_payload(c, p, h->length, reason, sizeof reason)) < 0))
+      (rc == FREADER_HEADER && (rc = single_conn_read_payload(c, p, h->length, reason, sizeof reason)) < 0)) {
+    if (wrote < 0) return api_err(err, errlen, BFEED_EIO, "%s: sending HELLO: %s", addr, strerror(werr));
     return api_err(err, errlen, rc, "%s: handshake failed: %s", addr, reason);
+  }
   char wy[MSG_ERROR_MAX];
   if (h->type == FRAME_ERROR) {
     msg_error e;

@@ -104,3 +104,30 @@ def test_skipped_listing_is_in_index_order(bad_folder, tmp_path):
         d.kill()
     assert [e["index"] for e in report] == [1, 6, 11], (report, found)
     assert ["c0/1.jpg" in text[1], "c1/2.jpg" in text[2], "c2/3.jpg" in text[3]] == [True] * 3, text
+
+
+def test_skipped_counts_each_sample_once_per_epoch(tmp_path):
+    """A stream's `skipped` counts each bad sample once per epoch (issue 31:
+    a folder of mostly corrupt files counted 164,316 for 24 samples, since
+    every position whose search for a replacement walked past a bad file
+    counted it again). Oracle: the bad files this test wrote, served twice."""
+    root = tmp_path / "mostly-bad" / "c0"
+    os.makedirs(root)
+    bad = 0
+    for k in range(24):
+        path = root / ("%02d.jpg" % k)
+        if k % 8 == 7:
+            Image.new("RGB", (20, 20), (k, 2 * k, 3 * k)).save(path, quality=90)
+        else:
+            path.write_bytes(b"not a jpeg at all %d" % k)
+            bad += 1
+    d = Daemon(os.environ["BFEEDD"], str(tmp_path), ["bad=%s" % root.parent], workers=1)
+    try:
+        with bfeed.connect(d.addr) as c:
+            for epoch in range(2):
+                s = c.stream("bad", batch=4, size=16, mode="eval", epoch=epoch, epochs=1, keep_partial=True)
+                served = sum(len(b.torch("index")) for b in s)
+                counted = s.stats()["skipped"]
+                assert served == 24 and counted == bad, (epoch, served, counted, bad)
+    finally:
+        d.kill()
