@@ -128,11 +128,20 @@ static int kind_pack_load(dataset *d, const dataset_keys *k, const logger *log, 
   if (!(p->meta_path = storage_resolve(d->root, PACKFILE_META, strlen(PACKFILE_META)))) return dataset_oom(d, err, errlen);
   int rc = kind_pack_read_meta(d, p, err, errlen);
   if (rc < 0) return rc;
-  if (!(p->s = calloc(p->meta.shards ? p->meta.shards : 1, sizeof *p->s))) return dataset_oom(d, err, errlen);
+  /* The table grows with the shards found, not with the count the
+   * metadata claims: a forged `shards` costs nothing before its files. */
+  size_t cap = 0;
   for (uint32_t s = 0; s < p->meta.shards; s++) {
+    if (s == cap) {
+      kind_pack_shard *grown = realloc(p->s, (cap = cap ? 2 * cap : 16) * sizeof *grown);
+      if (!grown) return dataset_oom(d, err, errlen);
+      memset(grown + s, 0, (cap - s) * sizeof *grown);
+      p->s = grown;
+    }
     p->nshards = s + 1;
     if ((rc = kind_pack_read_shard(d, p, s, err, errlen)) < 0) return rc;
   }
+  if (!p->s && !(p->s = calloc(1, sizeof *p->s))) return dataset_oom(d, err, errlen); /* an empty pack */
   if ((rc = kind_pack_assemble(d, p, err, errlen)) < 0) return rc;
   log_debug(log, "dataset %s: a pack of %s images from %s (%llu shards)", d->name, p->meta.images, p->meta.source,
             (unsigned long long)p->meta.shards);

@@ -120,9 +120,9 @@ def resume_all(tmp):
     good = os.path.join(tmp, "j2_raw")
     meta, shards = pr.read_pack(good)
     n = meta["samples"]
-    flip, trunc, other, badmeta, classes = (os.path.join(tmp, x) for x in ("flip", "trunc", "other", "badmeta",
-                                                                           "classes"))
-    for x in (flip, trunc, other, badmeta, classes):
+    flip, trunc, other, badmeta, classes, shardn = (os.path.join(tmp, x) for x in ("flip", "trunc", "other", "badmeta",
+                                                                                   "classes", "shardn"))
+    for x in (flip, trunc, other, badmeta, classes, shardn):
         shutil.copytree(good, x)
     rec = shards[1]["records"][2]
     path = os.path.join(flip, "shard-000001.bfpack")
@@ -141,8 +141,17 @@ def resume_all(tmp):
     text = open(mp).read()
     open(mp, "w").write(re.sub(r"\nclasses \d+\n", "\nclasses 1000000000\n", text, count=1))
     msize = os.path.getsize(mp)
+    # So can a shard count that agrees with forged sample counts (2^32 - 1
+    # shards of 1): the table grows with the shards found, and the first
+    # that does not fit is named (before: a calloc of ~275 GB, "out of memory").
+    mp = os.path.join(shardn, "bfeed-pack.meta")
+    text = open(mp).read()
+    for key, v in (("source_samples", 2**32 - 1), ("shard_samples", 1), ("shards", 2**32 - 1)):
+        text = re.sub(r"\n%s \d+\n" % key, "\n%s %d\n" % (key, v), text, count=1)
+    open(mp, "w").write(text)
     d = Daemon(BFEEDD, tmp, ["good=pack:" + good, "flip=pack:" + flip, "trunc=pack:" + trunc,
-                             "other=pack:" + other, "badmeta=pack:" + badmeta, "classes=pack:" + classes])
+                             "other=pack:" + other, "badmeta=pack:" + badmeta, "classes=pack:" + classes,
+                             "shardn=pack:" + shardn])
     try:
         ok, e = fetch(d, "flip", os.path.join(tmp, "o", "flip"), ["--batch", str(n), "--shuffle", "off", "--size", "32"])
         idx = np.load(os.path.join(tmp, "o", "flip", "index.npy")).tolist() if ok else []
@@ -155,7 +164,8 @@ def resume_all(tmp):
               "the undamaged pack serves every sample")
         for ds, why in (("trunc", "shard-000002.bfpack: no footer at the end (truncated"), ("other", "shard-000000.bfpack: shard 0 of key"),
                         ("badmeta", "bfeed-pack.meta: %d shards of 3 samples for %d samples (%d packed)" % (meta["shards"], n, n + 1)),
-                        ("classes", "classes 1000000000: more than the %d-byte file can name" % msize)):
+                        ("classes", "classes 1000000000: more than the %d-byte file can name" % msize),
+                        ("shardn", "No such file or directory (the pack lists 4294967295 shards)")):
             ok, e = fetch(d, ds, os.path.join(tmp, "o", ds), ["--batch", "2"])
             check(not ok and why in e, "%s refused at load: %s" % (ds, e.strip()))
     finally:
