@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "bfeed_types.h"
+#include "clock.h"
 
 #define FOLDER_MAX_DEPTH 32
 
@@ -160,14 +161,111 @@ typedef struct folder_up {
   const struct folder_up *up;
 } folder_up;
 
+/* Every folder the dataset's walks reached, by device and inode: an open
+ * addressing table (a power of two, at most half full) with each one's
+ * path, for the message that names both. */
+typedef struct folder_seen_entry {
+  uint64_t dev, ino;
+  char *path; /* NULL: empty */
+} folder_seen_entry;
+struct folder_seen {
+  folder_seen_entry *v;
+  size_t n, cap;
+};
+
+static size_t folder_seen_hash(uint64_t dev, uint64_t ino, size_t cap) {
+  uint64_t h = (ino ^ (dev * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+  return (size_t)(h ^ h >> 29) & (cap - 1);
+}
+
+static folder_seen_entry *folder_seen_slot(folder_seen *t, uint64_t dev, uint64_t ino) {
+  size_t i = folder_seen_hash(dev, ino, t->cap);
+  while (t->v[i].path && (t->v[i].dev != dev || t->v[i].ino != ino)) i = (i + 1) & (t->cap - 1);
+  return &t->v[i];
+}
+
+/* The path that reached (dev, ino) before, or NULL after noting path as
+ * reaching it. *oom set when it could not be noted. */
+static const char *folder_seen_add(folder_walk_state *ws, uint64_t dev, uint64_t ino, const char *path, int *oom) {
+  folder_seen *t = ws->seen;
+  if (!t && !(t = ws->seen = calloc(1, sizeof *t))) return *oom = 1, NULL;
+  if (2 * (t->n + 1) > t->cap) {
+    folder_seen grown = {calloc(t->cap ? 2 * t->cap : 256, sizeof *grown.v), t->n, t->cap ? 2 * t->cap : 256};
+    if (!grown.v) return *oom = 1, NULL;
+    for (size_t i = 0; i < t->cap; i++)
+      if (t->v[i].path) *folder_seen_slot(&grown, t->v[i].dev, t->v[i].ino) = t->v[i];
+    free(t->v);
+    *t = grown;
+  }
+  folder_seen_entry *e = folder_seen_slot(t, dev, ino);
+  if (e->path) return e->path;
+  if (!(e->path = strdup(path))) return *oom = 1, NULL;
+  e->dev = dev, e->ino = ino;
+  t->n++;
+  return NULL;
+}
+
+void folder_walk_state_free(folder_walk_state *ws) {
+  if (!ws || !ws->seen) return;
+  for (size_t i = 0; i < ws->seen->cap; i++) free(ws->seen->v[i].path);
+  free(ws->seen->v);
+  free(ws->seen);
+  ws->seen = NULL;
+}
+
+/* Reaching folder `next`: not one the walk is in (a cycle), nor one any
+ * walk of the dataset reached before (a diamond). */
+static int folder_reach(folder_walk_state *ws, const folder_up *here, const folder_up *next, char *err, size_t errlen) {
+  if (!next->dev && !next->ino) return 0;
+  for (const folder_up *u = here; u; u = u->up)
+    if (u->dev == next->dev && u->ino == next->ino)
+      return snprintf(err, errlen,
+                      "folder %s is %s again, a folder the walk is already in (a cycle of links: device %llu, inode "
+                      "%llu); no walk of it would end",
+                      next->path, u->path, (unsigned long long)next->dev, (unsigned long long)next->ino),
+             BFEED_EDATASET;
+  int oom = 0;
+  const char *before = folder_seen_add(ws, next->dev, next->ino, next->path, &oom);
+  if (oom) return snprintf(err, errlen, "out of memory listing %s", next->path), BFEED_ENOMEM;
+  if (before)
+    return snprintf(err, errlen,
+                    "folder %s is %s again (device %llu, inode %llu): links reach it twice, and each of its files "
+                    "would be served twice; link each folder once",
+                    next->path, before, (unsigned long long)next->dev, (unsigned long long)next->ino),
+           BFEED_EDATASET;
+  return 0;
+}
+
+/* Count a folder's files against the limit, and say how a slow walk goes. */
+static int folder_progress(folder_walk_state *ws, const char *dir, size_t files, char *err, size_t errlen) {
+  size_t max = ws->max_files ? ws->max_files : FOLDER_MAX_FILES_DEFAULT;
+  ws->files += files;
+  ws->folders++;
+  if (ws->files > max)
+    return snprintf(err, errlen, "more than max_samples (%zu) files below %s, at %s: set max_samples if the dataset "
+                    "is truly this large", max, ws->name ? ws->name : "the dataset", dir),
+           BFEED_EDATASET;
+  uint64_t now = clock_now_ns();
+  if (!ws->started_ns) ws->started_ns = ws->logged_ns = now;
+  if (ws->log && now - ws->logged_ns >= FOLDER_PROGRESS_S * 1000000000ull) {
+    ws->logged_ns = now;
+    log_info(ws->log, "dataset %s: still listing: %zu files in %zu folders so far (%llu s), now in %s",
+             ws->name ? ws->name : "?", ws->files, ws->folders,
+             (unsigned long long)((now - ws->started_ns) / 1000000000ull), dir);
+  }
+  return 0;
+}
+
 static int folder_walk_at(const folder_up *here, strlist *out, storage_stamps *stamps, const char *const *exts,
-                          int depth, strlist *dropped, folder_skipped *skipped, char *err, size_t errlen) {
+                          int depth, strlist *dropped, folder_skipped *skipped, folder_walk_state *ws, char *err,
+                          size_t errlen) {
   const char *dir = here->path;
   strlist dirs = {0}, files = {0};
   folder_items ids = {0};
   if (depth > FOLDER_MAX_DEPTH)
     return snprintf(err, errlen, "folder %s nests more than %d folders deep", dir, FOLDER_MAX_DEPTH), BFEED_EDATASET;
   int rc = folder_list_at(dir, &dirs, &ids, &files, stamps, exts, dropped, skipped, err, errlen);
+  if (rc == 0) rc = folder_progress(ws, dir, files.n, err, errlen);
   for (size_t i = 0; rc == 0 && i < files.n; i++) {
     rc = strlist_push(out, files.v[i]);
     files.v[i] = NULL;
@@ -175,16 +273,8 @@ static int folder_walk_at(const folder_up *here, strlist *out, storage_stamps *s
   }
   for (size_t i = 0; rc == 0 && i < dirs.n; i++) {
     folder_up next = {dirs.v[i], ids.v[i].dev, ids.v[i].ino, here};
-    for (const folder_up *u = here; u && (next.dev || next.ino); u = u->up)
-      if (u->dev == next.dev && u->ino == next.ino) {
-        snprintf(err, errlen,
-                 "folder %s is %s again, a folder the walk is already in (a cycle of links: device %llu, inode "
-                 "%llu); no walk of it would end",
-                 next.path, u->path, (unsigned long long)next.dev, (unsigned long long)next.ino);
-        rc = BFEED_EDATASET;
-        break;
-      }
-    if (rc == 0) rc = folder_walk_at(&next, out, stamps, exts, depth + 1, dropped, skipped, err, errlen);
+    rc = folder_reach(ws, here, &next, err, errlen);
+    if (rc == 0) rc = folder_walk_at(&next, out, stamps, exts, depth + 1, dropped, skipped, ws, err, errlen);
   }
   folder_items_free(&ids);
   strlist_free(&dirs);
@@ -193,11 +283,16 @@ static int folder_walk_at(const folder_up *here, strlist *out, storage_stamps *s
 }
 
 int folder_walk(const char *dir, strlist *out, storage_stamps *stamps, const char *const *exts, strlist *dropped,
-                folder_skipped *skipped, char *err, size_t errlen) {
+                folder_skipped *skipped, folder_walk_state *ws, char *err, size_t errlen) {
   storage_info info;
   char why[512];
+  folder_walk_state own = {0};
   folder_up top = {dir, 0, 0, NULL};
+  if (!ws) ws = &own;
   /* Where the walk starts is the first folder a link may lead back to. */
   if (storage_stat(dir, &info, why, sizeof why) == 0) top.dev = info.dev, top.ino = info.ino;
-  return folder_walk_at(&top, out, stamps, exts, 0, dropped, skipped, err, errlen);
+  int rc = folder_reach(ws, NULL, &top, err, errlen);
+  if (rc == 0) rc = folder_walk_at(&top, out, stamps, exts, 0, dropped, skipped, ws, err, errlen);
+  folder_walk_state_free(&own);
+  return rc;
 }

@@ -63,7 +63,12 @@ static int kind_folder_load(dataset *d, const dataset_keys *k, const logger *log
   folder_skipped skipped = {0};
   size_t *per_class = NULL;
   char types[64];
-  int rc = BFEED_EDATASET;
+  uint64_t max_samples;
+  folder_walk_state ws = {.log = log, .name = d->name};
+  int rc = dataset_key_u64(k, "max_samples", 1, UINT32_MAX, FOLDER_MAX_FILES_DEFAULT, &max_samples, err, errlen);
+  if (rc < 0) return rc;
+  ws.max_files = (size_t)max_samples;
+  rc = BFEED_EDATASET;
   if (folder_list(root, &classes, NULL, kind_folder_exts, &dropped, NULL, err, errlen) < 0) goto done;
   if (classes.n == 0) {
     snprintf(err, errlen, "dataset %s: folder %s has no class sub-folders", d->name, root);
@@ -73,7 +78,8 @@ static int kind_folder_load(dataset *d, const dataset_keys *k, const logger *log
   size_t cap = 0;
   for (size_t c = 0; c < classes.n; c++) {
     size_t before = files.n;
-    if (folder_walk(classes.v[c], &files, &stamps, kind_folder_exts, &dropped, &skipped, err, errlen) < 0) goto done;
+    if (folder_walk(classes.v[c], &files, &stamps, kind_folder_exts, &dropped, &skipped, &ws, err, errlen) < 0)
+      goto done;
     per_class[c] = files.n - before;
     if (files.n > cap) {
       cap = files.cap;
@@ -118,6 +124,7 @@ done:
   strlist_free(&files);
   storage_stamps_free(&stamps);
   folder_skipped_free(&skipped);
+  folder_walk_state_free(&ws);
   free(per_class);
   return rc;
 }
@@ -127,7 +134,7 @@ static void kind_folder_fingerprint(const dataset *d, struct fingerprint *fp) {
   for (size_t i = 0; i < d->nsamples; i++) fingerprint_file(fp, d->paths[i], d->root);
 }
 
-static const dataset_key_spec kind_folder_keys[] = {{NULL, 0}};
+static const dataset_key_spec kind_folder_keys[] = {{"max_samples", DATASET_KEY_PLACE}, {NULL, 0}};
 
 const dataset_kind kind_folder = {.name = "image", .keys = kind_folder_keys, .load = kind_folder_load,
                                    .read = dataset_files_read, .sample_name = dataset_files_name,

@@ -42,7 +42,7 @@ static void kind_text_fingerprint(const dataset *d, struct fingerprint *fp) {
   static const char *const txt[] = {".txt", NULL};
   strlist files = {0};
   char err[256];
-  if (folder_walk(d->root, &files, NULL, txt, NULL, NULL, err, sizeof err) < 0) fingerprint_line(fp, "files unknown\n");
+  if (folder_walk(d->root, &files, NULL, txt, NULL, NULL, NULL, err, sizeof err) < 0) fingerprint_line(fp, "files unknown\n");
   for (size_t i = 0; i < files.n; i++) fingerprint_file(fp, files.v[i], d->root);
   strlist_free(&files);
 }

@@ -144,12 +144,13 @@ static int read_folder(const char *root, strlist *dropped, text_record_fn fn, vo
                        size_t errlen) {
   static const char *const txt[] = {".txt", NULL};
   strlist classes = {0}, files = {0};
+  folder_walk_state ws = {0};
   int rc = folder_list(root, &classes, NULL, txt, dropped, NULL, err, errlen);
   if (rc == 0 && classes.n == 0) rc = (snprintf(err, errlen, "folder %s has no class sub-folders", root), BFEED_EDATASET);
   for (size_t c = 0; rc == 0 && c < classes.n; c++) {
     const char *slash = strrchr(classes.v[c], '/');
     const char *cls = slash ? slash + 1 : classes.v[c];
-    rc = folder_walk(classes.v[c], &files, NULL, txt, dropped, NULL, err, errlen);
+    rc = folder_walk(classes.v[c], &files, NULL, txt, dropped, NULL, &ws, err, errlen);
     for (size_t i = 0; rc == 0 && i < files.n; i++) {
       storage_mapping m;
       if ((rc = storage_map(files.v[i], TEXT_MAX_FILE, &m, err, errlen)) < 0) break;
@@ -161,6 +162,7 @@ static int read_folder(const char *root, strlist *dropped, text_record_fn fn, vo
     strlist_free(&files);
   }
   strlist_free(&classes);
+  folder_walk_state_free(&ws);
   return rc;
 }
 

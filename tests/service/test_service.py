@@ -173,7 +173,7 @@ def test_activate():
 def check_config_error(text, *needles):
     path = os.path.join(TMP, "bad.conf")
     write(path, text)
-    r = subprocess.run([BFEEDD, "--check-config", path], capture_output=True, text=True)
+    r = subprocess.run([BFEEDD, "--check-config", path], capture_output=True, text=True, timeout=60)
     msg = r.stdout + r.stderr
     ok = r.returncode != 0 and all(n in msg for n in needles)
     check(ok, f"--check-config refuses and names {needles}" + ("" if ok else f": rc {r.returncode}, {msg!r}"))
@@ -225,6 +225,28 @@ def test_config():
     check_config_error(f"[bfeedd]\n[dataset a]\npath = {d}\n[dataset cyc]\npath = {cyc}\n[dataset gone]\n"
                        "path = /nonexistent/data\n", "a cycle of links", "/nonexistent/data",
                        "2 of 3 dataset(s) cannot be served")
+    # A diamond of links (issue 31: 24 levels of two links to the next is
+    # 2^24 walks of one tree; the walk never ended, RSS grew 6 MB/s): a
+    # folder reached twice is named with both paths, at once.
+    dia = os.path.join(TMP, "diamond")
+    os.makedirs(os.path.join(dia, "c"), exist_ok=True)
+    for lvl in range(24):
+        here = os.path.join(dia, "l%02d" % lvl)
+        os.makedirs(here, exist_ok=True)
+        for name in ("x", "y"):
+            if not os.path.islink(os.path.join(here, name)):
+                os.symlink(os.path.join(dia, "l%02d" % (lvl + 1)), os.path.join(here, name))
+    os.makedirs(os.path.join(dia, "l24"), exist_ok=True)
+    img = next(os.path.join(r, f) for r, _, fs in sorted(os.walk(d)) for f in sorted(fs) if f.endswith((".jpg", ".png")))
+    shutil.copy(img, os.path.join(dia, "l24", "img" + os.path.splitext(img)[1]))
+    if not os.path.islink(os.path.join(dia, "c", "deep")):
+        os.symlink(os.path.join(dia, "l00"), os.path.join(dia, "c", "deep"))
+    t0 = time.monotonic()
+    check_config_error(f"[bfeedd]\n[dataset dia]\npath = {dia}\n", "/c/deep/x/x/x/x", "/y is ", "/x again",
+                       "links reach it twice")
+    check(time.monotonic() - t0 < 30, "the diamond is refused at once (%.1f s)" % (time.monotonic() - t0))
+    # A dataset's max_samples bounds what a walk may list, named.
+    check_config_error(f"[bfeedd]\n[dataset a]\npath = {d}\nmax_samples = 3\n", "more than max_samples (3) files")
     # Flags override the file: max_window 2 in the file, 8 on the command line.
     path = os.path.join(TMP, "w.conf")
     addr = config(path, "max_window = 2")
