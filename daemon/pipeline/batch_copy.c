@@ -18,10 +18,21 @@ static int batch_copy_buffer(batch_job *job, size_t cap) {
   return -1;
 }
 
-/* The raw tensors into the job's ring slot, and its own BATCH_SHM frame. */
+/* src's data: after its head in its frame, or, built in a slot of a ring
+ * its class shares, the slot's raw tensors. */
+static const uint8_t *batch_copy_data(const batch_job *src, size_t *len) {
+  if (src->shm_slot) return *len = (size_t)src->head.raw_size, src->shm_slot;
+  *len = src->frame.len - src->data_off;
+  return src->frame.data + src->data_off;
+}
+
+/* The raw tensors into the job's ring slot (nothing to copy when it is
+ * the slot src was built in: the class's ring), and its own BATCH_SHM frame. */
 static void batch_copy_shm(batch_job *job, const msg_batch *m) {
   const batch_job *src = job->src;
-  if (m->raw_size > job->shm_slot_size || !codec_is_plain(m->codec) || src->data_off + m->raw_size > src->frame.len) {
+  size_t len;
+  const uint8_t *data = batch_copy_data(src, &len);
+  if (m->raw_size > job->shm_slot_size || !codec_is_plain(m->codec) || m->raw_size > len) {
     job->rc = BFEED_EINTERNAL;
     snprintf(job->err, sizeof job->err, "shared batch of %llu bytes in codec %u does not fit a %llu-byte shared-memory slot",
              (unsigned long long)m->raw_size, m->codec, (unsigned long long)job->shm_slot_size);
@@ -29,7 +40,7 @@ static void batch_copy_shm(batch_job *job, const msg_batch *m) {
   }
   size_t cap = FRAME_HEADER_SIZE + msg_batch_shm_size(m);
   if (batch_copy_buffer(job, cap) < 0) return;
-  memcpy(job->shm_slot, src->frame.data + src->data_off, m->raw_size);
+  if (job->shm_slot != data) memcpy(job->shm_slot, data, m->raw_size);
   fwriter fw;
   fwriter_init(&fw, job->buf, cap);
   msg_batch_shm_encode(&fw.w, m, job->shm_index);
@@ -45,8 +56,8 @@ static void batch_copy_shm(batch_job *job, const msg_batch *m) {
  * seq) before src's bytes, which are sent from src's buffer. */
 static void batch_copy_socket(batch_job *job, const msg_batch *m) {
   const batch_job *src = job->src;
-  int same = m->seq == src->head.seq;
-  size_t own = same ? FRAME_HEADER_SIZE : src->data_off;
+  int same = m->seq == src->head.seq && !src->shm_slot; /* a slot's batch has a BATCH_SHM head: made anew */
+  size_t own = same ? FRAME_HEADER_SIZE : FRAME_HEADER_SIZE + msg_batch_head_size(m);
   if (batch_copy_buffer(job, own) < 0) return;
   wbuf_init_fixed(&job->frame, job->buf, own);
   if (same) {
@@ -58,8 +69,7 @@ static void batch_copy_socket(batch_job *job, const msg_batch *m) {
     wbuf *w = &job->frame;
     w->len = FRAME_HEADER_SIZE;
     msg_batch_encode_head(w, m);
-    job->tail = src->frame.data + src->data_off;
-    job->tail_len = src->frame.len - src->data_off;
+    job->tail = batch_copy_data(src, &job->tail_len);
     size_t payload = w->len - FRAME_HEADER_SIZE + job->tail_len;
     if (w->failed || w->len != own || payload > FRAME_MAX_PAYLOAD) {
       job->rc = BFEED_EINTERNAL;

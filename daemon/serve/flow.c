@@ -307,6 +307,17 @@ void flow_add_slots(flow_stream *fs, uint32_t slots) {
   if (!fs->slots) fs->slots = slots < MSG_SHM_MAX_SLOTS ? slots : MSG_SHM_MAX_SLOTS;
 }
 
+void flow_reset_slots(flow_stream *fs, uint32_t slots) {
+  fs->slots = slots < MSG_SHM_MAX_SLOTS ? slots : MSG_SHM_MAX_SLOTS;
+  fs->slot_busy = fs->slot_cold = 0;
+  fs->slot_bytes = 0;
+}
+
+void flow_unslot(flow_stream *fs, uint64_t seq) {
+  int slot = flow_slot_of(fs, seq);
+  if (slot >= 0) fs->slot_busy &= ~(1ull << slot);
+}
+
 void flow_close(flow_stream *fs) {
   if (!fs || !fs->owner) return;
   fs->owner = NULL;
@@ -331,8 +342,7 @@ int flow_may_schedule(flow_stream *fs, uint64_t end, uint64_t extra) {
   return flow_memory_waits(fs, !flow_memory_allows(fs->f, fs->frame_bytes + extra, own, flow_holding(fs)));
 }
 
-/* The busy slot holding batch seq, or -1. */
-static int flow_slot_of(const flow_stream *fs, uint64_t seq) {
+int flow_slot_of(const flow_stream *fs, uint64_t seq) {
   for (uint32_t i = 0; i < fs->slots; i++)
     if ((fs->slot_busy >> i & 1) && fs->slot_seq[i] == seq) return (int)i;
   return -1;

@@ -137,6 +137,14 @@ flow_stream *flow_open(flow *f, uint32_t window, uint64_t frame_bytes, uint32_t 
 /* A stream opened without a ring has one of `slots` slots from now on
  * (its ring did not fit at OPEN; nothing if it has one). */
 void flow_add_slots(flow_stream *fs, uint32_t slots);
+/* The stream moves to another ring (its class's), with `slots` slots of
+ * its own there: the old ring's slots are forgotten (its client no longer
+ * releases them). Only when every batch scheduled has been sent. */
+void flow_reset_slots(flow_stream *fs, uint32_t slots);
+/* Batch seq, just scheduled, goes over the socket after all: its slot is free. */
+void flow_unslot(flow_stream *fs, uint64_t seq);
+/* The slot holding batch seq (scheduled or sent, not released), or -1. */
+int flow_slot_of(const flow_stream *fs, uint64_t seq);
 /* Time the stream's window had room while max_memory kept it from
  * scheduling (ns, the wait under way included; 0 for NULL). */
 uint64_t flow_memory_wait(const flow_stream *fs);

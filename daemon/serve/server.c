@@ -18,6 +18,9 @@ static void on_job_done(batch_job *job, void *arg) {
 static uint64_t server_share_held(void *arg) { return share_held(arg); }
 static int server_share_trim(void *arg) { return share_trim(arg); }
 
+/* A cold slot of a ring streams share is warmed only if its bytes fit max_memory. */
+static int server_share_fits(void *fl, uint64_t bytes) { return flow_admits(fl, bytes); }
+
 int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dataset **datasets,
                 size_t ndatasets, const server_limits *limits, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);
@@ -36,6 +39,7 @@ int server_init(server *s, uv_loop_t *loop, const logger *log, int nworkers, dat
   if (!(s->share = share_new(s->workers, &s->limits.share_horizon)))
     return snprintf(err, errlen, "out of memory"), BFEED_ENOMEM;
   flow_set_cache(s->flow, &(flow_cache){.held = server_share_held, .trim = server_share_trim, .arg = s->share});
+  share_set_fits(s->share, server_share_fits, s->flow);
   return 0;
 }
 

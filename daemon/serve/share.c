@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "bfeed_types.h"
+#include "msg.h"
 #include "opts.h"
+#include "shm_ring.h"
 
 typedef struct share_class share_class;
 
@@ -22,6 +24,8 @@ typedef struct share_entry {
   unsigned refs;      /* copy jobs holding it (waiting for it, or made from it) */
   batch_job *waiting; /* copy jobs waiting for the build (linked by ->next) */
   uint64_t bytes;     /* counted in share_held: the estimate, then the built buffer */
+  shm_ring *ring;     /* built in slot `slot` of this class ring (a reference and a hold), or NULL */
+  int slot;
 } share_entry;
 
 struct share_member {
@@ -32,6 +36,7 @@ struct share_member {
   uint64_t span;   /* horizon x stride, 0: from the window */
   uint32_t window;
   uint64_t stride;
+  int shm;         /* its stream takes batches in shared memory (share_shm_join) */
 };
 
 struct share_class {
@@ -48,10 +53,15 @@ struct share_class {
   unsigned nmembers;
   share_entry *entries;
   uint64_t held;       /* bytes of its entries */
+  unsigned shm_members; /* of its members, those on shared memory */
+  uint64_t slot_size;   /* their largest batch, page-rounded */
+  shm_ring *ring;       /* the ring they share once there are two (NULL before): a reference */
 };
 
 struct share {
   workers *wk;          /* NULL once stopping */
+  int (*fits)(void *arg, uint64_t bytes); /* whether a cold ring slot's memory fits (share_set_fits) */
+  void *fits_arg;
   const uint32_t *horizon;
   share_class *classes;
   uint64_t held, builds, alive;
@@ -64,6 +74,14 @@ share *share_new(workers *wk, const uint32_t *horizon) {
   sh->horizon = horizon;
   return sh;
 }
+
+void share_set_fits(share *sh, int (*fits)(void *arg, uint64_t bytes), void *arg) {
+  sh->fits = fits;
+  sh->fits_arg = arg;
+}
+
+static int share_fits(const share *sh, uint64_t bytes) { return !sh->fits || sh->fits(sh->fits_arg, bytes); }
+static int share_fits_cb(void *sh, uint64_t bytes) { return share_fits(sh, bytes); }
 
 void share_stop(share *sh) {
   if (sh) sh->wk = NULL;
@@ -87,7 +105,16 @@ static void share_class_maybe_free(share_class *c) {
     }
   epoch_cache_free(&c->orders);
   dataset_unref(c->spec.ds);
+  shm_ring_free(c->ring);
   free(c);
+}
+
+/* The entry lets go of its slot (the ring may go with it). */
+static void share_entry_unslot(share_entry *e) {
+  if (!e->ring) return;
+  shm_ring_drop(e->ring, (uint32_t)e->slot);
+  shm_ring_free(e->ring);
+  e->ring = NULL;
 }
 
 static void share_entry_count(share_entry *e, uint64_t bytes) {
@@ -115,6 +142,7 @@ static void share_entry_maybe_free(share_entry *e) {
   share_entry_count(e, 0);
   c->sh->alive--;
   batch_job_free(e->build);
+  share_entry_unslot(e);
   free(e);
   share_class_maybe_free(c);
 }
@@ -271,6 +299,7 @@ batch_job *share_leave(share_member *m) {
       *p = m->next;
       break;
     }
+  c->shm_members -= m->shm != 0;
   free(m);
   share_sweep(c);
   c->nmembers--;
@@ -285,8 +314,13 @@ uint64_t share_cost(const share_member *m, uint64_t epoch, uint64_t index) {
 
 uint64_t share_charged(const share_member *m) { return m->cls->held / (m->cls->nmembers ? m->cls->nmembers : 1); }
 
-/* A new entry for g, its build queued behind the others. */
-static share_entry *share_start(share_class *c, const batch_job *job, uint64_t g) {
+/* A new entry for g, its build queued behind the others: in the job's
+ * slot when that is a slot of a class ring (ring), the slot then held by
+ * the entry too, and counted as the ring's memory, not the entry's; for a
+ * stream not on the ring (the socket, or a ring of its own) in a free
+ * slot of the class's ring if it has one, so that the streams on the ring
+ * read it there and copy nothing. */
+static share_entry *share_start(share_class *c, const batch_job *job, uint64_t g, shm_ring *ring) {
   share_entry *e = calloc(1, sizeof *e);
   batch_job *b = e ? calloc(1, sizeof *b) : NULL;
   if (!b) return free(e), NULL;
@@ -297,7 +331,21 @@ static share_entry *share_start(share_class *c, const batch_job *job, uint64_t g
   e->next = c->entries;
   c->entries = e;
   c->sh->alive++;
-  share_entry_count(e, c->estimate);
+  int slot = ring && job->shm_slot ? (int)job->shm_index : -1;
+  if (slot >= 0) {
+    shm_ring_hold(ring, (uint32_t)slot);
+  } else if (c->ring && c->shm_members && (slot = shm_ring_take(c->ring, share_fits_cb, c->sh)) >= 0) {
+    ring = c->ring; /* taken: held once, for the entry */
+  }
+  if (slot >= 0) {
+    e->ring = ring;
+    e->slot = slot;
+    shm_ring_ref(ring);
+    b->shm_slot = shm_ring_slot(ring, (uint32_t)slot);
+    b->shm_index = (uint32_t)slot;
+    b->shm_slot_size = shm_ring_slot_size(ring);
+  }
+  share_entry_count(e, e->ring ? 0 : c->estimate);
   b->spec = &c->spec;
   b->orders = &c->orders;
   b->buffers = c->spec.buffers;
@@ -312,13 +360,13 @@ static share_entry *share_start(share_class *c, const batch_job *job, uint64_t g
   return e;
 }
 
-void share_submit(share_member *m, batch_job *job) {
+void share_submit(share_member *m, batch_job *job, shm_ring *ring) {
   share_class *c = m->cls;
   uint64_t g = job->epoch * c->bpe + job->index;
   m->cursor = g + 1;
   share_entry *e = c->sh->wk ? share_find(c, g) : NULL;
   job->shared = e != NULL;
-  if (!e && c->sh->wk) e = share_start(c, job, g);
+  if (!e && c->sh->wk) e = share_start(c, job, g, ring);
   if (!e) {
     job->rc = c->sh->wk ? BFEED_ENOMEM : BFEED_ESHUTDOWN;
     snprintf(job->err, sizeof job->err, "%s", c->sh->wk ? "out of memory sharing a batch" : "bfeedd is shutting down");
@@ -338,6 +386,51 @@ void share_submit(share_member *m, batch_job *job) {
   share_sweep(c);
 }
 
+/* ------------------------------------------------------------------ */
+/* Shared memory                                                       */
+
+void share_shm_join(share_member *m, uint64_t slot_size) {
+  if (m->shm) return;
+  m->shm = 1;
+  m->cls->shm_members++;
+  if (slot_size > m->cls->slot_size) m->cls->slot_size = slot_size;
+}
+
+/* A class ring is made when a second stream on shared memory joins, and
+ * made afresh when the one in use has too few free slots for a stream
+ * that comes (slots whose batches clients of closed streams may still
+ * read are never written again): the streams on the old one keep it. */
+int share_ring_ready(const share_member *m) { return m->shm && m->cls->shm_members >= 2; }
+
+shm_ring *share_ring(share_member *m, const logger *log) {
+  share_class *c = m->cls;
+  uint64_t need = 2ull * ((uint64_t)m->window + 2);
+  if (c->shm_members < 2 || !m->shm) return NULL;
+  if (c->ring && shm_ring_free_slots(c->ring) < need) {
+    shm_ring_free(c->ring);
+    c->ring = NULL;
+  }
+  if (!c->ring) {
+    char err[256];
+    if (!(c->ring = shm_ring_new_cold(MSG_SHM_MAX_SLOTS, c->slot_size, err, sizeof err))) {
+      log_warn(log, "dataset %s: a ring for streams that share their batches: %s; each keeps its own", c->ds->name,
+               err);
+      return NULL;
+    }
+  }
+  shm_ring_ref(c->ring);
+  return c->ring;
+}
+
+int share_slot(share_member *m, shm_ring *ring, uint64_t epoch, uint64_t index, uint64_t avoid) {
+  share_entry *e = share_find(m->cls, epoch * m->cls->bpe + index);
+  if (e && e->ring == ring && !(avoid >> e->slot & 1)) {
+    shm_ring_hold(ring, (uint32_t)e->slot);
+    return e->slot;
+  }
+  return shm_ring_take(ring, share_fits_cb, m->cls->sh);
+}
+
 void share_free(share *sh) {
   if (!sh) return;
   while (sh->classes) {
@@ -352,11 +445,13 @@ void share_free(share *sh) {
       share_entry *e = c->entries;
       c->entries = e->next;
       batch_job_free(e->build);
+      share_entry_unslot(e);
       free(e);
     }
     sh->classes = c->next;
     epoch_cache_free(&c->orders);
     dataset_unref(c->spec.ds);
+    shm_ring_free(c->ring);
     free(c);
   }
   free(sh);

@@ -30,6 +30,8 @@
 #include <stdint.h>
 
 #include "batch.h"
+#include "log.h"
+#include "shm_ring.h"
 #include "workers.h"
 
 typedef struct share share;
@@ -66,11 +68,30 @@ batch_job *share_leave(share_member *m);
 uint64_t share_cost(const share_member *m, uint64_t epoch, uint64_t index);
 /* Serve job (the stream's: epoch, index, seq, count and slot set; its
  * `done` is called on the loop when its frame is made, as for a build):
- * from the batch if it exists, else from a build started now.
+ * from the batch if it exists, else from a build started now, in the
+ * job's slot when ring (the class ring that slot is in) is given.
  * job->shared says which. */
-void share_submit(share_member *m, batch_job *job);
+void share_submit(share_member *m, batch_job *job, shm_ring *ring);
 /* The stream's part of its class's shared bytes (held / streams of the
  * class), what flow counts against its share of max_memory. */
 uint64_t share_charged(const share_member *m);
+
+/* Shared memory. Streams of a class that take their batches in shared
+ * memory share one ring once there are two of them: a batch is built in
+ * one of its slots, which every client maps, instead of being copied
+ * into each stream's own ring (PROTOCOL.md "Shared memory").
+ * share_shm_join: m's stream takes its batches in shared memory, at most
+ * slot_size bytes each. share_ring: the ring m's stream moves to (a
+ * reference for it), NULL while it has none (fewer than two such streams,
+ * or no memfd). share_slot: a slot of ring for batch (epoch, index), held
+ * for m's stream: the one the batch is kept in (unless its bit is set in
+ * avoid: the stream holds it already), else a free one (share_set_fits says
+ * whether a cold one's bytes fit: share_set_fits). -1: none free. */
+void share_shm_join(share_member *m, uint64_t slot_size);
+shm_ring *share_ring(share_member *m, const logger *log);
+int share_ring_ready(const share_member *m); /* share_ring would give one (but for a memfd failure) */
+int share_slot(share_member *m, shm_ring *ring, uint64_t epoch, uint64_t index, uint64_t avoid);
+/* What says whether a cold ring slot's bytes fit max_memory (server.c: flow_admits). */
+void share_set_fits(share *sh, int (*fits)(void *arg, uint64_t bytes), void *arg);
 
 #endif

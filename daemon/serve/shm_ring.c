@@ -10,12 +10,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#define SHM_RING_MAX_SLOTS 64 /* cold is a 64-bit mask */
+
 struct shm_ring {
   int fd;
+  int refs;
   uint32_t slots;
   uint64_t slot_size;
   uint8_t *base;
   uint64_t cold; /* bit i: slot i's pages given back (shm_ring_cool) */
+  uint32_t holds[SHM_RING_MAX_SLOTS]; /* shm_ring_take's counts */
 };
 
 static uint64_t shm_ring_total; /* loop thread only */
@@ -26,10 +30,13 @@ uint64_t shm_ring_slot_bytes(uint64_t raw) {
   return raw ? (raw + p - 1) / p * p : p;
 }
 
-shm_ring *shm_ring_new(uint32_t slots, uint64_t slot_size, char *err, size_t errlen) {
+static shm_ring *shm_ring_make(uint32_t slots, uint64_t slot_size, int cold, char *err, size_t errlen) {
+  if (slots > SHM_RING_MAX_SLOTS) slots = SHM_RING_MAX_SLOTS;
   uint64_t size = (uint64_t)slots * slot_size;
   shm_ring *r = calloc(1, sizeof *r);
   if (!r) return snprintf(err, errlen, "out of memory"), NULL;
+  r->refs = 1;
+  r->cold = cold ? (slots < 64 ? (1ull << slots) - 1 : ~0ull) : 0;
   r->slots = slots;
   r->slot_size = slot_size;
   const char *step = "memfd_create";
@@ -41,7 +48,7 @@ shm_ring *shm_ring_new(uint32_t slots, uint64_t slot_size, char *err, size_t err
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
     if (p != MAP_FAILED) {
       r->base = p;
-      shm_ring_total += size;
+      shm_ring_total += (uint64_t)(slots - (uint32_t)__builtin_popcountll(r->cold)) * slot_size;
       return r;
     }
   }
@@ -52,8 +59,18 @@ shm_ring *shm_ring_new(uint32_t slots, uint64_t slot_size, char *err, size_t err
   return NULL;
 }
 
+shm_ring *shm_ring_new(uint32_t slots, uint64_t slot_size, char *err, size_t errlen) {
+  return shm_ring_make(slots, slot_size, 0, err, errlen);
+}
+
+shm_ring *shm_ring_new_cold(uint32_t slots, uint64_t slot_size, char *err, size_t errlen) {
+  return shm_ring_make(slots, slot_size, 1, err, errlen);
+}
+
+void shm_ring_ref(shm_ring *r) { r->refs++; }
+
 void shm_ring_free(shm_ring *r) {
-  if (!r) return;
+  if (!r || --r->refs > 0) return;
   uint64_t size = (uint64_t)r->slots * r->slot_size;
   munmap(r->base, size);
   close(r->fd);
@@ -84,3 +101,35 @@ uint32_t shm_ring_slots(const shm_ring *r) { return r->slots; }
 uint64_t shm_ring_slot_size(const shm_ring *r) { return r->slot_size; }
 uint8_t *shm_ring_slot(const shm_ring *r, uint32_t i) { return r->base + (uint64_t)i * r->slot_size; }
 uint64_t shm_ring_bytes(void) { return shm_ring_total; }
+
+int shm_ring_take(shm_ring *r, int (*admit)(void *arg, uint64_t bytes), void *arg) {
+  int cold = -1;
+  for (uint32_t i = 0; i < r->slots; i++) {
+    if (r->holds[i]) continue;
+    if (!(r->cold >> i & 1)) {
+      r->holds[i] = 1;
+      return (int)i;
+    }
+    if (cold < 0) cold = (int)i;
+  }
+  if (cold < 0 || !admit(arg, r->slot_size)) return -1;
+  shm_ring_warm(r, (uint32_t)cold);
+  r->holds[cold] = 1;
+  return cold;
+}
+
+void shm_ring_hold(shm_ring *r, uint32_t i) { r->holds[i]++; }
+void shm_ring_drop(shm_ring *r, uint32_t i) { r->holds[i]--; }
+
+uint32_t shm_ring_free_slots(const shm_ring *r) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < r->slots; i++) n += r->holds[i] == 0;
+  return n;
+}
+
+uint64_t shm_ring_cool_free(shm_ring *r) {
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < r->slots; i++)
+    if (!r->holds[i]) bytes += shm_ring_cool(r, i);
+  return bytes;
+}

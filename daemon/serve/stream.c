@@ -1,5 +1,6 @@
 /* stream.c -- see stream.h */
 #include "stream.h"
+#include "stream_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,117 +14,9 @@
 #include "fingerprint.h"
 #include "opts.h"
 
-#define READY_SLOTS 64 /* >= the largest window (msg_opts_check) */
-
-/* Its positions (scheduled, sent, acknowledged), bytes and ring slots are
- * flow.c's: the stream asks it before scheduling or sending. */
-struct stream {
-  conn *conn;      /* NULL once closed */
-  flow_stream *flow; /* NULL once closed */
-  uint32_t id;
-  batch_spec spec;
-  workers *workers;
-  const logger *log;
-  int shuffle;
-  uint64_t shard_samples, bpe;
-  select_plan sel;   /* which batch each seq is (select.h) */
-  uint64_t end_seq;  /* batches to serve in all; UINT64_MAX: forever */
-  batch_job *ready[READY_SLOTS]; /* made, not sent: seq at seq % READY_SLOTS */
-  epoch_cache orders;
-  uint64_t submitted_ns[READY_SLOTS]; /* when each batch in flight was scheduled */
-  ds_stats *stats;
-  unsigned inflight;
-  int failed, end_sent;
-  flow *fl;          /* the daemon's flow control, for a ring made late */
-  shm_ring *ring;    /* a shared-memory stream's ring (PROTOCOL.md "Shared memory"), else NULL */
-  int ring_sent;     /* SHM_RING is queued */
-  int ring_wanted;   /* shared memory asked for, the ring not made yet: tried again (stream_late_ring) */
-  uint64_t ring_tried_ns; /* when it was last tried */
-  share *sh;         /* the daemon's shared batches, NULL with share=off */
-  share_member *member; /* its place among the streams that want the same bytes (from stream_start) */
-  /* counters */
-  uint64_t samples, batches, raw_bytes, wire_bytes, skipped, busy_ns;
-  uint64_t kernel_copy_bytes, shm_batches; /* batch bytes through the socket; batches through the ring */
-  uint64_t built, shared, bytes_saved;     /* its batches built for it, taken from another's, their raw bytes */
-  uint64_t stage_ns[BATCH_STAGES];         /* its busy_ns by stage (batch.h) */
-  uint64_t opened_ns, workers_busy_open;   /* when it opened, and the workers' busy time then */
-  msg_timing timing;                       /* what its client last said it waited (TIMING) */
-  jobs_entry *job;                         /* the job it counts in (jobs.h), NULL: none */
-};
-
-/* The buffer of a frame whose tensors are elsewhere (a ring slot, a shared
- * batch): header, head and tensor table at most. */
-#define STREAM_HEAD_BYTES \
-  (FRAME_HEADER_SIZE + 64 + MSG_MAX_TENSORS * (MSG_TENSOR_NAME_MAX + 2 + 8 * (BFEED_MAX_DIMS + 2)) + 4)
-
 uint32_t stream_id(const stream *st) { return st->id; }
 
 void stream_set_max_pixels(stream *st, uint64_t max_pixels) { st->spec.sample.max_pixels = max_pixels; }
-
-/* A client on a Unix socket that asks for shared memory gets a ring of
- * window + 2 slots, each the stream's largest batch, page-aligned; its
- * batches travel raw (codec none) whatever codec it asked for. Over TCP
- * the option is ignored, and so it is when the ring does not fit
- * max_memory now (a stream beside clients that do not read must still be
- * served), or when the ring cannot be made: the socket is the fallback,
- * and the client takes what comes. */
-static void stream_open_ring(stream *st, uint64_t *frame_bytes) {
-  /* window + 2: the batch a caller holds while it asks for the next (a
-   * for-loop's variable), and one more, so that a steady reader never
-   * finds every slot held and sees its batches fall back to the socket. */
-  uint32_t slots = st->spec.opts.window + 2 < MSG_SHM_MAX_SLOTS ? st->spec.opts.window + 2 : MSG_SHM_MAX_SLOTS;
-  uint64_t slot_size = shm_ring_slot_bytes(batch_raw_estimate(&st->spec));
-  st->ring_tried_ns = uv_hrtime();
-  if (!flow_make_room(st->fl, slots * slot_size)) {
-    /* Streams that have just stopped reading may still have batches being
-     * made: the ring is tried again later (stream_late_ring). */
-    if (!st->ring_wanted)
-      log_info(st->log, "stream %u: a shared-memory ring of %u x %llu bytes does not fit max_memory now: "
-               "served over the socket until it does", st->id, slots, (unsigned long long)slot_size);
-    st->ring_wanted = 1;
-    return;
-  }
-  st->ring_wanted = 0;
-  char err[256];
-  if (!(st->ring = shm_ring_new(slots, slot_size, err, sizeof err))) { /* no memfd here (a sandbox?): the socket */
-    log_warn(st->log, "stream %u: %s; served over the socket", st->id, err);
-    return;
-  }
-  /* A batch's pooled buffer holds only its BATCH_SHM frame now. */
-  *frame_bytes = STREAM_HEAD_BYTES;
-}
-
-/* SHM_RING goes out once, before the first batch made in the ring. */
-static void stream_send_ring(stream *st) {
-  if (!st->ring || st->ring_sent || !st->conn) return;
-  msg_shm_ring r = {.slots = shm_ring_slots(st->ring), .slot_size = shm_ring_slot_size(st->ring)};
-  r.size = r.slots * r.slot_size;
-  wbuf w;
-  wbuf_init(&w);
-  size_t at = msg_begin(&w);
-  msg_shm_ring_encode(&w, &r);
-  msg_finish(&w, at, FRAME_SHM_RING, st->id);
-  st->ring_sent = 1;
-  conn_send_frame_fd(st->conn, &w, shm_ring_fd(st->ring));
-}
-
-/* A ring that did not fit at OPEN, made now if it fits: the batches so
- * far came over the socket, the next ones are made in the ring. Tried at
- * most every STREAM_RING_RETRY_NS, not before every batch: making room
- * empties the buffer cache, whose buffers this stream's socket batches
- * would otherwise reuse. The frame estimate stays: flow keeps the largest
- * batch it has seen. */
-#define STREAM_RING_RETRY_NS 100000000ull
-static void stream_late_ring(stream *st) {
-  if (uv_hrtime() - st->ring_tried_ns < STREAM_RING_RETRY_NS) return;
-  uint64_t frame_bytes = 0;
-  stream_open_ring(st, &frame_bytes);
-  if (!st->ring) return;
-  log_info(st->log, "stream %u: its shared-memory ring fits now, from batch %llu on", st->id,
-           (unsigned long long)flow_scheduled(st->flow));
-  flow_add_slots(st->flow, shm_ring_slots(st->ring));
-  stream_send_ring(st);
-}
 
 static const flow_ops stream_flow_ops; /* below, beside what it calls */
 
@@ -149,7 +42,7 @@ static void stream_free(stream *st) {
   for (int i = 0; i < READY_SLOTS; i++) batch_job_free(st->ready[i]);
   epoch_cache_free(&st->orders);
   dataset_unref(st->spec.ds);
-  shm_ring_free(st->ring);
+  stream_ring_free(st);
   free(st);
 }
 
@@ -205,7 +98,8 @@ int stream_open(stream **out, conn *c, flow *f, uint32_t id, dataset *ds, const 
   st->fl = f;
   /* Sharing, a batch's own buffer is its header and head: the data is the shared batch's. */
   if ((st->sh = o->share == BFEED_SHARE_OFF ? NULL : sh)) frame_bytes = STREAM_HEAD_BYTES;
-  if (shm) stream_open_ring(st, &frame_bytes);
+  st->shm = shm;
+  if (shm) stream_ring_open(st, &frame_bytes);
   st->flow = flow_open(f, o->window, frame_bytes, st->ring ? shm_ring_slots(st->ring) : 0, &stream_flow_ops, st);
   if (!st->flow) {
     stream_free(st);
@@ -239,7 +133,8 @@ void stream_fail(stream *st, int code, const char *msg) { fail(st, code, msg); }
 static uint64_t stream_extra(const stream *st);
 static void pump(stream *st) {
   if (st->ring_wanted && st->conn && !st->failed && flow_may_schedule(st->flow, st->end_seq, stream_extra(st)))
-    stream_late_ring(st);
+    stream_ring_late(st);
+  if (stream_ring_move(st)) return; /* until the batches of the ring it leaves are sent */
   while (st->conn && !st->failed && flow_may_schedule(st->flow, st->end_seq, stream_extra(st))) {
     batch_job *job = calloc(1, sizeof *job);
     if (!job) {
@@ -258,14 +153,14 @@ static void pump(stream *st) {
     job->count = left < st->spec.opts.batch ? (uint32_t)left : st->spec.opts.batch;
     job->owner = st;
     job->done = stream_job_done;
-    if (slot >= 0) {
+    if ((slot = stream_ring_seat(st, slot, seq, job->epoch, job->index)) >= 0) {
       job->shm_index = (uint32_t)slot;
       job->shm_slot = shm_ring_slot(st->ring, (uint32_t)slot);
       job->shm_slot_size = shm_ring_slot_size(st->ring);
     }
     st->inflight++;
     st->submitted_ns[seq % READY_SLOTS] = uv_hrtime();
-    if (st->member) share_submit(st->member, job);
+    if (st->member) share_submit(st->member, job, st->ring_class ? st->ring : NULL);
     else workers_submit(st->workers, job);
   }
 }
@@ -299,6 +194,7 @@ static void deliver(stream *st) {
     if (job->shared) st->shared++, st->bytes_saved += job->raw_bytes;
     else st->built++;
     if (job->shm_slot) st->shm_batches++;
+    if (job->shm_slot && job->src && job->src->shm_slot != job->shm_slot) st->shm_copy_bytes += job->raw_bytes;
     else st->kernel_copy_bytes += job->frame.len + job->tail_len;
     ds_stats *d = st->stats;
     d->samples += job->count;
@@ -332,7 +228,9 @@ void stream_start(stream *st) {
     st->member = share_join(st->sh, &st->spec, fingerprint_stream(st->spec.ds->fingerprint, &st->spec.opts,
                                                                   st->spec.sample.max_pixels),
                             st->bpe, st->spec.opts.window, st->sel.mod, st);
-  stream_send_ring(st); /* right after OPEN_OK, before any batch */
+  stream_ring_join(st);
+  stream_ring_move(st); /* to its class's ring at once, if there is one to share */
+  stream_ring_send(st); /* right after OPEN_OK, before any batch */
   pump(st);
   deliver(st);
 }
@@ -352,11 +250,10 @@ static int stream_on_drop(void *owner, uint64_t seq) {
   if (!job || job->seq != seq) return 0;
   st->ready[seq % READY_SLOTS] = NULL;
   batch_job_free(job);
+  stream_ring_shed(st, seq);
   return 1;
 }
 
-static uint64_t stream_on_slot_cool(void *owner, uint32_t slot) { return shm_ring_cool(((stream *)owner)->ring, slot); }
-static void stream_on_slot_warm(void *owner, uint32_t slot) { shm_ring_warm(((stream *)owner)->ring, slot); }
 static uint64_t stream_on_charged(void *owner) {
   stream *st = owner;
   return st->member ? share_charged(st->member) : 0;
@@ -364,8 +261,8 @@ static uint64_t stream_on_charged(void *owner) {
 
 static const flow_ops stream_flow_ops = {.resume = stream_on_resume,
                                          .drop = stream_on_drop,
-                                         .slot_cool = stream_on_slot_cool,
-                                         .slot_warm = stream_on_slot_warm,
+                                         .slot_cool = stream_ring_cool,
+                                         .slot_warm = stream_ring_warm,
                                          .charged = stream_on_charged};
 
 /* The window moves: the ring batches made and waiting to be announced
@@ -378,7 +275,7 @@ int stream_ack(stream *st, const msg_ack *a, char *err, size_t errlen) {
   deliver(st);
   pump(st);
   for (uint32_t k = 0; k < a->nreleased; k++)
-    if ((rc = flow_release(st->flow, a->released[k], err, errlen)) < 0) return rc;
+    if ((rc = stream_ring_release(st, a->released[k], err, errlen)) < 0) return rc;
   return 0;
 }
 
@@ -439,6 +336,7 @@ void stream_close(stream *st) {
   jobs_leave(st->job, st); /* while its counters can still be read */
   st->job = NULL;
   st->conn = NULL;
+  stream_ring_close(st);
   flow_close(st->flow); /* its batches still queued on the socket are counted until written */
   st->flow = NULL;
   stream_free_jobs(st, share_leave(st->member)); /* those waiting for a shared batch's build */
@@ -479,6 +377,7 @@ size_t stream_stats(const stream *st, msg_counter *out, size_t max) {
       {"batches_per_epoch", st->bpe},
       {"kernel_copy_bytes", st->kernel_copy_bytes},
       {"shm_batches", st->shm_batches},
+      {"shm_copy_bytes", st->shm_copy_bytes},
       {"idle", (uint64_t)flow_is_idle(st->flow)},
       {"batches_dropped_idle", flow_dropped_idle(st->flow)},
       {"batches_built", st->built},

@@ -385,6 +385,16 @@ static int mem_rings(const itest_daemon *d, unsigned long long *addr, uint64_t *
   return n;
 }
 
+/* 1 once a stream that takes nothing has all its window made (or stopped
+ * making: idle, or out of memory). */
+static int mem_filled(void *arg) {
+  static const char *const names[] = {"in_flight", "unacked", "idle"};
+  uint64_t v[3];
+  bfeed_error err;
+  if (itest_counters(arg, names, v, 3, &err) < 0) return -1;
+  return v[0] + v[1] >= 8 || v[2];
+}
+
 /* Idle streams on shared memory: eight libbfeed streams open, each takes
  * nothing; rings fit for some, each filling its slots. Once all are idle a
  * reader opens: it gets its ring at OPEN and all its batches through it,
@@ -393,11 +403,16 @@ static int mem_rings(const itest_daemon *d, unsigned long long *addr, uint64_t *
  * the socket's bytes. */
 static void test_idle_shm_streams(void **state) {
   itest_daemon *d = mem_start(*state, "idleshm", "256M");
-  bfeed_stream_opts o;
-  mem_idle_opts(&o, 5, 8);
+  /* Each its own seed: identical streams would share one ring (issue 29),
+   * and this is about rings that each stream holds alone. */
+  bfeed_stream_opts o[MEM_IDLE];
   bfeed_client *ci = suite_connect(d->unix_addr);
   bfeed_stream *idle[MEM_IDLE];
-  for (int i = 0; i < MEM_IDLE; i++) idle[i] = suite_open(ci, "demo", &o);
+  for (int i = 0; i < MEM_IDLE; i++) { /* one after the other: each fills its ring before the next builds */
+    mem_idle_opts(&o[i], 5 + 100 * (uint64_t)i, 8);
+    idle[i] = suite_open(ci, "demo", &o[i]);
+    assert_true(itest_poll(mem_filled, idle[i], 30000, 20) > 0);
+  }
   mem_probe p = {.c = suite_connect(d->unix_addr)};
   assert_true(itest_poll(mem_all_idle, &p, 30000, 50) > 0);
   assert_true(itest_poll(mem_settled, &p, 30000, 50) > 0);
@@ -442,7 +457,7 @@ static void test_idle_shm_streams(void **state) {
   for (int i = 0; i < MEM_IDLE; i++) {
     itest_run got = {0};
     SUITE_OK(itest_collect(idle[i], 6, &got, &err), err);
-    mem_check_bytes(d, &o, &got);
+    mem_check_bytes(d, &o[i], &got);
     itest_run_free(&got);
     bfeed_stream_close(idle[i]);
   }

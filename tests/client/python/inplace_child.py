@@ -14,6 +14,11 @@ CASE is one of:
              writes into its batches in place (in the worker, where the
              tensors are the ring's): each equal to the op applied to the
              socket's batch at the same position
+  shared     two clients' identical streams read one ring (issue 29): the
+             same memfd mapped twice, no batch copied into a ring after the
+             first few; one client's writes never reach the other's batch;
+             a batch held past its stream's close keeps its bytes while the
+             other stream goes on through the ring
 
 SHM is 1 (shared memory, libbfeed's default on a Unix socket) or 0 (the
 socket). Exit status 0 when every check held; an assertion's message
@@ -126,6 +131,59 @@ def case_isolation(addr, name, shm):
     print("isolation %s shm=%d: %d batches byte-identical to the socket's" % (name, shm, n))
 
 
+def ring_inodes():
+    """The inodes of the bfeed-ring memfds this process maps, each with how
+    many mappings of it there are."""
+    count = {}
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "bfeed-ring" in line:
+                ino = int(line.split()[4])
+                count[ino] = count.get(ino, 0) + 1
+    return count
+
+
+def garbage(b):
+    """Writes into every byte of b's tensors."""
+    for tname in b.names():
+        b.numpy(tname).view(np.uint8)[...] = 0xAA
+
+
+def case_shared(addr, name, shm):
+    opts = dict(OPTS[name], window=2, epochs=12)
+    assert shm, "shared needs shared memory"
+    with bfeed.connect(addr) as ca, bfeed.connect(addr) as cb, bfeed.connect(addr, shm=False) as ref, \
+            cb.stream(name, **opts) as b, ref.stream(name, **opts) as r:
+        a = ca.stream(name, **opts)
+        ia, ib, ir = iter(a), iter(b), iter(r)
+        bpe = a.batches_per_epoch
+        n, kept, kept_bytes = 0, None, None
+        for want in ir:
+            y = next(ib)
+            exp = {t: raw(want.torch(t)) for t in want.names()}
+            if n < 4 * bpe:  # both streams
+                x = next(ia)
+                assert {t: raw(x.torch(t)) for t in x.names()} == exp, "%s batch %d: a differs" % (name, n)
+                garbage(x)  # into a's batch: b's, in the same slot of the same memfd, must not see it
+                if n == 4 * bpe - 1:  # held past the close of its stream and client
+                    kept, kept_bytes = next(ia), None
+                    kept_bytes = {t: raw(kept.torch(t)) for t in kept.names()}
+                    st_a = a.stats()
+                    shared = [ino for ino, k in ring_inodes().items() if k >= 2]
+                    assert shared, "no ring mapped by both clients: %s" % ring_inodes()
+                    a.close()
+            assert {t: raw(y.torch(t)) for t in y.names()} == exp, "%s batch %d: b differs (a's write?)" % (name, n)
+            n += 1
+        st_b = b.stats()
+    raw_batch = sum(len(v) for v in exp.values())
+    for who, st in (("a", st_a), ("b", st_b)):
+        assert st["shm_batches"] > 0 and st["shm_copy_bytes"] <= 6 * raw_batch, \
+            "%s: %d bytes copied into its ring (a batch is %d)" % (who, st["shm_copy_bytes"], raw_batch)
+    assert {t: raw(kept.torch(t)) for t in kept.names()} == kept_bytes, "a batch held past its close changed"
+    print("shared %s: %d batches, %d of them read by both clients from one ring; copied %d and %d bytes" % (
+        name, n, 4 * bpe, st_a["shm_copy_bytes"], st_b["shm_copy_bytes"]))
+
+
 class WritingDataset(bfeed.torch.Dataset):
     """Each batch written in place (op) where it is made: in the worker."""
 
@@ -166,6 +224,8 @@ def main():
             case_isolation(addr, name, shm)
         elif case == "loader":
             case_loader(addr, name, shm, int(sys.argv[5]))
+        elif case == "shared":
+            case_shared(addr, name, shm)
         else:
             sys.exit("unknown case %r" % case)
 

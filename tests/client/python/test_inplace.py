@@ -9,7 +9,10 @@ crash fails the case with its signal instead of ending the test run:
   - a write into a batch, held or not, never shows in a later batch of the
     same ring slot: those equal the socket's batches byte for byte;
   - bfeed.torch.DataLoader with 0 and 2 workers whose Dataset writes into
-    its batches in the worker yields the op of the socket's batches.
+    its batches in the worker yields the op of the socket's batches;
+  - two clients' identical streams read one ring, copying nothing: one's
+    writes never reach the other, and a batch held past its stream's close
+    keeps its bytes.
 """
 import os
 import signal
@@ -51,3 +54,8 @@ def test_writes_never_reach_later_batches(daemon, shm):
 def test_loader_writing_in_its_workers(daemon, shm, workers):
     out = run_child(daemon, "loader", "demo,npy,txt", shm, workers)
     assert out.count("batches") == 3, out
+
+
+def test_identical_streams_share_one_ring(daemon):
+    out = run_child(daemon, "shared", "demo,npy", 1)
+    assert out.count("read by both clients from one ring") == 2, out
