@@ -373,8 +373,8 @@ static int conn_evict_idle(server *s) {
   conn *victim = NULL;
   for (conn *c = s->conns; c && grace; c = c->next)
     if (!c->closing && !c->doomed && c->nstreams == 0 && now - c->heard_ms >= grace &&
-        (!victim || c->heard_ms < victim->heard_ms))
-      victim = c;
+        (!victim || c->heard_ms < victim->heard_ms || (c->heard_ms == victim->heard_ms && c->id < victim->id)))
+      victim = c; /* the silent longest; of those heard in the same tick, the oldest */
   if (!victim) return 0;
   conn_fail(victim, BFEED_ELIMIT, "closed to make room for a new client: bfeedd is at max_clients (%d), and this "
             "connection had no stream and was silent for %llu s", s->limits.max_clients,

@@ -1,7 +1,7 @@
 /*
  * share.h -- each batch built once for every stream that wants the same bytes (sweeps, ensembles, repeated eval).
- * Called by stream.c (join, cost, submit, leave), server.c (make, stop, free), stats.c and metrics.c (counts),
- * and flow.c through the hooks server.c gives it (bytes held, trim).
+ * Called by stream.c (join, cost, submit, leave), stream_ring.c (the class's ring), server.c (make, stop, free,
+ * fits), stats.c and metrics.c (counts), and flow.c through the hooks server.c gives it (bytes held, trim).
  *
  * A batch is a pure function of (dataset, the options that change bytes,
  * seed, epoch, index): streams on the same loaded dataset with the same
@@ -9,8 +9,9 @@
  * max_pixels) and the same codec are one class, and batch (epoch, index)
  * of a class is built once, by a job of the class's own (its spec and
  * epoch orders, so that no stream's close cancels it). Each stream asking
- * for it gets a copy job (batch_copy.h: its own frame over the socket, or
- * a copy into its ring slot), queued before the builds, so every stream
+ * for it gets a copy job (batch_copy.h: its own frame over the socket, a
+ * BATCH_SHM naming the slot of the class's ring it was built in, or a copy
+ * into its own ring's slot), queued before the builds, so every stream
  * still gets its own complete stream, in order, byte for byte.
  *
  * What is kept: a batch is held while a job uses it (being built, copied,

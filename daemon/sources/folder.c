@@ -287,11 +287,13 @@ int folder_walk(const char *dir, strlist *out, storage_stamps *stamps, const cha
   storage_info info;
   char why[512];
   folder_walk_state own = {0};
-  folder_up top = {dir, 0, 0, NULL};
+  folder_up root = {ws ? ws->root : NULL, 0, 0, NULL}, top = {dir, 0, 0, root.path ? &root : NULL};
   if (!ws) ws = &own;
-  /* Where the walk starts is the first folder a link may lead back to. */
+  /* Where the walk starts (and the dataset's folder above it) are the
+   * first folders a link may lead back to. */
+  if (root.path && storage_stat(root.path, &info, why, sizeof why) == 0) root.dev = info.dev, root.ino = info.ino;
   if (storage_stat(dir, &info, why, sizeof why) == 0) top.dev = info.dev, top.ino = info.ino;
-  int rc = folder_reach(ws, NULL, &top, err, errlen);
+  int rc = folder_reach(ws, top.up, &top, err, errlen);
   if (rc == 0) rc = folder_walk_at(&top, out, stamps, exts, 0, dropped, skipped, ws, err, errlen);
   folder_walk_state_free(&own);
   return rc;

@@ -55,6 +55,7 @@ int folder_list(const char *dir, strlist *dirs, strlist *files, const char *cons
 typedef struct folder_seen folder_seen;
 typedef struct folder_walk_state {
   size_t max_files;  /* 0: FOLDER_MAX_FILES_DEFAULT */
+  const char *root;  /* the folder of the class folders walked (NULL: none): a link back to it is a cycle */
   const logger *log; /* NULL: no progress lines */
   const char *name;  /* the dataset, for them */
   /* the walks' own */

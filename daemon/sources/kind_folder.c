@@ -64,7 +64,7 @@ static int kind_folder_load(dataset *d, const dataset_keys *k, const logger *log
   size_t *per_class = NULL;
   char types[64];
   uint64_t max_samples;
-  folder_walk_state ws = {.log = log, .name = d->name};
+  folder_walk_state ws = {.log = log, .name = d->name, .root = root};
   int rc = dataset_key_u64(k, "max_samples", 1, UINT32_MAX, FOLDER_MAX_FILES_DEFAULT, &max_samples, err, errlen);
   if (rc < 0) return rc;
   ws.max_files = (size_t)max_samples;

@@ -144,7 +144,7 @@ static int read_folder(const char *root, strlist *dropped, text_record_fn fn, vo
                        size_t errlen) {
   static const char *const txt[] = {".txt", NULL};
   strlist classes = {0}, files = {0};
-  folder_walk_state ws = {0};
+  folder_walk_state ws = {.root = root};
   int rc = folder_list(root, &classes, NULL, txt, dropped, NULL, err, errlen);
   if (rc == 0 && classes.n == 0) rc = (snprintf(err, errlen, "folder %s has no class sub-folders", root), BFEED_EDATASET);
   for (size_t c = 0; rc == 0 && c < classes.n; c++) {
