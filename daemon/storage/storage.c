@@ -157,9 +157,12 @@ static uint64_t storage_mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-storage_stamp storage_stamp_make(uint64_t size, int64_t mtime_s, int64_t mtime_ns, uint64_t dev, uint64_t ino) {
+storage_stamp storage_stamp_make(uint64_t size, int64_t mtime_s, int64_t mtime_ns, int64_t ctime_s, int64_t ctime_ns,
+                                 uint64_t dev, uint64_t ino) {
   uint64_t h = storage_mix((uint64_t)mtime_s);
   h = storage_mix(h ^ (uint64_t)mtime_ns);
+  h = storage_mix(h ^ (uint64_t)ctime_s);
+  h = storage_mix(h ^ (uint64_t)ctime_ns);
   h = storage_mix(h ^ dev);
   h = storage_mix(h ^ ino);
   return (storage_stamp){.size = size, .sum = h ? h : 1};

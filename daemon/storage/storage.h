@@ -165,7 +165,8 @@ int storage_read_whole(const storage_file *f, const char *path, uint64_t max_siz
                        size_t *len, char *err, size_t errlen);
 
 /* A backend's stamp: the size, and the rest hashed (never 0). */
-storage_stamp storage_stamp_make(uint64_t size, int64_t mtime_s, int64_t mtime_ns, uint64_t dev, uint64_t ino);
+storage_stamp storage_stamp_make(uint64_t size, int64_t mtime_s, int64_t mtime_ns, int64_t ctime_s, int64_t ctime_ns,
+                                 uint64_t dev, uint64_t ino);
 static inline int storage_stamp_same(const storage_stamp *a, const storage_stamp *b) {
   return a->size == b->size && a->sum == b->sum;
 }

@@ -47,9 +47,14 @@ static const char *storage_local_what(mode_t m) {
   return S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a file";
 }
 
+/* Size, modification time, identity and the inode's change time: a file
+ * rewritten in place with its size and mtime put back (touch -r, an
+ * rsync --inplace, a tool that sets mtime) still has a new ctime, which
+ * no user can set (git and rsync check it too). */
 static storage_stamp storage_local_stamp(const struct stat *st) {
   return storage_stamp_make((uint64_t)st->st_size, (int64_t)st->st_mtim.tv_sec, (int64_t)st->st_mtim.tv_nsec,
-                            (uint64_t)st->st_dev, (uint64_t)st->st_ino);
+                            (int64_t)st->st_ctim.tv_sec, (int64_t)st->st_ctim.tv_nsec, (uint64_t)st->st_dev,
+                            (uint64_t)st->st_ino);
 }
 
 static int storage_local_open(const char *path, storage_file *f, char *err, size_t errlen) {

@@ -289,7 +289,7 @@ static storage_remote_obj *storage_remote_lookup(const char *path, int *missing,
 }
 
 static storage_stamp storage_remote_stamp(const remote_object *o) {
-  return storage_stamp_make(o->size, o->mtime_s, 0, XXH64(o->etag, strlen(o->etag), 0), 0);
+  return storage_stamp_make(o->size, o->mtime_s, 0, 0, 0, XXH64(o->etag, strlen(o->etag), 0), 0);
 }
 
 static void storage_remote_info(const remote_object *o, storage_info *out) {

@@ -9,7 +9,8 @@
  *
  * The changes are made here, while a stream is open with a window of one
  * (so the batch that reads the file is built after the change): an image
- * of a folder overwritten by another image, then one deleted; a TFRecord
+ * of a folder overwritten by another image, then one deleted, then one
+ * rewritten with its size, inode and times put back; a TFRecord
  * shard overwritten by another shard; a tar shard cut short.
  */
 #include <glob.h>
@@ -20,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -121,6 +124,26 @@ static void changed_overwrite(const char *file) {
 
 static void changed_delete(const char *file) { assert_int_equal(unlink(file), 0); }
 
+/* Rewrite file in place with the same size and put its times back (issue
+ * 31: touch -r, rsync --inplace with -t): only the inode's change time
+ * tells. A byte in the middle of the image data changes. */
+static void changed_stealthily(const char *file) {
+  struct stat was;
+  assert_int_equal(stat(file, &was), 0);
+  size_t len;
+  char *data = itest_read_file(file, &len);
+  assert_non_null(data);
+  data[len / 2] ^= 0x55;
+  assert_int_equal(itest_write_file(file, data, len), 0);
+  free(data);
+  struct timespec times[2] = {was.st_atim, was.st_mtim};
+  assert_int_equal(utimensat(AT_FDCWD, file, times, 0), 0);
+  struct stat now;
+  assert_int_equal(stat(file, &now), 0);
+  assert_true(now.st_size == was.st_size && now.st_ino == was.st_ino && now.st_mtim.tv_sec == was.st_mtim.tv_sec &&
+              now.st_mtim.tv_nsec == was.st_mtim.tv_nsec);
+}
+
 static void changed_truncate(const char *file) {
   size_t len;
   free(itest_read_file(file, &len));
@@ -152,6 +175,12 @@ static void test_folder_image_changed(void **state) {
   snprintf(file, sizeof file, "%s/%s", dir, f.names[40]);
   changed_round(s, &s->d[0], arg, "img", &now, changed_delete, file, "is gone since the dataset was loaded", 2,
                 &later);
+  /* ...then sample 20 (batch 2) rewritten with its size, inode and times kept. */
+  itest_run last = {0};
+  snprintf(file, sizeof file, "%s/%s", dir, f.names[20]);
+  changed_round(s, &s->d[0], arg, "img", &later, changed_stealthily, file, "changed since the dataset was loaded", 3,
+                &last);
+  itest_run_free(&last);
   /* The other dataset served on through it all. */
   suite_fetch(s->d[0].unix_addr, "demo", &o, 1, &ref);
   suite_stop(&s->d[0]);
