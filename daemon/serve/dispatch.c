@@ -23,17 +23,6 @@ static void send_reply(conn *c, int type, uint32_t stream, void (*encode)(wbuf *
 static void enc_hello_ok(wbuf *w, const void *m) { msg_hello_ok_encode(w, m); }
 static void enc_open_ok(wbuf *w, const void *m) { msg_open_ok_encode(w, m); }
 
-/* The agent string is the client's to choose: log it with anything but
- * printable ASCII escaped, so that it cannot forge log lines. */
-static void dispatch_escape(const char *in, char *out, size_t cap) {
-  size_t o = 0;
-  for (const unsigned char *p = (const unsigned char *)in; *p && o + 5 < cap; p++) {
-    if (*p >= 0x20 && *p < 0x7f && *p != '\\') out[o++] = (char)*p;
-    else o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);
-  }
-  out[o] = 0;
-}
-
 /* Equal strings, in a time that does not depend on where they differ. */
 static int dispatch_token_equal(const char *a, const char *b) {
   size_t la = strlen(a), lb = strlen(b);
@@ -46,7 +35,6 @@ static int dispatch_token_equal(const char *a, const char *b) {
 static void on_hello(conn *c, const uint8_t *p, size_t n) {
   msg_hello h;
   char why[MSG_ERROR_MAX];
-  char agent[MSG_NAME_MAX * 4];
   if (msg_hello_decode(p, n, &h, why, sizeof why) < 0) return conn_fail(c, BFEED_EPROTO, "%s", why);
   uint32_t v = h.max_version < FRAME_VERSION_MAX ? h.max_version : FRAME_VERSION_MAX;
   uint32_t lo = h.min_version > FRAME_VERSION_MIN ? h.min_version : FRAME_VERSION_MIN;
@@ -57,8 +45,7 @@ static void on_hello(conn *c, const uint8_t *p, size_t n) {
     return conn_fail(c, BFEED_EAUTH, "%s: this daemon requires the access token from TCP clients "
                      "(give the client --token-file or BFEED_TOKEN_FILE)", h.token[0] ? "wrong token" : "no token");
   conn_hello_done(c);
-  dispatch_escape(h.agent, agent, sizeof agent);
-  log_debug(c->s->log, "client %u: %s, protocol %u", c->id, agent, v);
+  log_debug(c->s->log, "client %u: %s, protocol %u", c->id, h.agent, v); /* escaped by log.c: the client's to choose */
   msg_hello_ok ok = {.version = v, .max_frame = FRAME_MAX_PAYLOAD};
   snprintf(ok.server, sizeof ok.server, "%s", DISPATCH_SERVER_NAME);
   send_reply(c, FRAME_HELLO_OK, 0, enc_hello_ok, &ok);

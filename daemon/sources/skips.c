@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "bfeed_types.h"
+#include "log.h"
 
 static const char *const skips_names[SKIPS_REASONS] = {"corrupt", "too_large", "unreadable"};
 
@@ -38,25 +39,22 @@ void skips_free(skips *s) {
   free(s);
 }
 
-/* src into dst (cap bytes), tabs and line ends as spaces: one field of a
- * line of the log. */
-static void skips_field(char *dst, size_t cap, const char *src) {
-  size_t i = 0;
-  for (; src[i] && i + 1 < cap; i++) dst[i] = src[i] == '\t' || src[i] == '\n' || src[i] == '\r' ? ' ' : src[i];
-  dst[i] = 0;
-}
+/* src into dst (cap bytes): one field of a line of the log, escaped as
+ * the daemon's log lines are (log.h), tabs too (they separate fields). */
+static void skips_field(char *dst, size_t cap, const char *src) { log_escape(src, dst, cap, "\t"); }
 
 static void skips_log_line(const char *dataset, uint32_t sample, int reason, const char *name, const char *why) {
   pthread_mutex_lock(&skips_log_mu);
   if (skips_log) {
-    char when[32], n[1024], w[1024];
+    char when[32], d[256], n[4096], w[4096];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    skips_field(d, sizeof d, dataset);
     skips_field(n, sizeof n, name);
     skips_field(w, sizeof w, why);
-    fprintf(skips_log, "%s\t%s\t%u\t%s\t%s\t%s\n", when, dataset, sample, skips_reason_name(reason), n, w);
+    fprintf(skips_log, "%s\t%s\t%u\t%s\t%s\t%s\n", when, d, sample, skips_reason_name(reason), n, w);
     fflush(skips_log); /* a line at a time: the file is read while the daemon runs */
   }
   pthread_mutex_unlock(&skips_log_mu);

@@ -131,3 +131,37 @@ def test_skipped_counts_each_sample_once_per_epoch(tmp_path):
                 assert served == 24 and counted == bad, (epoch, served, counted, bad)
     finally:
         d.kill()
+
+
+def test_hostile_file_names_forge_no_log_line(tmp_path):
+    """File names are the dataset owner's to choose, not the log reader's
+    (issue 31): a name with a newline and a forged log line after it, one
+    with ESC (a terminal's escape sequences) and one that is not UTF-8 are
+    written to the daemon's log and to the skipped log escaped, one line
+    each; a name in UTF-8 is kept as it is."""
+    root = tmp_path / "hostile" / "c0"
+    os.makedirs(root)
+    forged = "2026-01-01T00:00:00.000Z bfeedd error: FAKE"
+    names = [b"z\n" + forged.encode() + b".jpg", b"esc\x1b[31mred.jpg", b"bad\xff\xfeutf8.jpg", "caf\u00e9.jpg".encode()]
+    for n in names:  # none decodes: each is skipped, named in both logs
+        with open(os.path.join(os.fsencode(root), n), "wb") as f:
+            f.write(b"not an image")
+    Image.new("RGB", (20, 20), (1, 2, 3)).save(root / "good.jpg")
+    log = tmp_path / "skipped.tsv"
+    d = Daemon(os.environ["BFEEDD"], str(tmp_path), ["h=%s" % root.parent], workers=1, extra=["--skipped-log", str(log)])
+    try:
+        with bfeed.connect(d.addr) as c:
+            for b in c.stream("h", batch=5, size=16, mode="eval", epochs=1, keep_partial=True):
+                pass
+    finally:
+        d.kill()
+    with open(d.log_path, "rb") as f:
+        raw = f.read()
+    lines = raw.split(b"\n")
+    assert not any(l.startswith(forged.encode()) for l in lines), raw.decode(errors="replace")
+    assert b"\x1b" not in raw and raw.decode("utf-8")  # no ESC; all of it UTF-8 (raises if not)
+    assert b"z\\x0a" + forged.encode() in raw and b"esc\\x1b[31mred.jpg" in raw and b"bad\\xff\\xfeutf8.jpg" in raw, raw
+    assert "caf\u00e9.jpg".encode() in raw
+    tsv = log.read_bytes()
+    rows = tsv.decode("utf-8").splitlines()
+    assert len(rows) == 4 and all(len(r.split("\t")) == 6 for r in rows), rows
