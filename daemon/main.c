@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "dataset.h"
+#include "decode_mem.h"
 #include "jpeg_decode.h"
 #include "listen.h"
 #include "log.h"
@@ -275,6 +276,7 @@ static void reload_apply(daemon_ctx *d, reload_job *j) {
   server_set_datasets(&d->srv, ds, cfg->ndatasets);
   d->srv.limits = j->limits;
   jpeg_decode_set_limit(cfg->max_decode_memory);
+  decode_mem_set_budget(cfg->max_memory);
   char why[600];
   if (skips_log_open(cfg->skipped_log, why, sizeof why) < 0) log_warn(&d->log, "%s (the old one is kept)", why);
   log_set_level(&d->log, cfg->log_level);
@@ -429,6 +431,7 @@ static int start(daemon_ctx *d, uv_loop_t *loop, char *err, size_t errlen) {
   int rc = limits_of(&d->cfg, &limits, err, errlen);
   if (rc < 0) return rc;
   jpeg_decode_set_limit(d->cfg.max_decode_memory);
+  decode_mem_set_budget(d->cfg.max_memory);
   if ((rc = skips_log_open(d->cfg.skipped_log, err, errlen)) < 0) return rc;
   rc = server_init(&d->srv, loop, &d->log, nworkers, d->srv.datasets, d->srv.ndatasets, &limits, err, errlen);
   if (rc < 0) return rc;

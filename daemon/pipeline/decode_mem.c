@@ -1,25 +1,58 @@
 /* decode_mem.c -- see decode_mem.h */
 #include "decode_mem.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 
 #include "bfeed_types.h"
 
-static uint64_t decode_mem_limit_bytes, decode_mem_held_bytes; /* atomics */
+static uint64_t decode_mem_limit_bytes, decode_mem_budget_bytes, decode_mem_held_bytes; /* atomics */
+
+/* The decodes running (between enter and leave), and who waits for one to end. */
+static pthread_mutex_t decode_mem_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t decode_mem_cv = PTHREAD_COND_INITIALIZER;
+static unsigned decode_mem_running;
 
 void decode_mem_set_limit(uint64_t bytes) { __atomic_store_n(&decode_mem_limit_bytes, bytes, __ATOMIC_RELAXED); }
+
+void decode_mem_set_budget(uint64_t bytes) {
+  __atomic_store_n(&decode_mem_budget_bytes, bytes, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&decode_mem_mu);
+  pthread_cond_broadcast(&decode_mem_cv); /* a larger budget may let waiters in */
+  pthread_mutex_unlock(&decode_mem_mu);
+}
+
+void decode_mem_enter(uint64_t need) {
+  pthread_mutex_lock(&decode_mem_mu);
+  for (;;) {
+    uint64_t budget = __atomic_load_n(&decode_mem_budget_bytes, __ATOMIC_RELAXED);
+    if (!budget || !decode_mem_running || decode_mem_held() + need <= budget) break;
+    pthread_cond_wait(&decode_mem_cv, &decode_mem_mu);
+  }
+  decode_mem_running++;
+  pthread_mutex_unlock(&decode_mem_mu);
+}
+
+void decode_mem_leave(void) {
+  pthread_mutex_lock(&decode_mem_mu);
+  decode_mem_running--;
+  pthread_cond_broadcast(&decode_mem_cv);
+  pthread_mutex_unlock(&decode_mem_mu);
+}
 
 uint64_t decode_mem_limit(void) { return __atomic_load_n(&decode_mem_limit_bytes, __ATOMIC_RELAXED); }
 
 uint64_t decode_mem_held(void) { return __atomic_load_n(&decode_mem_held_bytes, __ATOMIC_RELAXED); }
 
 int decode_mem_check(const char *what, int width, int height, uint64_t need, char *err, size_t errlen) {
-  uint64_t limit = decode_mem_limit();
+  uint64_t limit = decode_mem_limit(), budget = __atomic_load_n(&decode_mem_budget_bytes, __ATOMIC_RELAXED);
+  int by_budget = budget && (!limit || budget < limit);
+  if (by_budget) limit = budget;
   if (!limit || need <= limit) return 0;
-  snprintf(err, errlen, "%s of %dx%d needs %llu bytes to decode, over max_decode_memory (%llu)", what, width,
-           height, (unsigned long long)need, (unsigned long long)limit);
+  snprintf(err, errlen, "%s of %dx%d needs %llu bytes to decode, over %s (%llu)", what, width, height,
+           (unsigned long long)need, by_budget ? "max_memory" : "max_decode_memory", (unsigned long long)limit);
   return BFEED_ELIMIT; /* a limit of the daemon's, not a fault of the file: skips.h's too_large */
 }
 

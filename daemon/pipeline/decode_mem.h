@@ -10,6 +10,13 @@
  * before anything its size is allocated, and the sample is skipped as a
  * file the daemon will not decode, naming the limit.
  *
+ * max_memory bounds decodes too: one decode may take no more than it (the
+ * smaller of the two limits is the one that refuses), and decodes run at
+ * once only while the memory counted here and the next one's need fit it
+ * together; a decode that does not fit waits for the others to finish (it
+ * never waits for none: alone, a decode always runs). 8 PNGs of 250 MB
+ * each on 8 workers under a max_memory of 256M took 796 MB at once.
+ *
  * Counted, in every thread together: the decoders' pixel buffers and the
  * resampler's (decode_mem_buf, by capacity, as long as they are kept), the
  * libraries' own working memory while a decode runs (an estimate each
@@ -31,16 +38,25 @@
  * rectangle. */
 #define DECODE_MEM_KEEP (16u << 20)
 
-/* The most one decode may take (max_decode_memory); 0 = no limit.
- * Process-wide, set before workers decode and at a reload. */
+/* The most one decode may take (max_decode_memory), and what all decodes
+ * at once may take (max_memory); 0 = no limit. Process-wide, set before
+ * workers decode and at a reload. */
 void decode_mem_set_limit(uint64_t bytes);
+void decode_mem_set_budget(uint64_t bytes);
 uint64_t decode_mem_limit(void);
 /* Bytes counted now, all threads: the daemon's decode_memory_bytes. */
 uint64_t decode_mem_held(void);
 
-/* 0 if a decode of `need` bytes fits the limit; else BFEED_ELIMIT with
- * "WHAT of WxH needs N bytes to decode, over max_decode_memory (L)". */
+/* 0 if a decode of `need` bytes fits the limits; else BFEED_ELIMIT with
+ * "WHAT of WxH needs N bytes to decode, over max_decode_memory (L)" (or
+ * max_memory, when that is the smaller). */
 int decode_mem_check(const char *what, int width, int height, uint64_t need, char *err, size_t errlen);
+
+/* Around a decode that will take `need` bytes more (its buffers and the
+ * library's): enter waits while other decodes run and the count plus need
+ * is over max_memory; leave after its buffers are given back or kept. */
+void decode_mem_enter(uint64_t need);
+void decode_mem_leave(void);
 
 /* A library's working memory for the decode in progress: *held (the
  * decoder's own record, 0 when none) grows by bytes, and so does the count,

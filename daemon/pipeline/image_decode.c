@@ -24,7 +24,14 @@ struct image_decoder {
   uint64_t working;  /* PNG, WebP: the library's own bytes for this image (from its header) */
   uint64_t held;     /* those bytes while the library decodes, in decode_mem_held */
   decode_mem_buf pixels; /* the decoded rectangle (WebP: the whole image) */
+  int entered;       /* between decode_mem_enter (the read) and decode_mem_leave (done) */
 };
+
+/* The decode's buffers are back (or kept, counted): others may start. */
+static void image_decode_leave(image_decoder *d) {
+  if (d->entered) decode_mem_leave();
+  d->entered = 0;
+}
 
 image_decoder *image_decode_new(void) { return calloc(1, sizeof(image_decoder)); }
 
@@ -34,6 +41,7 @@ void image_decode_free(image_decoder *d) {
   jpeg_decode_free(d->jpeg);
   png_decode_free(d->png);
   decode_mem_release(&d->pixels);
+  image_decode_leave(d);
   free(d);
 }
 
@@ -98,6 +106,7 @@ static int image_decode_header_of(image_decoder *d, int format, const uint8_t *b
 int image_decode_header(image_decoder *d, const uint8_t *buf, size_t len, uint64_t max_pixels,
                         image_decode_info *info, char *err, size_t errlen) {
   int format = image_decode_sniff(buf, len);
+  image_decode_leave(d); /* a header after a read without done */
   memset(info, 0, sizeof *info);
   d->buf = NULL;
   d->working = 0;
@@ -170,9 +179,13 @@ int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const ui
   const uint8_t *buf = d->buf;
   d->buf = NULL; /* one read per header */
   int webp = d->info.format == IMAGE_DECODE_WEBP;
-  size_t row = (size_t)(webp ? w : x1 - x0) * 4;
+  size_t row = (size_t)(webp ? w : x1 - x0) * 4, n = row * (size_t)(webp ? h : y1 - y0);
   uint8_t *rect;
-  int rc = image_decode_reserve(d, row * (size_t)(webp ? h : y1 - y0), &rect, err, errlen);
+  /* max_memory for every decode at once: wait while the others' and this
+   * one's would be over it (decode_mem.h). */
+  decode_mem_enter((n > d->pixels.cap ? n : 0) + d->working);
+  d->entered = 1;
+  int rc = image_decode_reserve(d, n, &rect, err, errlen);
   if (rc != 0)
     return rc;
   decode_mem_take(&d->held, d->working); /* the library's buffers, while it decodes */
@@ -202,4 +215,5 @@ void image_decode_done(image_decoder *d) {
   if (d->jpeg)
     jpeg_decode_abort(d->jpeg); /* started and never read (refused, or the caller failed) */
   decode_mem_trim(&d->pixels);
+  image_decode_leave(d);
 }

@@ -13,7 +13,11 @@
  *  - while the large PNG decodes, the daemon's report counts it
  *    (decode_memory_bytes, within memory_held_bytes);
  *  - after it, the worker gives that memory back: the count drops to the
- *    small images' buffers, and RSS returns near where it was.
+ *    small images' buffers, and RSS returns near where it was;
+ *  - under --max-memory 160M (and a max_decode_memory of 1G), four
+ *    workers decode four 5000 x 5000 PNGs (100 MB each as RGBX) one at a
+ *    time, and the 13000 x 13000 one is refused naming max_memory
+ *    (issue 31: 8 such decodes took 796 MB at once under 256M).
  */
 #include <png.h>
 #include <stdio.h>
@@ -21,6 +25,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #include <webp/encode.h>
 
 #include "memsuite.h"
@@ -32,6 +37,9 @@
 #define IMG_MID_HELD (32 * IMG_MIB)
 
 static char img_data[192], img_arg[224]; /* the folder, "img=DIR" */
+static char conc_arg[224];               /* "conc=DIR": the 5000-pixel PNGs and the 13000 one */
+#define IMG_CONC_SIDE 5000
+#define IMG_CONC_N 4
 
 /* A w x h RGB PNG of zeros, unfiltered, at zlib's best compression: rows
  * of zeros deflate a thousandfold. 0, or -1. */
@@ -90,6 +98,19 @@ static int img_setup(void **state) {
       return fprintf(stderr, "cannot write %s\n", path), -1;
   }
   snprintf(img_arg, sizeof img_arg, "img=%s", img_data);
+  snprintf(dir, sizeof dir, "%s/conc", memsuite_the.root);
+  if (mkdir(dir, 0755) < 0) return -1;
+  snprintf(conc_arg, sizeof conc_arg, "conc=%s", dir);
+  snprintf(dir, sizeof dir, "%s/conc/c0", memsuite_the.root);
+  if (mkdir(dir, 0755) < 0) return -1;
+  for (int i = 0; i < IMG_CONC_N; i++) {
+    snprintf(path, sizeof path, "%s/p%d.png", dir, i);
+    if (img_write_png(path, IMG_CONC_SIDE, IMG_CONC_SIDE) < 0) return fprintf(stderr, "cannot write %s\n", path), -1;
+  }
+  char big[300];
+  snprintf(big, sizeof big, "%s/zz/big.png", img_data);
+  snprintf(path, sizeof path, "%s/zbig.png", dir);
+  if (symlink(big, path) < 0) return -1;
   return 0;
 }
 
@@ -205,4 +226,31 @@ static void test_decode_counted_then_given_back(void **state) {
   memsuite_stop();
 }
 
-MEMSUITE_MAIN("image_memory", img_setup, MEMSUITE_TEST(test_bombs_skipped_from_the_header), MEMSUITE_TEST(test_decode_counted_then_given_back))
+/* max_memory bounds the decodes of all workers together, and one decode
+ * may not take more than it whatever max_decode_memory says. */
+static void test_decodes_share_max_memory(void **state) {
+  (void)state;
+  static const char *const args[] = {"--max-memory", "160M", "--max-decode-memory", "1G", "--workers", "4", NULL};
+  memsuite_start(conc_arg, args);
+  bfeed_stream_opts o;
+  img_opts(&o, 1);
+  o.batch = 1; /* a batch is one worker's: one image each, four at once */
+  o.window = 4;
+  itest_run run = {0};
+  bfeed_error err;
+  if (itest_fetch(memsuite_the.d.unix_addr, "conc", &o, 0, &run, &err) != BFEED_EEOF)
+    fail_msg("fetch: %s", err.message);
+  assert_int_equal(run.n, 5); /* zbig.png's place taken by the next image */
+  for (size_t b = 0; b < run.n; b++)
+    for (uint32_t i = 0; i < run.b[b].count; i++) assert_true(run.b[b].idx[i] < IMG_CONC_N); /* never zbig.png */
+  itest_run_free(&run);
+  assert_true(itest_daemon_log_has(&memsuite_the.d, "zbig.png: PNG of 13000x13000 needs"));
+  assert_true(itest_daemon_log_has(&memsuite_the.d, "over max_memory (167772160)"));
+  /* One 100 MB decode at a time, the daemon's own memory beside it; four
+   * at once would be over 400 MB. */
+  memsuite_peak_within("four 5000x5000 PNGs on four workers under --max-memory 160M", 208 * IMG_MIB);
+  memsuite_stop();
+}
+
+MEMSUITE_MAIN("image_memory", img_setup, MEMSUITE_TEST(test_bombs_skipped_from_the_header),
+              MEMSUITE_TEST(test_decode_counted_then_given_back), MEMSUITE_TEST(test_decodes_share_max_memory))
