@@ -12,7 +12,9 @@
 # 8) held open by a second client that never reads them, once the daemon
 # counts them idle. Prints the load and the busiest processes first, every
 # result, then medians and the ratio beside/alone, with the bench's shm
-# batch count.
+# batch count. IDLE_WINDOW=N opens the idle streams with window N (the
+# library's default otherwise); the holder's peak RSS (what its streams
+# were sent and never took) is printed each round.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?usage: bench/idle_streams.sh DATA_DIR [ROUNDS] [IDLE] [MAX_MEMORY]}
@@ -48,14 +50,15 @@ hold_idle() {
   PYTHONPATH=build/python "$py" -c '
 import sys, time, bfeed
 c = bfeed.connect(sys.argv[1])
-streams = [c.stream("bench", batch=64, size=224, seed=100 + i) for i in range(int(sys.argv[2]))]
+w = {"window": int(sys.argv[3])} if sys.argv[3] else {}
+streams = [c.stream("bench", batch=64, size=224, seed=100 + i, **w) for i in range(int(sys.argv[2]))]
 print("open", flush=True)
-time.sleep(3600)' "unix:$run/s.sock" "$idle" >"$run/holder.out" &
+time.sleep(3600)' "unix:$run/s.sock" "$idle" "${IDLE_WINDOW:-}" >"$run/holder.out" &
   holder=$!
   while ! grep -q open "$run/holder.out" 2>/dev/null; do sleep 0.1; done
   # Their batches built and sent, their memory held, until the daemon
-  # counts them idle (a second after each had a batch to take; up to 10 s).
-  for _ in $(seq 100); do
+  # counts them idle (a second after each had a batch to take; up to 60 s).
+  for _ in $(seq 600); do
     n=$("$bin/bfeed" stats --connect "unix:$run/s.sock" --json 2>/dev/null |
       "$py" -c 'import json, sys; print(json.load(sys.stdin)["daemon"]["idle_streams"])' 2>/dev/null || echo 0)
     [ "$n" -ge "$idle" ] && break
@@ -67,6 +70,7 @@ for r in $(seq "$rounds"); do
   echo "alone $(bench)" >>"$run/res"
   hold_idle
   echo "beside $(bench)" >>"$run/res"
+  echo "round $r: the idle streams' process peaked at $(grep VmHWM /proc/$holder/status | tr -s ' ' | cut -d' ' -f2-)"
   kill "$holder" && wait "$holder" 2>/dev/null || true
   holder=
 done

@@ -410,6 +410,12 @@ void flow_built(flow_stream *fs, uint64_t bytes, uint64_t shared) {
  * reading is held until it reads (flow_cool reaches only the others). */
 int flow_may_send(const flow_stream *fs) {
   if (fs->sent >= fs->acked + FLOW_RING_AHEAD && flow_slot_of(fs, fs->sent) >= 0) return 0;
+  /* What a client has been sent and not consumed is memory too, in its
+   * process: beyond two batches, no more than its share of max_memory
+   * (issue 31: eight clients that did not read held a 64-batch window,
+   * 1.2 GB, each). */
+  uint64_t ahead = fs->sent - fs->acked;
+  if (ahead >= FLOW_RING_AHEAD && *fs->f->max_memory && (ahead + 1) * fs->batch_bytes > flow_share(fs->f)) return 0;
   return fs->queued_all < 2 * fs->batch_bytes;
 }
 

@@ -207,6 +207,28 @@ static void test_client_not_reading(void **state) {
   rig_free(r);
 }
 
+/* A client that reads the socket but takes no batch (its library reads
+ * ahead into its own memory) is sent no more than its share of
+ * max_memory, two batches at least: 8 MiB over two streams, 4 batches of
+ * 1 MiB, though the window is 8. The next goes once it takes one. */
+static void test_window_within_the_share(void **state) {
+  (void)state;
+  char err[128];
+  rig *r = rig_new(8 * MIB, 0);
+  fake *k = rig_open(r, 8, 0);
+  rig_open(r, 8, 0);
+  int sent = 0;
+  for (int round = 0; round < 20; round++) {
+    fake_fill(k);
+    while (fake_send(k)) sent++, fake_write(k, k->fs);
+  }
+  assert_int_equal(sent, 4);
+  assert_int_equal(flow_ack(k->fs, 1, err, sizeof err), 0);
+  fake_fill(k);
+  assert_true(fake_send(k));
+  rig_free(r);
+}
+
 static void test_shm_slots(void **state) {
   (void)state;
   int slot;
@@ -511,6 +533,7 @@ static void test_idle_ring_cools(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_and_acks),      cmocka_unit_test(test_client_not_reading),
+      cmocka_unit_test(test_window_within_the_share),
       cmocka_unit_test(test_shm_slots),            cmocka_unit_test(test_shares_and_one_batch),
       cmocka_unit_test(test_closed_stream_queued), cmocka_unit_test(test_shed_for_a_reader),
       cmocka_unit_test(test_shed_buffers_leave_the_pool),
