@@ -13,8 +13,9 @@
 # counts them idle. Prints the load and the busiest processes first, every
 # result, then medians and the ratio beside/alone, with the bench's shm
 # batch count. IDLE_WINDOW=N opens the idle streams with window N (the
-# library's default otherwise); the holder's peak RSS (what its streams
-# were sent and never took) is printed each round.
+# library's default otherwise), and IDLE_SHM=0 over the socket; the
+# holder's peak RSS (what its streams were sent and never took) is printed
+# each round.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?usage: bench/idle_streams.sh DATA_DIR [ROUNDS] [IDLE] [MAX_MEMORY]}
@@ -49,11 +50,11 @@ bench() {
 hold_idle() {
   PYTHONPATH=build/python "$py" -c '
 import sys, time, bfeed
-c = bfeed.connect(sys.argv[1])
+c = bfeed.connect(sys.argv[1], shm=sys.argv[4] != "0")
 w = {"window": int(sys.argv[3])} if sys.argv[3] else {}
 streams = [c.stream("bench", batch=64, size=224, seed=100 + i, **w) for i in range(int(sys.argv[2]))]
 print("open", flush=True)
-time.sleep(3600)' "unix:$run/s.sock" "$idle" "${IDLE_WINDOW:-}" >"$run/holder.out" &
+time.sleep(3600)' "unix:$run/s.sock" "$idle" "${IDLE_WINDOW:-}" "${IDLE_SHM:-1}" >"$run/holder.out" &
   holder=$!
   while ! grep -q open "$run/holder.out" 2>/dev/null; do sleep 0.1; done
   # Their batches built and sent, their memory held, until the daemon
