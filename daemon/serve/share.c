@@ -405,7 +405,7 @@ int share_ring_ready(const share_member *m) { return m->shm && m->cls->shm_membe
 shm_ring *share_ring(share_member *m, const logger *log) {
   share_class *c = m->cls;
   uint64_t need = 2ull * ((uint64_t)m->window + 2);
-  if (c->shm_members < 2 || !m->shm) return NULL;
+  if (!share_ring_ready(m)) return NULL;
   if (c->ring && shm_ring_free_slots(c->ring) < need) {
     shm_ring_free(c->ring);
     c->ring = NULL;

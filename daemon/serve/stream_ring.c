@@ -99,7 +99,7 @@ int stream_ring_move(stream *st) {
   if (st->inflight || flow_scheduled(st->flow) != flow_sent(st->flow)) return share_ring_ready(st->member);
   shm_ring *r = share_ring(st->member, st->log);
   if (!r) {
-    st->ring_stay = !share_ring_ready(st->member) ? 0 : 1;
+    st->ring_stay = share_ring_ready(st->member); /* ready, yet no ring: no memfd */
     return 0;
   }
   shm_ring_free(st->ring); /* its own, if it had one */
@@ -108,8 +108,7 @@ int stream_ring_move(stream *st) {
   st->ring_wanted = 0;
   st->ring_sent = 0;
   st->ring_from = flow_scheduled(st->flow);
-  uint32_t slots = st->spec.opts.window + 2;
-  flow_reset_slots(st->flow, slots < MSG_SHM_MAX_SLOTS ? slots : MSG_SHM_MAX_SLOTS);
+  flow_reset_slots(st->flow, st->spec.opts.window + 2); /* capped at MSG_SHM_MAX_SLOTS there */
   stream_ring_send(st);
   log_debug(st->log, "stream %u: on the ring of the streams that share its batches, from batch %llu on", st->id,
             (unsigned long long)st->ring_from);
@@ -153,7 +152,7 @@ void stream_ring_close(stream *st) {
 }
 
 void stream_ring_free(stream *st) {
-  for (uint32_t rs = 0; st->ring_class && rs < 64; rs++)
+  for (uint32_t rs = 0; st->ring_class && rs < MSG_SHM_MAX_SLOTS; rs++)
     if ((st->held & ~st->orphans) >> rs & 1) shm_ring_drop(st->ring, rs);
   shm_ring_free(st->ring);
   st->ring = NULL;

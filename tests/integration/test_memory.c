@@ -408,17 +408,27 @@ static void test_idle_shm_streams(void **state) {
   bfeed_stream_opts o[MEM_IDLE];
   bfeed_client *ci = suite_connect(d->unix_addr);
   bfeed_stream *idle[MEM_IDLE];
+  /* Each ring's most pages, seen as the streams fill them one after the
+   * other: a later stream's ring may already take an earlier one's free
+   * slots' memory back (the same rule the reader relies on below). */
+  unsigned long long addr0[MEM_RINGS], addr1[MEM_RINGS], at[MEM_RINGS];
+  uint64_t rss0[MEM_RINGS] = {0}, rss1[MEM_RINGS], now[MEM_RINGS];
+  int n0 = 0;
   for (int i = 0; i < MEM_IDLE; i++) { /* one after the other: each fills its ring before the next builds */
     mem_idle_opts(&o[i], 5 + 100 * (uint64_t)i, 8);
     idle[i] = suite_open(ci, "demo", &o[i]);
     assert_true(itest_poll(mem_filled, idle[i], 30000, 20) > 0);
+    int n = mem_rings(d, at, now);
+    for (int j = 0; j < n; j++) {
+      int k = 0;
+      while (k < n0 && addr0[k] != at[j]) k++;
+      if (k == n0 && n0 < MEM_RINGS) addr0[n0++] = at[j];
+      if (k < n0 && now[j] > rss0[k]) rss0[k] = now[j];
+    }
   }
   mem_probe p = {.c = suite_connect(d->unix_addr)};
   assert_true(itest_poll(mem_all_idle, &p, 30000, 50) > 0);
   assert_true(itest_poll(mem_settled, &p, 30000, 50) > 0);
-  unsigned long long addr0[MEM_RINGS], addr1[MEM_RINGS];
-  uint64_t rss0[MEM_RINGS], rss1[MEM_RINGS];
-  int n0 = mem_rings(d, addr0, rss0);
 
   /* The reader's window of 32: a ring of 34 slots (163 MiB), which fits
    * beside the idle rings only once their memory goes back. */
