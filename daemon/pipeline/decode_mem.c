@@ -14,6 +14,12 @@ static uint64_t decode_mem_limit_bytes, decode_mem_budget_bytes, decode_mem_held
 static pthread_mutex_t decode_mem_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t decode_mem_cv = PTHREAD_COND_INITIALIZER;
 static unsigned decode_mem_running;
+/* The needs of the decodes entered whose buffers are not counted yet: a
+ * decode's need is promised from its enter until decode_mem_settle, so that
+ * a second decode entering between the first one's enter and its reserve
+ * sees it (without this, four workers arriving at once all fitted an empty
+ * count, and two 100 MB decodes ran under a 160M max_memory). */
+static uint64_t decode_mem_promised;
 
 void decode_mem_set_limit(uint64_t bytes) { __atomic_store_n(&decode_mem_limit_bytes, bytes, __ATOMIC_RELAXED); }
 
@@ -28,10 +34,17 @@ void decode_mem_enter(uint64_t need) {
   pthread_mutex_lock(&decode_mem_mu);
   for (;;) {
     uint64_t budget = __atomic_load_n(&decode_mem_budget_bytes, __ATOMIC_RELAXED);
-    if (!budget || !decode_mem_running || decode_mem_held() + need <= budget) break;
+    if (!budget || !decode_mem_running || decode_mem_held() + decode_mem_promised + need <= budget) break;
     pthread_cond_wait(&decode_mem_cv, &decode_mem_mu);
   }
   decode_mem_running++;
+  decode_mem_promised += need;
+  pthread_mutex_unlock(&decode_mem_mu);
+}
+
+void decode_mem_settle(uint64_t need) {
+  pthread_mutex_lock(&decode_mem_mu);
+  decode_mem_promised -= need;
   pthread_mutex_unlock(&decode_mem_mu);
 }
 

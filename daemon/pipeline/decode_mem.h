@@ -53,9 +53,12 @@ uint64_t decode_mem_held(void);
 int decode_mem_check(const char *what, int width, int height, uint64_t need, char *err, size_t errlen);
 
 /* Around a decode that will take `need` bytes more (its buffers and the
- * library's): enter waits while other decodes run and the count plus need
- * is over max_memory; leave after its buffers are given back or kept. */
+ * library's): enter waits while other decodes run and the count, the needs
+ * of those not yet counted and this need are over max_memory; settle once
+ * the decode's buffers are counted (its need is no longer a promise), and
+ * leave after they are given back or kept. Enter, settle, leave: each once. */
 void decode_mem_enter(uint64_t need);
+void decode_mem_settle(uint64_t need);
 void decode_mem_leave(void);
 
 /* A library's working memory for the decode in progress: *held (the

@@ -183,12 +183,15 @@ int image_decode_read(image_decoder *d, int x0, int x1, int y0, int y1, const ui
   uint8_t *rect;
   /* max_memory for every decode at once: wait while the others' and this
    * one's would be over it (decode_mem.h). */
-  decode_mem_enter((n > d->pixels.cap ? n : 0) + d->working);
+  uint64_t need = (n > d->pixels.cap ? n : 0) + d->working;
+  decode_mem_enter(need);
   d->entered = 1;
   int rc = image_decode_reserve(d, n, &rect, err, errlen);
+  if (rc == 0)
+    decode_mem_take(&d->held, d->working); /* the library's buffers, while it decodes */
+  decode_mem_settle(need); /* counted now (or refused): no longer a promise */
   if (rc != 0)
     return rc;
-  decode_mem_take(&d->held, d->working); /* the library's buffers, while it decodes */
   if (webp)
     rc = webp_decode_read(buf, d->len, rect, row, row * (size_t)h, err, errlen);
   else if (d->info.format == IMAGE_DECODE_RAW)

@@ -246,8 +246,11 @@ static void test_decodes_share_max_memory(void **state) {
   itest_run_free(&run);
   assert_true(itest_daemon_log_has(&memsuite_the.d, "zbig.png: PNG of 13000x13000 needs"));
   assert_true(itest_daemon_log_has(&memsuite_the.d, "over max_memory (167772160)"));
-  /* One 100 MB decode at a time, the daemon's own memory beside it; four
-   * at once would be over 400 MB. */
+  /* Each decode takes its rectangle, 4384 x 4384 RGBX (77 MB: the center
+   * 64 of 73), so two fit 160M at once and a third waits: 2 x 77 MB and the
+   * daemon's own memory, where three at once (stop 36's CI, a decode not
+   * yet counted between its enter and its reserve) peaked at 241 MB and
+   * four would be over 300 MB. */
   memsuite_peak_within("four 5000x5000 PNGs on four workers under --max-memory 160M", 208 * IMG_MIB);
   memsuite_stop();
 }
