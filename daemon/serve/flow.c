@@ -191,6 +191,17 @@ static uint64_t flow_share(const flow *f) {
   return *f->max_memory / (active > 0 ? active : 1);
 }
 
+/* What each open stream's client may hold, sent and not taken: max_memory
+ * over every open stream, idle ones included. That memory is in the
+ * client's process, not the daemon's, and a client that stops reading
+ * keeps what it was sent: were it measured by flow_share, a stream would
+ * be sent more the longer it stayed idle. */
+static uint64_t flow_client_share(const flow *f) {
+  uint64_t open = 0;
+  for (const flow_stream *fs = f->streams; fs; fs = fs->next) open += fs->owner != NULL;
+  return *f->max_memory / (open > 0 ? open : 1);
+}
+
 static int flow_fits(const flow *f, uint64_t bytes, uint64_t holding) {
   return holding + bytes <= flow_share(f) && flow_held(f) + bytes <= *f->max_memory;
 }
@@ -415,7 +426,8 @@ int flow_may_send(const flow_stream *fs) {
    * (issue 31: eight clients that did not read held a 64-batch window,
    * 1.2 GB, each). */
   uint64_t ahead = fs->sent - fs->acked;
-  if (ahead >= FLOW_RING_AHEAD && *fs->f->max_memory && (ahead + 1) * fs->batch_bytes > flow_share(fs->f)) return 0;
+  if (ahead >= FLOW_RING_AHEAD && *fs->f->max_memory && (ahead + 1) * fs->batch_bytes > flow_client_share(fs->f))
+    return 0;
   return fs->queued_all < 2 * fs->batch_bytes;
 }
 

@@ -410,6 +410,29 @@ static void test_idle_stream_gives_way(void **state) {
   rig_free(r);
 }
 
+/* A client that stops reading keeps the share of every open stream for
+ * what it was sent and has not taken: once idle it no longer counts among
+ * the streams that read, and before the fix its share grew to all of
+ * max_memory over the others (8 idle clients with window 64 took 2.4 GB in
+ * their process under a 2G max_memory). Two streams of 8 MiB: 4 sent,
+ * never a fifth, however long it stays idle and makes one at a time. */
+static void test_idle_client_keeps_its_share(void **state) {
+  (void)state;
+  rig *r = rig_timed(8 * MIB, 0);
+  fake *k = rig_open(r, 16, 0);
+  fake *other = rig_open(r, 16, 0);
+  (void)other;
+  int sent = 0;
+  for (int round = 0; round < 20; round++) {
+    fake_now_ns += 2 * SEC; /* idle from the first round on */
+    fake_fill(k);
+    while (fake_send(k)) sent++, fake_write(k, k->fs);
+  }
+  assert_true(flow_is_idle(k->fs));
+  assert_int_equal(sent, 4);
+  rig_free(r);
+}
+
 /* Idle is about the client, not the daemon: a client waiting for its
  * next batch is never idle; one whose steps take 1.5 s is idle only after
  * four of its steps without taking a batch, not after one second (until
@@ -533,7 +556,7 @@ static void test_idle_ring_cools(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_window_and_acks),      cmocka_unit_test(test_client_not_reading),
-      cmocka_unit_test(test_window_within_the_share),
+      cmocka_unit_test(test_window_within_the_share),      cmocka_unit_test(test_idle_client_keeps_its_share),
       cmocka_unit_test(test_shm_slots),            cmocka_unit_test(test_shares_and_one_batch),
       cmocka_unit_test(test_closed_stream_queued), cmocka_unit_test(test_shed_for_a_reader),
       cmocka_unit_test(test_shed_buffers_leave_the_pool),
