@@ -15,7 +15,9 @@
 # batch count. IDLE_WINDOW=N opens the idle streams with window N (the
 # library's default otherwise), and IDLE_SHM=0 over the socket; the
 # holder's peak RSS (what its streams were sent and never took) is printed
-# each round.
+# each round. IDLE_WAIT=0 runs the bench as soon as the idle streams are
+# open, while their windows are still being built and sent (a working
+# client's first run beside clients that just connected).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 data=${1:?usage: bench/idle_streams.sh DATA_DIR [ROUNDS] [IDLE] [MAX_MEMORY]}
@@ -57,6 +59,7 @@ print("open", flush=True)
 time.sleep(3600)' "unix:$run/s.sock" "$idle" "${IDLE_WINDOW:-}" "${IDLE_SHM:-1}" >"$run/holder.out" &
   holder=$!
   while ! grep -q open "$run/holder.out" 2>/dev/null; do sleep 0.1; done
+  [ "${IDLE_WAIT:-1}" != 0 ] || return 0
   # Their batches built and sent, their memory held, until the daemon
   # counts them idle (a second after each had a batch to take; up to 60 s).
   for _ in $(seq 600); do
@@ -86,7 +89,8 @@ med = {k: statistics.median(r["samples_per_s"] for r in v) for k, v in rows.item
 for k in ("alone", "beside"):
     v = rows[k]
     print(f"{k:7s} median {med[k]:7.1f} samples/s  (min {min(r['samples_per_s'] for r in v):.1f}, "
-          f"max {max(r['samples_per_s'] for r in v):.1f}); shm batches {[r.get('shm_batches') for r in v]}")
+          f"max {max(r['samples_per_s'] for r in v):.1f}); shm batches {[r.get('shm_batches') for r in v]}; "
+          f"seconds {[round(r['seconds'], 2) for r in v]}")
 print(f"beside {sys.argv[2]} idle streams / alone, max_memory {sys.argv[3]}: {med['beside'] / med['alone']:.3f}")
 EOF
 echo "== the machine after: load $(cut -d' ' -f1-3 /proc/loadavg)"
