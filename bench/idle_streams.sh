@@ -26,13 +26,8 @@ idle=${3:-8}
 maxmem=${4:-256M}
 data=$(cd "$data" && pwd)
 cd "$here/.."
-bin=${BFEED_BIN:-build/bin}
-[ -x "$bin/bfeedd" ] || scripts/build.sh >/dev/null
-py=/usr/bin/python3
-cores=$(nproc)
-
-echo "== the machine before: load $(cut -d' ' -f1-3 /proc/loadavg); busiest processes:"
-ps -eo pcpu=,comm= --sort=-pcpu | head -5
+. bench/bench_prelude.sh
+bench_machine before
 
 run=$(mktemp -d /tmp/bfeed-idle.XXXXXX)
 "$bin/bfeedd" --listen "unix:$run/s.sock" --dataset bench="$data" --workers "$cores" --max-memory "$maxmem" \

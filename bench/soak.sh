@@ -28,13 +28,8 @@ maxmem=${4:-512M}
 images=$(cd "$images" && pwd)
 vectors=$(cd "$(dirname "$vectors")" && pwd)/$(basename "$vectors")
 cd "$here/.."
-bin=${BFEED_BIN:-build/bin}
-[ -x "$bin/bfeedd" ] || scripts/build.sh >/dev/null
-py=/usr/bin/python3
-cores=$(nproc)
-
-echo "== the machine before: load $(cut -d' ' -f1-3 /proc/loadavg); busiest processes:"
-ps -eo pcpu=,comm= --sort=-pcpu | head -5
+. bench/bench_prelude.sh
+bench_machine before
 
 run=$(mktemp -d /tmp/bfeed-soak.XXXXXX)
 "$bin/bfeed" make-demo "$run/corpus" --text "$vectors" >/dev/null
