@@ -100,7 +100,7 @@ for w in range(0, rows[-1][0] + 1, 300):
     if part:
         print(f"{w // 60:3d}-{w // 60 + 5:3d} min  rss {min(r[1] for r in part):8d} {max(r[1] for r in part):8d}"
               f"  threads {part[-1][3]}  fds {part[-1][4]}")
-print(f"peak RSS (VmHWM) {rows[-1][2]} KiB")
+print(f"peak RSS (VmHWM, highest read) {max(r[2] for r in rows)} KiB")
 failed = 0
 for name in ("train", "eval", "text", "zstd"):
     lines = open(os.path.join(run, name)).read().splitlines() if os.path.exists(os.path.join(run, name)) else []
@@ -111,9 +111,9 @@ for name in ("train", "eval", "text", "zstd"):
     print(f"{name:6s} {len(ok)} runs, {samples} samples, {len(bad)} failed")
     for l in bad[:5]:
         print("   ", l)
-d = json.load(open(os.path.join(run, "stats.json")))["daemon"]
-print("daemon:", ", ".join(f"{k} {d[k]}" for k in ("clients_total", "clients_rejected", "protocol_errors")))
-for name, ds in sorted(json.load(open(os.path.join(run, "stats.json")))["datasets"].items()):
+stats = json.load(open(os.path.join(run, "stats.json")))
+print("daemon:", ", ".join(f"{k} {stats['daemon'][k]}" for k in ("clients_total", "clients_rejected", "protocol_errors")))
+for name, ds in sorted(stats["datasets"].items()):
     print(f"dataset {name}: {ds['streams_total']} streams, {ds['samples']} samples, {ds['skipped']} skipped")
 sys.exit(1 if failed else 0)
 EOF
